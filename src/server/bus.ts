@@ -1,0 +1,27 @@
+// The internal message bus: how in-process services (JetStream, the system account
+// responders, monitoring) take part in subject routing without a socket. Handlers run
+// synchronously inside fan-out, so they must not block; they may publish (re-entrant
+// routing is safe because the subscription index is copy-on-write).
+
+/** A message seen by an internal subscriber. `hdr` is the raw header block
+ *  ("NATS/1.0...\r\n\r\n") or null; `payload` excludes headers. Buffers are only valid
+ *  during the call: copy what you keep. */
+export type InternalHandler = (
+  subject: string,
+  reply: string,
+  hdr: Buffer | null,
+  payload: Buffer,
+) => void;
+
+export interface InternalSubscription {
+  readonly subject: string;
+  unsubscribe(): void;
+}
+
+export interface Bus {
+  subscribe(subject: string, handler: InternalHandler, queue?: string): InternalSubscription;
+  /** Route a message as if a client had published it. */
+  publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  /** True when at least one subscription (client or internal) matches. */
+  hasInterest(subject: string): boolean;
+}

@@ -1,0 +1,112 @@
+// Server options: one flat, fully-initialised shape. The config file parser and the
+// command-line flags both produce a Partial<ServerOptions>; flags win over the file.
+
+export interface UserEntry {
+  user: string;
+  password: string; // plain text, or a bcrypt hash starting with "$2"
+  permissions: unknown; // reserved for the permissions issue
+}
+
+export interface AuthorizationOptions {
+  user: string;
+  password: string;
+  token: string;
+  users: UserEntry[];
+  timeoutMs: number;
+}
+
+export interface JetStreamOptions {
+  enabled: boolean;
+  storeDir: string;
+  maxMemoryStoreBytes: number; // -1 = unlimited
+  maxFileStoreBytes: number; // -1 = unlimited
+  // "always" (the default): a PubAck leaves only after fsync. A number: fsync every N ms
+  // (nats-server's behaviour; acknowledged data may be lost on power failure).
+  syncIntervalMs: number | "always";
+  domain: string;
+}
+
+export interface ServerOptions {
+  host: string;
+  port: number; // 0 or -1 = pick a free port
+  serverName: string;
+  httpHost: string;
+  httpPort: number; // 0 = off, -1 = random
+  maxPayloadBytes: number;
+  maxConnections: number;
+  maxControlLineBytes: number;
+  maxPendingBytes: number;
+  pingIntervalMs: number;
+  pingMax: number;
+  writeDeadlineMs: number;
+  authorization: AuthorizationOptions;
+  noAuthUser: string;
+  jetstream: JetStreamOptions;
+  lameDuckDurationMs: number;
+  lameDuckGracePeriodMs: number;
+  pidFile: string;
+  portsFileDir: string;
+  logFile: string;
+  debug: boolean;
+  trace: boolean;
+  noLog: boolean;
+  logTime: boolean;
+  configFile: string;
+}
+
+export const DEFAULT_PORT = 4222;
+export const DEFAULT_HTTP_PORT = 8222;
+
+export function defaultOptions(): ServerOptions {
+  return {
+    host: "0.0.0.0",
+    port: DEFAULT_PORT,
+    serverName: "",
+    httpHost: "0.0.0.0",
+    httpPort: 0,
+    maxPayloadBytes: 1024 * 1024,
+    maxConnections: 64 * 1024,
+    maxControlLineBytes: 4096,
+    maxPendingBytes: 64 * 1024 * 1024,
+    pingIntervalMs: 2 * 60 * 1000,
+    pingMax: 2,
+    writeDeadlineMs: 10 * 1000,
+    authorization: { user: "", password: "", token: "", users: [], timeoutMs: 2000 },
+    noAuthUser: "",
+    jetstream: {
+      enabled: false,
+      storeDir: "",
+      maxMemoryStoreBytes: -1,
+      maxFileStoreBytes: -1,
+      syncIntervalMs: "always",
+      domain: "",
+    },
+    lameDuckDurationMs: 2 * 60 * 1000,
+    lameDuckGracePeriodMs: 10 * 1000,
+    pidFile: "",
+    portsFileDir: "",
+    logFile: "",
+    debug: false,
+    trace: false,
+    noLog: false,
+    logTime: true,
+    configFile: "",
+  };
+}
+
+export type OptionsPatch = Partial<Omit<ServerOptions, "authorization" | "jetstream">> & {
+  authorization?: Partial<AuthorizationOptions>;
+  jetstream?: Partial<JetStreamOptions>;
+};
+
+/** Apply patches left to right over the defaults; nested blocks merge field by field. */
+export function mergeOptions(...patches: OptionsPatch[]): ServerOptions {
+  const out = defaultOptions();
+  for (const p of patches) {
+    const { authorization, jetstream, ...flat } = p;
+    Object.assign(out, flat);
+    if (authorization) Object.assign(out.authorization, authorization);
+    if (jetstream) Object.assign(out.jetstream, jetstream);
+  }
+  return out;
+}
