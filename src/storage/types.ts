@@ -1,0 +1,103 @@
+// The storage contract. Streams talk to a StreamStore; consumers to a ConsumerStore.
+// Implementations: memory/ and file/. A store never imports stream or consumer code:
+// it reports upward only through the callbacks given to it (nats-server store.go).
+
+export const StorageType = { File: "file", Memory: "memory" } as const;
+export type StorageType = (typeof StorageType)[keyof typeof StorageType];
+
+export interface StoredMsg {
+  seq: number;
+  subject: string;
+  hdr: Buffer | null; // raw header block or null
+  data: Buffer;
+  tsNs: number; // int64 ns since epoch, as a JS number
+}
+
+/** Limits the store enforces itself, always by discarding the oldest ("discard old").
+ *  "discard new" is decided by the stream before it calls storeMsg. -1/0 = unlimited. */
+export interface StoreLimits {
+  maxMsgs: number;
+  maxBytes: number;
+  maxAgeMs: number;
+  maxMsgsPerSubject: number;
+}
+
+export interface StreamStoreState {
+  msgs: number;
+  bytes: number;
+  firstSeq: number;
+  firstTsNs: number;
+  lastSeq: number;
+  lastTsNs: number;
+  numSubjects: number;
+  numDeleted: number; // interior gaps between firstSeq and lastSeq
+}
+
+export interface SubjectState {
+  msgs: number;
+  first: number;
+  last: number;
+}
+
+/** What the store tells its owner. */
+export interface StoreCallbacks {
+  /** A message left the store because of a limit, an age or a TTL (not on explicit remove). */
+  onLimitRemove?(seq: number, subject: string): void;
+}
+
+export interface StreamStore {
+  readonly type: StorageType;
+  /** Append. Sequences are assigned by the store (lastSeq + 1). ttlSec > 0: per-message TTL. */
+  storeMsg(subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): number;
+  /** Durability barrier: cb runs once everything stored before the call is on stable
+   *  storage (for memory stores: on the next tick). Many calls share one fsync. */
+  sync(cb: (err: Error | null) => void): void;
+  loadMsg(seq: number): StoredMsg | null;
+  /** First message with seq >= start whose subject matches filter ("" or ">" = any). */
+  loadNextMsg(filter: string, start: number): StoredMsg | null;
+  /** Last message whose subject matches filter (wildcards allowed). */
+  loadLastMsg(filter: string): StoredMsg | null;
+  /** Remove one message; false if it was not there. */
+  removeMsg(seq: number): boolean;
+  /** Purge: all, or those matching subject, or below seq (exclusive), keeping the newest `keep`. */
+  purge(opts: { subject?: string; seq?: number; keep?: number }): number;
+  /** Remove all messages with seq < seq; if seq > lastSeq+1 the stream restarts at seq. */
+  compact(seq: number): number;
+  setLimits(l: StoreLimits): void;
+  /** Apply age and TTL expiry as of now; returns how many were removed. */
+  expire(nowNs: number): number;
+  state(): StreamStoreState;
+  /** Deleted sequences between first and last, for deleted_details. */
+  deletedSeqs(): number[];
+  subjectsState(filter: string): Map<string, SubjectState>;
+  /** Messages at or after startSeq matching filter; lastPerSubject counts one per subject. */
+  numPending(startSeq: number, filter: string, lastPerSubject: boolean): number;
+  /** Flush, fsync and close. */
+  close(): Promise<void>;
+  /** Close and remove everything on disk. */
+  delete(): Promise<void>;
+}
+
+export interface ConsumerPending {
+  cseq: number;
+  tsNs: number; // last delivery time
+}
+
+export interface ConsumerState {
+  delivered: { consumerSeq: number; streamSeq: number };
+  ackFloor: { consumerSeq: number; streamSeq: number };
+  pending: Map<number, ConsumerPending>; // by stream seq
+  redelivered: Map<number, number>; // stream seq -> delivery count (only when > 1)
+}
+
+export interface ConsumerStore {
+  load(): ConsumerState | null;
+  /** Record the new state; it is written with the stream's durability (group commit). */
+  update(state: ConsumerState): void;
+  sync(cb: (err: Error | null) => void): void;
+  /** Persist the consumer's config JSON atomically. */
+  writeConfig(json: string): void;
+  readConfig(): string | null;
+  close(): Promise<void>;
+  delete(): Promise<void>;
+}
