@@ -1,0 +1,46 @@
+// The seam between the $JS.API router (api.ts, owned by the stream layer) and the consumer
+// API (consumer-api.ts, owned by the consumer layer). The router parses nothing consumer
+// specific: it hands over the subject tokens after "$JS.API.CONSUMER." and the raw request.
+
+import type { Bus } from "../server/bus.js";
+import type { Clock } from "../runtime/clock.js";
+import type { Logger } from "../server/log.js";
+import type { JetStreamOptions } from "../server/options.js";
+import type { StreamHandle } from "./contracts.js";
+import type { ApiError } from "./errors.js";
+
+export interface ConsumerApiContext {
+  readonly bus: Bus;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly opts: JetStreamOptions;
+  readonly serverName: string;
+  readonly serverId: string;
+  readonly maxPayloadBytes: number;
+  /** A stream by name, or undefined when there is none. */
+  getStream(name: string): StreamHandle | undefined;
+  /** Names of all streams (sorted). */
+  streamNames(): string[];
+  /** Send a JSON reply (no-op when reply is ""). Counts the API call in $JS.API.INFO. */
+  respond(reply: string, obj: unknown): void;
+  /** Send `{"type":type,"error":{...}}` and count it as an API error. */
+  respondError(reply: string, type: string, err: ApiError): void;
+  /** Account-wide consumer limit check: true if one more consumer may be created. */
+  canAddConsumer(): boolean;
+  /** Publish an advisory if anyone listens (subject under $JS.EVENT.ADVISORY.). */
+  advisory(subject: string, body: Record<string, unknown>): void;
+}
+
+/** Signature of the consumer layer's entry point (src/jetstream/consumer-api.ts).
+ *  op: the token after "CONSUMER." ("CREATE", "DURABLE", "INFO", "DELETE", "NAMES", "LIST",
+ *  "MSG", "PAUSE", "UNPIN", "LEADER", ...). tokens: the tokens after op (e.g. for
+ *  $JS.API.CONSUMER.CREATE.S.C.foo.> -> ["S","C","foo",">"]; for MSG.NEXT.S.C ->
+ *  ["NEXT","S","C"]). hdr/payload: the request; buffers are only valid during the call. */
+export type HandleConsumerApi = (
+  ctx: ConsumerApiContext,
+  op: string,
+  tokens: string[],
+  reply: string,
+  hdr: Buffer | null,
+  payload: Buffer,
+) => void;
