@@ -1,0 +1,707 @@
+// File-backed StreamStore: append-only block files "<n>.blk" in one directory, with the
+// sequence index in memory (the shared SeqIndex plus two columns: offset and record length).
+//
+// Durability: storeMsg encodes into one reused write buffer and returns at once; a flush
+// (setImmediate, or early when the buffer is large) writes the buffer with one write call and
+// then one fsync covers every sync() callback queued before that write (group commit). In
+// syncIntervalMs mode callbacks answer right after the write and fsync runs on a timer.
+//
+// Removal: a message removed from the front of the stream is covered by a "floor" record
+// (written once per flush); an interior removal writes a tombstone. A sealed block whose
+// messages are all gone is unlinked after its still-needed tombstones are copied forward and
+// synced; a sealed block that is mostly dead is rewritten with only its live records.
+import { join } from "node:path";
+import type { Clock, TimerHandle } from "../../runtime/clock.js";
+import type { Fs } from "../../runtime/fs.js";
+import { StorageType, type StoreCallbacks, type StoreLimits, type StoredMsg, type StreamStore } from "../types.js";
+import { SeqIndex, type SubjRec } from "../memory/seqindex.js";
+import {
+  FLAG_HDR,
+  KIND_FLOOR,
+  KIND_MSG,
+  KIND_TOMB,
+  REC_HDR,
+  REC_OVERHEAD,
+  checkRecord,
+  fileStoreMsgSize,
+  recSeq,
+  sealRecord,
+  writeRecordHeader,
+} from "./record.js";
+
+export const DEFAULT_BLOCK_BYTES = 8 * 1024 * 1024;
+const FLUSH_AT_BYTES = 1024 * 1024;
+const READ_WINDOW_BYTES = 256 * 1024;
+const READ_CACHE_WINDOWS = 4;
+const COMPACT_MIN_BYTES = 64 * 1024;
+
+export class Blk {
+  readonly id: number;
+  readonly path: string;
+  fd = -1;
+  firstSeq = 0; // first message seq in this block (0: none)
+  lastSeq = 0;
+  live = 0; // live messages
+  liveRecBytes = 0;
+  size = 0; // bytes including the unwritten part of the write buffer
+  written = 0; // bytes handed to the file
+  dirty = false; // written but not fsynced
+  hasFloor = false;
+  tombs: number[] = [];
+  unlinkAfterWrite = 0; // set when dead: unlink once a fsync covering this write count completes
+  constructor(id: number, path: string) {
+    this.id = id;
+    this.path = path;
+  }
+}
+
+export interface DroppedRegion {
+  file: string;
+  offset: number;
+  bytes: number;
+  reason: "checksum" | "torn-tail";
+  /** Last good message sequence before the damage (0 if none in that block). */
+  afterSeq: number;
+}
+
+export interface RecoveryReport {
+  blocks: number;
+  msgs: number;
+  tombstones: number;
+  truncatedBytes: number;
+  dropped: DroppedRegion[];
+}
+
+export interface FileStreamStoreOptions {
+  dir: string;
+  fs: Fs;
+  clock: Clock;
+  limits?: StoreLimits | null;
+  callbacks?: StoreCallbacks | null;
+  /** 0 (default): fsync before every sync() answer. > 0: fsync on this interval only. */
+  syncIntervalMs?: number;
+  blockSizeBytes?: number;
+}
+
+interface CacheWin {
+  blk: Blk | null;
+  start: number;
+  buf: Buffer;
+}
+
+type SyncCb = (err: Error | null) => void;
+
+export class FileStreamStore extends SeqIndex implements StreamStore {
+  readonly type = StorageType.File;
+  private readonly dir: string;
+  private readonly fs: Fs;
+  private readonly clock: Clock;
+  private readonly syncIntervalMs: number;
+  private readonly blockSizeBytes: number;
+
+  private offCol: Uint32Array;
+  private lenCol: Uint32Array;
+
+  private blocks: Blk[] = [];
+  private wblk: Blk;
+  private wbuf: Buffer = Buffer.allocUnsafe(FLUSH_AT_BYTES + 64 * 1024);
+  private wlen = 0;
+  private writes = 0; // count of write calls, for ordering unlinks after syncs
+  private writtenFloor = -1;
+  private dirDirty = false;
+  private loading = true;
+  private closed = false;
+  private failed: Error | null = null;
+
+  private flushScheduled = false;
+  private readonly flushFn: () => void;
+  private queued: SyncCb[] = []; // sync() calls whose data is not yet written
+  private written: SyncCb[] = []; // written, waiting for the next fsync
+  private fsyncing = false;
+  private syncTimer: TimerHandle | null = null;
+  private readonly dying: Blk[] = [];
+  private readonly compactQueue: Blk[] = [];
+  private readonly cache: CacheWin[] = [];
+  private readonly idleWaiters: (() => void)[] = [];
+  private cacheNext = 0;
+
+  constructor(opts: FileStreamStoreOptions) {
+    super(opts.limits ?? null, opts.callbacks ?? null, 1024);
+    this.dir = opts.dir;
+    this.fs = opts.fs;
+    this.clock = opts.clock;
+    this.syncIntervalMs = opts.syncIntervalMs ?? 0;
+    this.blockSizeBytes = opts.blockSizeBytes ?? DEFAULT_BLOCK_BYTES;
+    this.offCol = new Uint32Array(1024);
+    this.lenCol = new Uint32Array(1024);
+    this.wblk = new Blk(0, "");
+    this.flushFn = () => this.flush();
+    for (let k = 0; k < READ_CACHE_WINDOWS; k++) this.cache.push({ blk: null, start: 0, buf: Buffer.alloc(0) });
+  }
+
+  // ---- open / recovery ----
+
+  /** Read every block, verify checksums, truncate a torn tail, rebuild the index. */
+  open(): RecoveryReport {
+    const fs = this.fs;
+    fs.mkdirp(this.dir);
+    const report: RecoveryReport = { blocks: 0, msgs: 0, tombstones: 0, truncatedBytes: 0, dropped: [] };
+    const ids: number[] = [];
+    for (const name of fs.readdir(this.dir)) {
+      const m = /^(\d+)\.blk$/.exec(name);
+      if (m) ids.push(Number(m[1]));
+      else if (name.endsWith(".new") || name.endsWith(".tmp")) fs.unlink(join(this.dir, name));
+    }
+    ids.sort((a, b) => a - b);
+    const tombs: number[] = [];
+    let floor = 0;
+    let floorLast = 0;
+    let floorLastTs = 0;
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[k] as number;
+      const blk = new Blk(id, join(this.dir, `${id}.blk`));
+      const buf = fs.readFile(blk.path) ?? Buffer.alloc(0);
+      const isLast = k === ids.length - 1;
+      let p = 0;
+      let lastMsg = 0;
+      while (p < buf.length) {
+        const rl = checkRecord(buf, p);
+        if (rl === 0) {
+          const next = resync(buf, p + 1);
+          if (next < 0) {
+            report.dropped.push({ file: blk.path, offset: p, bytes: buf.length - p, reason: "torn-tail", afterSeq: lastMsg });
+            if (isLast) report.truncatedBytes += buf.length - p;
+            break;
+          }
+          report.dropped.push({ file: blk.path, offset: p, bytes: next - p, reason: "checksum", afterSeq: lastMsg });
+          p = next;
+          continue;
+        }
+        const kind = buf[p + 4] as number;
+        const seq = recSeq(buf, p);
+        if (kind === KIND_MSG) {
+          if (seq > this.lastSeq) {
+            this.loadMsgRecord(blk, buf, p, rl, seq);
+            lastMsg = seq;
+            report.msgs++;
+          }
+        } else if (kind === KIND_TOMB) {
+          tombs.push(seq);
+          blk.tombs.push(seq);
+          report.tombstones++;
+        } else {
+          blk.hasFloor = true;
+          if (seq > floor) floor = seq;
+          const d = p + REC_HDR + buf.readUInt16LE(p + 6) + buf.readUInt32LE(p + 8);
+          const ls = buf.readDoubleLE(d);
+          if (ls > floorLast) floorLast = ls;
+          const lt = buf.readDoubleLE(d + 8);
+          if (lt > floorLastTs) floorLastTs = lt;
+        }
+        p += rl;
+      }
+      blk.size = blk.written = isLast ? p : buf.length;
+      if (isLast && p < buf.length) {
+        const fd = this.blkFd(blk);
+        fs.truncate(fd, p);
+        fs.fsyncSync(fd);
+      }
+      this.blocks.push(blk);
+      report.blocks++;
+    }
+    // Apply what the floors and tombstones say is gone.
+    const lastSeen = Math.max(this.lastSeq, floorLast, floor - 1);
+    if (lastSeen > this.lastSeq) this.extendLast(lastSeen);
+    if (floor > 0) this.compact(floor);
+    for (const t of tombs) this.removeSeq(t, false);
+    if (floorLastTs > this.lastTsNs && floorLast >= this.lastSeq) this.lastTsNs = floorLastTs;
+    if (this.msgs === 0 && this.lastSeq > 0) this.firstSeq = this.lastSeq + 1;
+    this.writtenFloor = floor > 0 ? floor : -1;
+    if (this.msgs === 0 && floor === 0 && this.lastSeq === 0) this.writtenFloor = 0;
+
+    const tail = this.blocks[this.blocks.length - 1];
+    if (tail !== undefined && tail.size < this.blockSizeBytes) this.wblk = tail;
+    else this.wblk = this.newBlock();
+    this.loading = false;
+    for (const b of [...this.blocks]) if (b !== this.wblk && b.live === 0) this.blockDied(b);
+    if (this.syncIntervalMs > 0) this.armSyncTimer();
+    this.scheduleFlush();
+    return report;
+  }
+
+  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, rl: number, seq: number): void {
+    const sl = buf.readUInt16LE(p + 6);
+    const hl = buf.readUInt32LE(p + 8);
+    const subject = buf.toString("utf8", p + REC_HDR, p + REC_HDR + sl);
+    const rec = this.internSubject(subject);
+    const dl = rl - REC_OVERHEAD - sl - hl;
+    const i = this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), fileStoreMsgSize(sl, hl, dl), buf.readUInt32LE(p + 28));
+    this.offCol[i] = p;
+    this.lenCol[i] = rl;
+    if (blk.firstSeq === 0) blk.firstSeq = seq;
+    blk.lastSeq = seq;
+    blk.live++;
+    blk.liveRecBytes += rl;
+  }
+
+  private blkFd(b: Blk): number {
+    if (b.fd < 0) b.fd = this.fs.open(b.path, "rw");
+    return b.fd;
+  }
+
+  private newBlock(): Blk {
+    const last = this.blocks[this.blocks.length - 1];
+    const id = last === undefined ? 1 : last.id + 1;
+    const b = new Blk(id, join(this.dir, `${id}.blk`));
+    this.blkFd(b);
+    this.blocks.push(b);
+    this.dirDirty = true;
+    return b;
+  }
+
+  // ---- columns ----
+  protected resizeExtra(newCap: number, shift: number, used: number): void {
+    const keep = Math.max(0, used - shift);
+    const o = new Uint32Array(newCap);
+    o.set(this.offCol.subarray(shift, shift + keep));
+    this.offCol = o;
+    const l = new Uint32Array(newCap);
+    l.set(this.lenCol.subarray(shift, shift + keep));
+    this.lenCol = l;
+  }
+
+  // ---- hot path ----
+  storeMsg(subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): number {
+    if (this.closed) throw new Error("file store is closed");
+    if (this.failed !== null) throw this.failed;
+    const rec = this.internSubject(subject);
+    const sl = rec.bytes.length;
+    const hl = hdr === null ? 0 : hdr.length;
+    const dl = data.length;
+    const rl = REC_OVERHEAD + sl + hl + dl;
+    let w = this.wblk;
+    if (w.firstSeq !== 0 && w.size + rl > this.blockSizeBytes) w = this.roll();
+    const p = this.reserve(rl);
+    const seq = this.lastSeq + 1;
+    const b = this.wbuf;
+    writeRecordHeader(b, p, rl, KIND_MSG, hdr === null ? 0 : FLAG_HDR, sl, hl, seq, tsNs, ttlSec);
+    rec.bytes.copy(b, p + REC_HDR);
+    if (hdr !== null) hdr.copy(b, p + REC_HDR + sl);
+    data.copy(b, p + REC_HDR + sl + hl);
+    sealRecord(b, p, rl);
+    const i = this.indexAppend(seq, rec, tsNs, fileStoreMsgSize(sl, hl, dl), ttlSec);
+    this.offCol[i] = w.size;
+    this.lenCol[i] = rl;
+    w.size += rl;
+    if (w.firstSeq === 0) w.firstSeq = seq;
+    w.lastSeq = seq;
+    w.live++;
+    w.liveRecBytes += rl;
+    this.enforceLimits(rec);
+    this.scheduleFlush();
+    return seq;
+  }
+
+  /** Room for rl bytes at the end of the write buffer; returns the buffer position. */
+  private reserve(rl: number): number {
+    if (this.wlen > 0 && this.wlen + rl > FLUSH_AT_BYTES) this.writeOut();
+    if (this.wlen + rl > this.wbuf.length) {
+      const nb = Buffer.allocUnsafe(Math.max(this.wbuf.length * 2, this.wlen + rl));
+      this.wbuf.copy(nb, 0, 0, this.wlen);
+      this.wbuf = nb;
+    }
+    const p = this.wlen;
+    this.wlen += rl;
+    return p;
+  }
+
+  private appendMarker(kind: number, seq: number): void {
+    const w = this.wblk;
+    const dl = kind === KIND_FLOOR ? 16 : 0;
+    const rl = REC_OVERHEAD + dl;
+    const p = this.reserve(rl);
+    const b = this.wbuf;
+    writeRecordHeader(b, p, rl, kind, 0, 0, 0, seq, kind === KIND_FLOOR ? this.lastTsNs : 0, 0);
+    if (kind === KIND_FLOOR) {
+      b.writeDoubleLE(this.lastSeq, p + REC_HDR);
+      b.writeDoubleLE(this.lastTsNs, p + REC_HDR + 8);
+      w.hasFloor = true;
+    } else {
+      w.tombs.push(seq);
+    }
+    sealRecord(b, p, rl);
+    w.size += rl;
+  }
+
+  /** Hand the write buffer to the file (page cache); no fsync. */
+  private writeOut(): void {
+    if (this.wlen === 0) return;
+    const w = this.wblk;
+    try {
+      this.fs.write(this.blkFd(w), this.wbuf, 0, this.wlen, w.written);
+    } catch (e) {
+      this.fail(e as Error);
+      throw e;
+    }
+    w.written += this.wlen;
+    this.wlen = 0;
+    this.writes++;
+    w.dirty = true;
+  }
+
+  private roll(): Blk {
+    this.writeOut();
+    const old = this.wblk;
+    this.wblk = this.newBlock();
+    if (old.live === 0) this.blockDied(old);
+    return this.wblk;
+  }
+
+  private scheduleFlush(): void {
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushFn);
+    }
+  }
+
+  sync(cb: SyncCb): void {
+    if (this.failed !== null) {
+      setImmediate(cb, this.failed);
+      return;
+    }
+    this.queued.push(cb);
+    this.scheduleFlush();
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.failed !== null) return this.failAll();
+    if (this.closed && this.wblk.fd < 0) return;
+    try {
+      if (!this.fsyncing) this.runCompactions();
+      const w = this.wblk;
+      // A dead write block worth reclaiming: start a fresh one, and the old one dies.
+      if (w.live === 0 && w.firstSeq !== 0 && w.size >= this.blockSizeBytes >>> 2) this.roll();
+      if (this.firstSeq !== this.writtenFloor) {
+        this.appendMarker(KIND_FLOOR, this.firstSeq);
+        this.writtenFloor = this.firstSeq;
+      }
+      this.writeOut();
+    } catch {
+      return this.failAll();
+    }
+    if (this.queued.length > 0) {
+      if (this.written.length === 0) {
+        const t = this.written;
+        this.written = this.queued;
+        this.queued = t;
+      } else {
+        for (const cb of this.queued) this.written.push(cb);
+        this.queued.length = 0;
+      }
+    }
+    if (this.syncIntervalMs > 0) {
+      const cbs = this.written;
+      this.written = [];
+      for (const cb of cbs) cb(null);
+      return;
+    }
+    if (!this.fsyncing && this.needsFsync()) this.startFsync();
+  }
+
+  private needsFsync(): boolean {
+    if (this.written.length > 0 || this.dirDirty) return true;
+    for (const b of this.blocks) if (b.dirty) return true;
+    for (const b of this.dying) if (b.dirty || b.unlinkAfterWrite <= this.writes) return true;
+    return false;
+  }
+
+  private startFsync(): void {
+    this.fsyncing = true;
+    const cbs = this.written;
+    this.written = [];
+    const covered = this.writes;
+    const targets: Blk[] = [];
+    for (const b of this.blocks) {
+      if (b.dirty) {
+        b.dirty = false;
+        targets.push(b);
+      }
+    }
+    for (const b of this.dying) {
+      if (b.dirty) {
+        b.dirty = false;
+        targets.push(b);
+      }
+    }
+    const dir = this.dirDirty;
+    this.dirDirty = false;
+    let pending = targets.length + (dir ? 1 : 0) + 1;
+    let firstErr: Error | null = null;
+    const done = (err: Error | null): void => {
+      if (err !== null && firstErr === null) firstErr = err;
+      if (--pending > 0) return;
+      this.fsyncing = false;
+      const idle = this.idleWaiters.splice(0);
+      for (const r of idle) r();
+      if (firstErr !== null) {
+        this.fail(firstErr);
+        for (const cb of cbs) cb(firstErr);
+        return this.failAll();
+      }
+      this.unlinkDead(covered);
+      for (const cb of cbs) cb(null);
+      if (this.syncIntervalMs === 0 && this.needsFsync() && this.wlen === 0) this.startFsync();
+    };
+    for (const b of targets) this.fs.fsync(b.fd, done);
+    if (dir) this.fs.fsyncDir(this.dir, done);
+    done(null);
+  }
+
+  private fail(e: Error): void {
+    if (this.failed === null) this.failed = e;
+  }
+
+  private failAll(): void {
+    const err = this.failed ?? new Error("file store failed");
+    const cbs = [...this.written, ...this.queued];
+    this.written = [];
+    this.queued = [];
+    for (const cb of cbs) cb(err);
+  }
+
+  private armSyncTimer(): void {
+    this.syncTimer = this.clock.setTimer(() => {
+      this.syncTimer = null;
+      if (this.closed) return;
+      if (!this.fsyncing && this.failed === null && this.needsFsync()) this.startFsync();
+      this.armSyncTimer();
+    }, this.syncIntervalMs);
+  }
+
+  // ---- removal bookkeeping ----
+  private blockFor(seq: number): Blk | null {
+    const bl = this.blocks;
+    let n = bl.length;
+    if (n > 0 && (bl[n - 1] as Blk).firstSeq === 0) n--;
+    let lo = 0;
+    let hi = n - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const b = bl[mid] as Blk;
+      if (b.lastSeq < seq) lo = mid + 1;
+      else if (b.firstSeq > seq) hi = mid - 1;
+      else return b;
+    }
+    return null;
+  }
+
+  protected onRemoved(seq: number, slot: number): void {
+    const b = this.blockFor(seq);
+    if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
+    b.live--;
+    b.liveRecBytes -= this.lenCol[slot] as number;
+    if (this.loading) return;
+    if (seq >= this.firstSeq) this.appendMarker(KIND_TOMB, seq);
+    if (b !== this.wblk) {
+      if (b.live === 0) this.blockDied(b);
+      else if (b.size >= COMPACT_MIN_BYTES && b.liveRecBytes * 4 < b.size && !this.compactQueue.includes(b)) {
+        this.compactQueue.push(b);
+      }
+    }
+  }
+
+  protected override afterMutation(): void {
+    if (!this.loading) this.scheduleFlush();
+  }
+
+  private blockDied(b: Blk): void {
+    const idx = this.blocks.indexOf(b);
+    if (idx < 0) return;
+    // Tombstones in b that still hide a message in another block must outlive b.
+    for (const t of b.tombs) {
+      if (t >= this.firstSeq && t <= this.lastSeq) {
+        const tb = this.blockFor(t);
+        if (tb !== null && tb !== b) this.appendMarker(KIND_TOMB, t);
+      }
+    }
+    this.blocks.splice(idx, 1);
+    this.writtenFloor = -1; // b may have held the only floor record
+    b.unlinkAfterWrite = this.writes + 1;
+    this.dying.push(b);
+    this.dropCache(b);
+    this.scheduleFlush();
+  }
+
+  private unlinkDead(coveredWrites: number): void {
+    if (this.dying.length === 0) return;
+    const keep: Blk[] = [];
+    for (const b of this.dying) {
+      if (b.unlinkAfterWrite <= coveredWrites && !b.dirty) {
+        if (b.fd >= 0) this.fs.close(b.fd);
+        b.fd = -1;
+        this.fs.unlink(b.path);
+      } else keep.push(b);
+    }
+    this.dying.length = 0;
+    for (const b of keep) this.dying.push(b);
+  }
+
+  /** Rewrite a mostly dead sealed block with only its live messages and needed tombstones. */
+  private runCompactions(): void {
+    while (this.compactQueue.length > 0) {
+      const b = this.compactQueue.pop() as Blk;
+      if (!this.blocks.includes(b) || b === this.wblk || b.live === 0) continue;
+      this.compactBlock(b);
+    }
+  }
+
+  private compactBlock(b: Blk): void {
+    const fs = this.fs;
+    const old = Buffer.allocUnsafe(b.written);
+    fs.read(this.blkFd(b), old, 0, b.written, 0);
+    const tombs: number[] = [];
+    for (const t of b.tombs) {
+      if (t >= this.firstSeq && t <= this.lastSeq) {
+        const tb = this.blockFor(t);
+        if (tb !== null && tb !== b) tombs.push(t);
+      }
+    }
+    const out = Buffer.allocUnsafe(b.liveRecBytes + tombs.length * REC_OVERHEAD);
+    let p = 0;
+    const moves: number[] = [];
+    for (let s = Math.max(b.firstSeq, this.firstSeq); s <= b.lastSeq; s++) {
+      const i = s - this.base;
+      if (this.subjCol[i] === 0) continue;
+      const off = this.offCol[i] as number;
+      const rl = this.lenCol[i] as number;
+      old.copy(out, p, off, off + rl);
+      moves.push(i, p);
+      p += rl;
+    }
+    for (const t of tombs) {
+      writeRecordHeader(out, p, REC_OVERHEAD, KIND_TOMB, 0, 0, 0, t, 0, 0);
+      sealRecord(out, p, REC_OVERHEAD);
+      p += REC_OVERHEAD;
+    }
+    const tmp = `${b.path}.new`;
+    fs.unlink(tmp);
+    const fd = fs.open(tmp, "rw");
+    fs.write(fd, out, 0, p, 0);
+    fs.fsyncSync(fd);
+    if (b.fd >= 0) fs.close(b.fd);
+    fs.rename(tmp, b.path);
+    fs.fsyncDirSync(this.dir);
+    b.fd = fd;
+    for (let k = 0; k < moves.length; k += 2) this.offCol[moves[k] as number] = moves[k + 1] as number;
+    b.size = b.written = p;
+    b.dirty = false;
+    b.tombs = tombs;
+    if (b.hasFloor) {
+      b.hasFloor = false;
+      this.writtenFloor = -1;
+    }
+    this.dropCache(b);
+  }
+
+  // ---- reads ----
+  private dropCache(b: Blk): void {
+    for (const c of this.cache) if (c.blk === b) c.blk = null;
+  }
+
+  protected readSlot(seq: number, slot: number, subject: string, tsNs: number): StoredMsg {
+    const b = this.blockFor(seq);
+    if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
+    const off = this.offCol[slot] as number;
+    const rl = this.lenCol[slot] as number;
+    let buf: Buffer;
+    let p: number;
+    if (b === this.wblk && off >= b.written) {
+      const q = off - b.written;
+      buf = Buffer.from(this.wbuf.subarray(q, q + rl));
+      p = 0;
+    } else {
+      let win: CacheWin | null = null;
+      for (const c of this.cache) {
+        if (c.blk === b && off >= c.start && off + rl <= c.start + c.buf.length) {
+          win = c;
+          break;
+        }
+      }
+      if (win === null) {
+        const len = Math.min(Math.max(rl, READ_WINDOW_BYTES), b.written - off);
+        const nb = Buffer.allocUnsafe(len);
+        const got = this.fs.read(this.blkFd(b), nb, 0, len, off);
+        if (got < rl) throw new Error(`file store: short read of seq ${seq} in ${b.path}`);
+        win = this.cache[this.cacheNext] as CacheWin;
+        this.cacheNext = (this.cacheNext + 1) % READ_CACHE_WINDOWS;
+        win.blk = b;
+        win.start = off;
+        win.buf = nb.subarray(0, got);
+      }
+      buf = win.buf;
+      p = off - win.start;
+    }
+    const sl = buf.readUInt16LE(p + 6);
+    const hl = buf.readUInt32LE(p + 8);
+    const hasHdr = ((buf[p + 5] as number) & FLAG_HDR) !== 0;
+    const h0 = p + REC_HDR + sl;
+    return {
+      seq,
+      subject,
+      hdr: hasHdr ? buf.subarray(h0, h0 + hl) : null,
+      data: buf.subarray(h0 + hl, p + rl - 4),
+      tsNs,
+    };
+  }
+
+  // ---- lifecycle ----
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await new Promise<void>((res) => this.sync(() => res()));
+    if (this.fsyncing) await new Promise<void>((res) => this.idleWaiters.push(res));
+    this.closed = true;
+    if (this.syncTimer !== null) this.clock.clearTimer(this.syncTimer);
+    this.syncTimer = null;
+    if (this.failed === null) {
+      try {
+        this.writeOut();
+        for (const b of [...this.blocks, ...this.dying]) {
+          if (b.dirty && b.fd >= 0) this.fs.fsyncSync(b.fd);
+          b.dirty = false;
+        }
+        if (this.dirDirty) this.fs.fsyncDirSync(this.dir);
+        this.dirDirty = false;
+        this.unlinkDead(this.writes);
+      } catch {
+        // the store is going away; a failed final sync leaves the disk as recovery will see it
+      }
+    }
+    for (const b of [...this.blocks, ...this.dying]) {
+      if (b.fd >= 0) this.fs.close(b.fd);
+      b.fd = -1;
+    }
+  }
+
+  async delete(): Promise<void> {
+    await this.close();
+    this.fs.rmrf(this.dir);
+  }
+
+  /** Sealed and live block files, for tests and monitoring. */
+  blockCount(): number {
+    return this.blocks.length;
+  }
+}
+
+/** Next offset after p where a valid record starts, or -1. */
+function resync(buf: Buffer, from: number): number {
+  for (let q = from; q + REC_OVERHEAD <= buf.length; q++) {
+    const k = buf[q + 4] as number;
+    if (k < KIND_MSG || k > KIND_FLOOR) continue;
+    if (checkRecord(buf, q) > 0) return q;
+  }
+  return -1;
+}
+
+export type { SubjRec };

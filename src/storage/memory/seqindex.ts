@@ -1,0 +1,588 @@
+// The in-memory sequence index shared by both stores: columns indexed by (seq - base) plus a
+// per-subject table. It owns every rule about sequences, limits, purge, compact, TTL and
+// counting; the memory and file stores only add where the bytes live. Columns are typed arrays
+// so a stored message costs a few dozen bytes of index, not a JS object (nats-server keeps
+// similarly little per message).
+import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
+import { isAllFilter, isLiteralSubject, subjectMatches } from "../subjects.js";
+
+export class SubjRec {
+  readonly id: number;
+  readonly name: string;
+  readonly bytes: Buffer; // UTF-8 of name, cached so appends copy instead of encoding
+  msgs = 0;
+  first = 0;
+  last = 0;
+  // Removing a subject's first/last message leaves these as bounds to rescan from, lazily.
+  firstStale = false;
+  lastStale = false;
+  constructor(id: number, name: string) {
+    this.id = id;
+    this.name = name;
+    this.bytes = Buffer.from(name, "utf8");
+  }
+}
+
+const MATCH_CACHE_MAX = 16;
+const MATCH_YES = 1;
+const MATCH_NO = 2;
+
+export const unlimitedLimits: StoreLimits = { maxMsgs: -1, maxBytes: -1, maxAgeMs: 0, maxMsgsPerSubject: -1 };
+
+export abstract class SeqIndex {
+  protected base = 1; // seq stored in slot 0
+  protected cap: number;
+  protected subjCol: Uint32Array; // subject id, 0 = no message in this slot
+  protected tsCol: Float64Array;
+  protected sizeCol: Uint32Array; // bytes counted for limits / state
+
+  protected firstSeq = 0;
+  protected lastSeq = 0;
+  protected lastTsNs = 0;
+  protected msgs = 0;
+  protected bytes = 0;
+
+  protected readonly subjects = new Map<string, SubjRec>();
+  protected readonly byId: (SubjRec | undefined)[] = [undefined];
+  private readonly freeIds: number[] = [];
+  private readonly matchCache = new Map<string, Uint8Array>();
+
+  // Min-heap of (expiry ns, seq) for messages with a TTL; stale entries are skipped on pop.
+  private readonly ttlAt: number[] = [];
+  private readonly ttlSeq: number[] = [];
+
+  protected limits: StoreLimits;
+  protected readonly callbacks: StoreCallbacks;
+
+  constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null, initialCap = 1024) {
+    this.cap = initialCap;
+    this.subjCol = new Uint32Array(initialCap);
+    this.tsCol = new Float64Array(initialCap);
+    this.sizeCol = new Uint32Array(initialCap);
+    this.limits = { ...(limits ?? unlimitedLimits) };
+    this.callbacks = callbacks ?? {};
+  }
+
+  // ---- hooks for the concrete store ----
+  /** Columns of the subclass must follow: reallocate to newCap, dropping `shift` leading slots. */
+  protected abstract resizeExtra(newCap: number, shift: number, used: number): void;
+  /** A message left the index (slot still addressable, subject column already 0). */
+  protected abstract onRemoved(seq: number, slot: number): void;
+  protected abstract readSlot(seq: number, slot: number, subject: string, tsNs: number): StoredMsg;
+
+  // ---- subjects ----
+  protected internSubject(subject: string): SubjRec {
+    let rec = this.subjects.get(subject);
+    if (rec === undefined) {
+      const id = this.freeIds.pop() ?? this.byId.length;
+      rec = new SubjRec(id, subject);
+      this.subjects.set(subject, rec);
+      if (id === this.byId.length) this.byId.push(rec);
+      else this.byId[id] = rec;
+    }
+    return rec;
+  }
+
+  private freeSubject(rec: SubjRec): void {
+    this.subjects.delete(rec.name);
+    this.byId[rec.id] = undefined;
+    this.freeIds.push(rec.id);
+    for (const bits of this.matchCache.values()) if (rec.id < bits.length) bits[rec.id] = 0;
+  }
+
+  private fixFirst(rec: SubjRec): void {
+    if (!rec.firstStale) return;
+    const id = rec.id;
+    let s = Math.max(rec.first, this.firstSeq);
+    while (s <= this.lastSeq && this.subjCol[s - this.base] !== id) s++;
+    rec.first = s;
+    rec.firstStale = false;
+  }
+
+  private fixLast(rec: SubjRec): void {
+    if (!rec.lastStale) return;
+    const id = rec.id;
+    let s = Math.min(rec.last, this.lastSeq);
+    while (s >= this.firstSeq && this.subjCol[s - this.base] !== id) s--;
+    rec.last = s;
+    rec.lastStale = false;
+  }
+
+  protected subjFirst(rec: SubjRec): number {
+    this.fixFirst(rec);
+    return rec.first;
+  }
+
+  protected subjLast(rec: SubjRec): number {
+    this.fixLast(rec);
+    return rec.last;
+  }
+
+  /** Match bitmap for a wildcard filter, by subject id, filled lazily and cached. */
+  private matchBits(filter: string): Uint8Array {
+    let bits = this.matchCache.get(filter);
+    if (bits === undefined || bits.length < this.byId.length) {
+      const nb = new Uint8Array(Math.max(64, this.byId.length * 2));
+      if (bits !== undefined) nb.set(bits);
+      else if (this.matchCache.size >= MATCH_CACHE_MAX) {
+        const oldest = this.matchCache.keys().next().value;
+        if (oldest !== undefined) this.matchCache.delete(oldest);
+      }
+      bits = nb;
+      this.matchCache.set(filter, bits);
+    }
+    return bits;
+  }
+
+  private idMatches(bits: Uint8Array, filter: string, id: number): boolean {
+    let b = bits[id];
+    if (b === 0) {
+      const rec = this.byId[id];
+      b = rec !== undefined && subjectMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
+      bits[id] = b;
+    }
+    return b === MATCH_YES;
+  }
+
+  // ---- columns ----
+  private ensureSlot(seq: number): number {
+    let i = seq - this.base;
+    if (i < this.cap) return i;
+    const used = this.lastSeq - this.base + 1;
+    const dead = this.msgs > 0 ? this.firstSeq - this.base : used;
+    let shift = 0;
+    let newCap = this.cap;
+    if (dead >= this.cap >>> 1) shift = dead;
+    while (i - shift >= newCap) newCap *= 2;
+    this.resize(newCap, shift, used);
+    i = seq - this.base;
+    return i;
+  }
+
+  private resize(newCap: number, shift: number, used: number): void {
+    const keep = Math.max(0, used - shift);
+    if (newCap === this.cap) {
+      this.subjCol.copyWithin(0, shift, shift + keep);
+      this.subjCol.fill(0, keep);
+      this.tsCol.copyWithin(0, shift, shift + keep);
+      this.sizeCol.copyWithin(0, shift, shift + keep);
+    } else {
+      const s = new Uint32Array(newCap);
+      s.set(this.subjCol.subarray(shift, shift + keep));
+      this.subjCol = s;
+      const t = new Float64Array(newCap);
+      t.set(this.tsCol.subarray(shift, shift + keep));
+      this.tsCol = t;
+      const z = new Uint32Array(newCap);
+      z.set(this.sizeCol.subarray(shift, shift + keep));
+      this.sizeCol = z;
+    }
+    this.resizeExtra(newCap, shift, used);
+    this.cap = newCap;
+    this.base += shift;
+  }
+
+  /** Jump the stream to start at seq with nothing stored (compact past the end / restore). */
+  protected resetTo(firstSeq: number): void {
+    // callers only do this when empty, and removal already zeroed every slot
+    this.base = firstSeq;
+    this.lastSeq = firstSeq - 1;
+    this.firstSeq = firstSeq;
+  }
+
+  /** Put a message at seq (> lastSeq); slots in between stay empty (deleted). */
+  protected indexAppend(seq: number, rec: SubjRec, tsNs: number, size: number, ttlSec: number): number {
+    if (this.msgs === 0 && seq !== this.base) this.base = seq; // empty: no slot to keep
+    if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
+    const i = this.ensureSlot(seq);
+    this.subjCol[i] = rec.id;
+    this.tsCol[i] = tsNs;
+    this.sizeCol[i] = size;
+    this.lastSeq = seq;
+    this.lastTsNs = tsNs;
+    if (this.msgs === 0) this.firstSeq = seq;
+    this.msgs++;
+    this.bytes += size;
+    if (rec.msgs === 0) {
+      rec.first = seq;
+      rec.firstStale = false;
+    }
+    rec.last = seq;
+    rec.lastStale = false;
+    rec.msgs++;
+    if (ttlSec > 0) this.ttlPush(tsNs + ttlSec * 1e9, seq);
+    return i;
+  }
+
+  /** Stretch lastSeq with empty slots (state restored from a floor record). */
+  protected extendLast(seq: number): void {
+    if (seq <= this.lastSeq) return;
+    if (this.msgs === 0) {
+      this.resetTo(seq + 1);
+      return;
+    }
+    this.ensureSlot(seq);
+    this.lastSeq = seq;
+  }
+
+  /** After appending, discard old until every limit holds (the store's "discard old"). */
+  protected enforceLimits(rec: SubjRec | null): void {
+    const l = this.limits;
+    if (rec !== null && l.maxMsgsPerSubject > 0) {
+      while (rec.msgs > l.maxMsgsPerSubject) this.removeSeq(this.subjFirst(rec), true);
+    }
+    if (l.maxMsgs > 0) {
+      while (this.msgs > l.maxMsgs) this.removeSeq(this.firstSeq, true);
+    }
+    if (l.maxBytes > 0) {
+      while (this.bytes > l.maxBytes && this.msgs > 0) this.removeSeq(this.firstSeq, true);
+    }
+  }
+
+  protected removeSeq(seq: number, byLimit: boolean): boolean {
+    if (this.msgs === 0 || seq < this.firstSeq || seq > this.lastSeq) return false;
+    const i = seq - this.base;
+    const id = this.subjCol[i] ?? 0;
+    if (id === 0) return false;
+    const rec = this.byId[id];
+    if (rec === undefined) throw new Error(`seqindex: slot ${seq} has unknown subject id ${id}`);
+    this.subjCol[i] = 0;
+    this.msgs--;
+    this.bytes -= this.sizeCol[i] ?? 0;
+    rec.msgs--;
+    if (rec.msgs === 0) {
+      this.freeSubject(rec);
+    } else {
+      if (seq === rec.first) rec.firstStale = true;
+      if (seq === rec.last) rec.lastStale = true;
+      if (rec.msgs === 1) {
+        // One message left: whichever bound is still exact is the other one too.
+        if (rec.firstStale && !rec.lastStale) {
+          rec.first = rec.last;
+          rec.firstStale = false;
+        } else if (rec.lastStale && !rec.firstStale) {
+          rec.last = rec.first;
+          rec.lastStale = false;
+        }
+      }
+    }
+    if (seq === this.firstSeq) {
+      if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
+      else {
+        let s = seq + 1;
+        while (this.subjCol[s - this.base] === 0) s++;
+        this.firstSeq = s;
+      }
+    }
+    this.onRemoved(seq, i);
+    if (byLimit) this.callbacks.onLimitRemove?.(seq, rec.name);
+    return true;
+  }
+
+  // ---- TTL heap ----
+  private ttlPush(at: number, seq: number): void {
+    const a = this.ttlAt;
+    const q = this.ttlSeq;
+    let i = a.length;
+    a.push(at);
+    q.push(seq);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if ((a[p] as number) <= at) break;
+      a[i] = a[p] as number;
+      q[i] = q[p] as number;
+      i = p;
+    }
+    a[i] = at;
+    q[i] = seq;
+  }
+
+  private ttlPop(): void {
+    const a = this.ttlAt;
+    const q = this.ttlSeq;
+    const lastAt = a.pop() as number;
+    const lastSeq = q.pop() as number;
+    const n = a.length;
+    if (n === 0) return;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const c = r < n && (a[r] as number) < (a[l] as number) ? r : l;
+      if ((a[c] as number) >= lastAt) break;
+      a[i] = a[c] as number;
+      q[i] = q[c] as number;
+      i = c;
+    }
+    a[i] = lastAt;
+    q[i] = lastSeq;
+  }
+
+  // ---- operations of the StreamStore contract ----
+  setLimits(l: StoreLimits): void {
+    this.limits = { ...l };
+    if (l.maxMsgsPerSubject > 0) for (const rec of [...this.subjects.values()]) this.enforceLimits(rec);
+    this.enforceLimits(null);
+    this.afterMutation();
+  }
+
+  /** Called after any operation that removed messages; the file store schedules writes. */
+  protected afterMutation(): void {}
+
+  expire(nowNs: number): number {
+    let n = 0;
+    if (this.limits.maxAgeMs > 0) {
+      const cutoff = nowNs - this.limits.maxAgeMs * 1e6;
+      while (this.msgs > 0 && (this.tsCol[this.firstSeq - this.base] as number) <= cutoff) {
+        this.removeSeq(this.firstSeq, true);
+        n++;
+      }
+    }
+    while (this.ttlAt.length > 0 && (this.ttlAt[0] as number) <= nowNs) {
+      const seq = this.ttlSeq[0] as number;
+      this.ttlPop();
+      if (this.removeSeq(seq, true)) n++;
+    }
+    if (n > 0) this.afterMutation();
+    return n;
+  }
+
+  /** Earliest time (ns) at which expire() would remove something, or 0 if never. */
+  nextExpiryNs(): number {
+    let t = 0;
+    if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = (this.tsCol[this.firstSeq - this.base] as number) + this.limits.maxAgeMs * 1e6;
+    if (this.ttlAt.length > 0) {
+      const a = this.ttlAt[0] as number;
+      if (t === 0 || a < t) t = a;
+    }
+    return t;
+  }
+
+  loadMsg(seq: number): StoredMsg | null {
+    if (this.msgs === 0 || seq < this.firstSeq || seq > this.lastSeq) return null;
+    const i = seq - this.base;
+    const id = this.subjCol[i] ?? 0;
+    if (id === 0) return null;
+    const rec = this.byId[id] as SubjRec;
+    return this.readSlot(seq, i, rec.name, this.tsCol[i] as number);
+  }
+
+  loadNextMsg(filter: string, start: number): StoredMsg | null {
+    const seq = this.nextSeq(filter, start);
+    return seq === 0 ? null : this.loadMsg(seq);
+  }
+
+  /** Sequence of the first message >= start matching filter, or 0. */
+  nextSeq(filter: string, start: number): number {
+    if (this.msgs === 0) return 0;
+    let s = Math.max(start, this.firstSeq);
+    const last = this.lastSeq;
+    const base = this.base;
+    const col = this.subjCol;
+    if (isAllFilter(filter)) {
+      while (s <= last && col[s - base] === 0) s++;
+      return s <= last ? s : 0;
+    }
+    if (isLiteralSubject(filter)) {
+      const rec = this.subjects.get(filter);
+      if (rec === undefined) return 0;
+      if (s > this.subjLast(rec)) return 0;
+      s = Math.max(s, this.subjFirst(rec));
+      const id = rec.id;
+      while (s <= last && col[s - base] !== id) s++;
+      return s <= last ? s : 0;
+    }
+    const bits = this.matchBits(filter);
+    for (; s <= last; s++) {
+      const id = col[s - base] as number;
+      if (id !== 0 && this.idMatches(bits, filter, id)) return s;
+    }
+    return 0;
+  }
+
+  loadLastMsg(filter: string): StoredMsg | null {
+    if (this.msgs === 0) return null;
+    if (isAllFilter(filter)) {
+      let s = this.lastSeq;
+      while (s >= this.firstSeq && this.subjCol[s - this.base] === 0) s--;
+      return this.loadMsg(s);
+    }
+    if (isLiteralSubject(filter)) {
+      const rec = this.subjects.get(filter);
+      return rec === undefined ? null : this.loadMsg(this.subjLast(rec));
+    }
+    let best = 0;
+    for (const rec of this.subjects.values()) {
+      if (subjectMatches(filter, rec.name)) best = Math.max(best, this.subjLast(rec));
+    }
+    return best === 0 ? null : this.loadMsg(best);
+  }
+
+  removeMsg(seq: number): boolean {
+    const ok = this.removeSeq(seq, false);
+    if (ok) this.afterMutation();
+    return ok;
+  }
+
+  purge(opts: { subject?: string; seq?: number; keep?: number }): number {
+    const subject = opts.subject ?? "";
+    const seq = opts.seq ?? 0;
+    const keep = opts.keep ?? 0;
+    let n = 0;
+    if (isAllFilter(subject)) {
+      if (keep === 0 && seq === 0) n = this.removeRange(this.lastSeq + 1);
+      else if (seq > 1) n = this.removeRange(seq);
+      else if (keep > 0) {
+        if (keep >= this.msgs) return 0;
+        n = this.removeRange(this.lastSeq - keep + 1);
+      }
+      if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
+      this.afterMutation();
+      return n;
+    }
+    const seqs: number[] = [];
+    const limit = seq > 1 ? seq : this.lastSeq + 1;
+    if (isLiteralSubject(subject)) {
+      const rec = this.subjects.get(subject);
+      if (rec === undefined) return 0;
+      const id = rec.id;
+      const end = Math.min(limit - 1, this.subjLast(rec));
+      for (let s = this.subjFirst(rec); s <= end; s++) if (this.subjCol[s - this.base] === id) seqs.push(s);
+    } else {
+      const bits = this.matchBits(subject);
+      for (let s = this.firstSeq; s < limit && s <= this.lastSeq; s++) {
+        const id = this.subjCol[s - this.base] as number;
+        if (id !== 0 && this.idMatches(bits, subject, id)) seqs.push(s);
+      }
+    }
+    // keep counts across the whole filter, newest kept (nats-server PurgeEx)
+    let remove = seqs.length;
+    if (keep > 0) {
+      const total = this.countMatching(subject);
+      if (keep >= total) return 0;
+      remove = Math.min(remove, total - keep);
+    }
+    for (let k = 0; k < remove; k++) if (this.removeSeq(seqs[k] as number, false)) n++;
+    this.afterMutation();
+    return n;
+  }
+
+  private countMatching(filter: string): number {
+    let n = 0;
+    for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) n += rec.msgs;
+    return n;
+  }
+
+  /** Remove everything below seq (exclusive). */
+  private removeRange(seq: number): number {
+    let n = 0;
+    const end = Math.min(seq - 1, this.lastSeq);
+    for (let s = this.firstSeq; s <= end && this.msgs > 0; s++) if (this.removeSeq(s, false)) n++;
+    return n;
+  }
+
+  compact(seq: number): number {
+    if (seq <= 0) return 0;
+    let n = 0;
+    if (seq > this.lastSeq + 1) {
+      n = this.removeRange(this.lastSeq + 1);
+      this.resetTo(seq);
+    } else {
+      n = this.removeRange(seq);
+    }
+    if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
+    this.afterMutation();
+    return n;
+  }
+
+  state(): StreamStoreState {
+    const empty = this.msgs === 0;
+    return {
+      msgs: this.msgs,
+      bytes: this.bytes,
+      firstSeq: this.firstSeq,
+      firstTsNs: empty ? 0 : (this.tsCol[this.firstSeq - this.base] as number),
+      lastSeq: this.lastSeq,
+      lastTsNs: this.lastTsNs,
+      numSubjects: this.subjects.size,
+      numDeleted: empty ? 0 : this.lastSeq - this.firstSeq + 1 - this.msgs,
+    };
+  }
+
+  deletedSeqs(): number[] {
+    const out: number[] = [];
+    if (this.msgs === 0) return out;
+    for (let s = this.firstSeq; s <= this.lastSeq; s++) if (this.subjCol[s - this.base] === 0) out.push(s);
+    return out;
+  }
+
+  subjectsState(filter: string): Map<string, SubjectState> {
+    const out = new Map<string, SubjectState>();
+    const all = isAllFilter(filter);
+    for (const rec of this.subjects.values()) {
+      if (all || subjectMatches(filter, rec.name)) {
+        out.set(rec.name, { msgs: rec.msgs, first: this.subjFirst(rec), last: this.subjLast(rec) });
+      }
+    }
+    return out;
+  }
+
+  numPending(startSeq: number, filter: string, lastPerSubject: boolean): number {
+    if (this.msgs === 0 || startSeq > this.lastSeq) return 0;
+    const start = Math.max(startSeq, this.firstSeq);
+    const all = isAllFilter(filter);
+    if (lastPerSubject) {
+      let n = 0;
+      for (const rec of this.subjects.values()) {
+        if ((all || subjectMatches(filter, rec.name)) && this.subjLast(rec) >= start) n++;
+      }
+      return n;
+    }
+    const base = this.base;
+    const col = this.subjCol;
+    if (all) {
+      if (start === this.firstSeq) return this.msgs;
+      // count the smaller side of the split
+      if (start - this.firstSeq < this.lastSeq - start) {
+        let before = 0;
+        for (let s = this.firstSeq; s < start; s++) if (col[s - base] !== 0) before++;
+        return this.msgs - before;
+      }
+      let n = 0;
+      for (let s = start; s <= this.lastSeq; s++) if (col[s - base] !== 0) n++;
+      return n;
+    }
+    if (isLiteralSubject(filter)) {
+      const rec = this.subjects.get(filter);
+      if (rec === undefined) return 0;
+      if (start <= this.subjFirst(rec)) return rec.msgs;
+      const id = rec.id;
+      const end = this.subjLast(rec);
+      let n = 0;
+      for (let s = start; s <= end; s++) if (col[s - base] === id) n++;
+      return n;
+    }
+    if (start === this.firstSeq) {
+      let n = 0;
+      for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) n += rec.msgs;
+      return n;
+    }
+    const bits = this.matchBits(filter);
+    let n = 0;
+    for (let s = start; s <= this.lastSeq; s++) {
+      const id = col[s - base] as number;
+      if (id !== 0 && this.idMatches(bits, filter, id)) n++;
+    }
+    return n;
+  }
+
+  /** First sequence whose timestamp is >= tsNs (for by_start_time), or lastSeq+1. */
+  seqFromTime(tsNs: number): number {
+    for (let s = this.firstSeq; s <= this.lastSeq; s++) {
+      const i = s - this.base;
+      if (this.subjCol[i] !== 0 && (this.tsCol[i] as number) >= tsNs) return s;
+    }
+    return this.lastSeq + 1;
+  }
+}
