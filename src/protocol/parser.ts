@@ -1,0 +1,278 @@
+// The client protocol parser (nats-server parser.go, nats.js parser.ts): a state machine
+// over the bytes of each read. Control lines are found with one native indexOf and split
+// without regexes; payloads are handed out as views into the read buffer and are copied
+// only when a frame spans two reads. Limits are checked before anything is buffered.
+
+export const ProtoErrorKind = {
+  UnknownOp: "unknown_op",
+  MaxControlLine: "max_control_line",
+  MaxPayload: "max_payload",
+  BadArgs: "bad_args",
+  HeadersNotNegotiated: "headers_not_negotiated",
+} as const;
+export type ProtoErrorKind = (typeof ProtoErrorKind)[keyof typeof ProtoErrorKind];
+
+export interface ParserHandler {
+  processConnect(json: string): void;
+  /** hdr/payload are views valid only during the call. */
+  processPub(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  processSub(subject: string, queue: string, sid: string): void;
+  processUnsub(sid: string, max: number): void;
+  processPing(): void;
+  processPong(): void;
+  /** The connection must be closed; nothing more is parsed. */
+  protocolError(kind: ProtoErrorKind, detail: string): void;
+}
+
+const S_CONTROL = 0;
+const S_PAYLOAD = 1;
+
+const LF = 10;
+const CR = 13;
+
+export interface ParserLimits {
+  maxControlLineBytes: number;
+  maxPayloadBytes: number;
+}
+
+export class Parser {
+  private state = S_CONTROL;
+  private partialLine: Buffer | null = null;
+  // Payload being collected across reads.
+  private pSubject = "";
+  private pReply = "";
+  private pHdrLen = -1; // -1: PUB, otherwise HPUB header length
+  private pTotal = 0; // payload bytes (incl. headers) without the trailing CRLF
+  private pBuf: Buffer | null = null;
+  private pHave = 0;
+  private stopped = false;
+  /** Set true once CONNECT negotiated headers. */
+  headers = false;
+
+  constructor(
+    private readonly h: ParserHandler,
+    private readonly limits: ParserLimits,
+  ) {}
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  parse(buf: Buffer): void {
+    let i = 0;
+    const n = buf.length;
+    while (i < n && !this.stopped) {
+      if (this.state === S_CONTROL) {
+        const nl = buf.indexOf(LF, i);
+        if (nl < 0) {
+          const have = (this.partialLine ? this.partialLine.length : 0) + (n - i);
+          if (have > this.limits.maxControlLineBytes) {
+            this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
+            return;
+          }
+          const rest = buf.subarray(i);
+          this.partialLine = this.partialLine ? Buffer.concat([this.partialLine, rest]) : Buffer.from(rest);
+          return;
+        }
+        let line: Buffer;
+        if (this.partialLine) {
+          line = Buffer.concat([this.partialLine, buf.subarray(i, nl)]);
+          this.partialLine = null;
+        } else {
+          line = buf.subarray(i, nl);
+        }
+        i = nl + 1;
+        let end = line.length;
+        if (end > 0 && line[end - 1] === CR) end--;
+        if (end > this.limits.maxControlLineBytes) {
+          this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
+          return;
+        }
+        this.control(line, end);
+      } else {
+        // Payload plus its CRLF.
+        const need = this.pTotal + 2;
+        if (this.pBuf === null && n - i >= need) {
+          const end = i + this.pTotal;
+          if (buf[end] !== CR || buf[end + 1] !== LF) {
+            this.fail(ProtoErrorKind.UnknownOp, "payload not followed by CRLF");
+            return;
+          }
+          this.deliver(buf.subarray(i, end));
+          i = end + 2;
+          this.state = S_CONTROL;
+          continue;
+        }
+        if (this.pBuf === null) {
+          this.pBuf = Buffer.allocUnsafe(need);
+          this.pHave = 0;
+        }
+        const take = Math.min(need - this.pHave, n - i);
+        buf.copy(this.pBuf, this.pHave, i, i + take);
+        this.pHave += take;
+        i += take;
+        if (this.pHave === need) {
+          const pb = this.pBuf;
+          this.pBuf = null;
+          if (pb[this.pTotal] !== CR || pb[this.pTotal + 1] !== LF) {
+            this.fail(ProtoErrorKind.UnknownOp, "payload not followed by CRLF");
+            return;
+          }
+          this.state = S_CONTROL;
+          this.deliver(pb.subarray(0, this.pTotal));
+        }
+      }
+    }
+  }
+
+  private deliver(body: Buffer): void {
+    if (this.pHdrLen < 0) {
+      this.h.processPub(this.pSubject, this.pReply, null, body);
+    } else {
+      const hdr = this.pHdrLen > 0 ? body.subarray(0, this.pHdrLen) : null;
+      this.h.processPub(this.pSubject, this.pReply, hdr, this.pHdrLen > 0 ? body.subarray(this.pHdrLen) : body);
+    }
+  }
+
+  private fail(kind: ProtoErrorKind, detail: string): void {
+    this.stopped = true;
+    this.h.protocolError(kind, detail);
+  }
+
+  // Split the arguments after the verb into `args`; returns the count.
+  private readonly args: string[] = ["", "", "", "", "", ""];
+  private splitArgs(line: Buffer, start: number, end: number): number {
+    let count = 0;
+    let i = start;
+    while (i < end) {
+      let c = line[i]!;
+      while (i < end && (c === 32 || c === 9)) c = line[++i]!;
+      if (i >= end) break;
+      const s = i;
+      while (i < end && c !== 32 && c !== 9) c = line[++i]!;
+      if (count >= this.args.length) return count + 1; // too many; caller rejects
+      this.args[count++] = line.toString("latin1", s, i);
+    }
+    return count;
+  }
+
+  private control(line: Buffer, end: number): void {
+    // Verb: letters up to the first space/tab, matched case-insensitively (| 0x20).
+    let v = 0;
+    while (v < end && line[v] !== 32 && line[v] !== 9) v++;
+    const c0 = (line[0] ?? 0) | 0x20;
+    const c1 = (line[1] ?? 0) | 0x20;
+    switch (v) {
+      case 3: {
+        const c2 = (line[2] ?? 0) | 0x20;
+        if (c0 === 112 && c1 === 117 && c2 === 98) return this.pub(line, v, end); // PUB
+        if (c0 === 115 && c1 === 117 && c2 === 98) return this.sub(line, v, end); // SUB
+        if (line[0] === 43 && c1 === 111 && c2 === 107) return; // +OK from a client is ignored
+        break;
+      }
+      case 4: {
+        const w = line.toString("latin1", 0, 4).toUpperCase();
+        if (w === "PING") return this.h.processPing();
+        if (w === "PONG") return this.h.processPong();
+        if (w === "HPUB") return this.hpub(line, v, end);
+        if (w === "INFO" || w === "-ERR") return; // tolerated from clients, as nats-server does
+        break;
+      }
+      case 5:
+        if (line.toString("latin1", 0, 5).toUpperCase() === "UNSUB") return this.unsub(line, v, end);
+        break;
+      case 7:
+        if (line.toString("latin1", 0, 7).toUpperCase() === "CONNECT") {
+          return this.h.processConnect(line.toString("utf8", v, end).trim());
+        }
+        break;
+      default:
+        break;
+    }
+    this.fail(ProtoErrorKind.UnknownOp, "Unknown Protocol Operation");
+  }
+
+  private pub(line: Buffer, start: number, end: number): void {
+    const n = this.splitArgs(line, start, end);
+    let size: number;
+    if (n === 2) {
+      this.pSubject = this.args[0]!;
+      this.pReply = "";
+      size = parseSize(this.args[1]!);
+    } else if (n === 3) {
+      this.pSubject = this.args[0]!;
+      this.pReply = this.args[1]!;
+      size = parseSize(this.args[2]!);
+    } else {
+      return this.fail(ProtoErrorKind.BadArgs, "processPub Parse Error: " + line.toString("latin1", 0, end));
+    }
+    if (size < 0) return this.fail(ProtoErrorKind.BadArgs, "processPub Bad or Missing Size: " + line.toString("latin1", 0, end));
+    if (size > this.limits.maxPayloadBytes) return this.fail(ProtoErrorKind.MaxPayload, "Maximum Payload Violation");
+    this.pHdrLen = -1;
+    this.startPayload(size);
+  }
+
+  private hpub(line: Buffer, start: number, end: number): void {
+    if (!this.headers) return this.fail(ProtoErrorKind.HeadersNotNegotiated, "HPUB without headers support");
+    const n = this.splitArgs(line, start, end);
+    let hdr: number;
+    let total: number;
+    if (n === 3) {
+      this.pSubject = this.args[0]!;
+      this.pReply = "";
+      hdr = parseSize(this.args[1]!);
+      total = parseSize(this.args[2]!);
+    } else if (n === 4) {
+      this.pSubject = this.args[0]!;
+      this.pReply = this.args[1]!;
+      hdr = parseSize(this.args[2]!);
+      total = parseSize(this.args[3]!);
+    } else {
+      return this.fail(ProtoErrorKind.BadArgs, "processHeaderPub Parse Error: " + line.toString("latin1", 0, end));
+    }
+    if (hdr < 0 || total < 0 || hdr > total) {
+      return this.fail(ProtoErrorKind.BadArgs, "processHeaderPub Bad or Missing Size: " + line.toString("latin1", 0, end));
+    }
+    if (total > this.limits.maxPayloadBytes) return this.fail(ProtoErrorKind.MaxPayload, "Maximum Payload Violation");
+    this.pHdrLen = hdr;
+    this.startPayload(total);
+  }
+
+  private startPayload(total: number): void {
+    this.pTotal = total;
+    this.pBuf = null;
+    this.pHave = 0;
+    this.state = S_PAYLOAD;
+  }
+
+  private sub(line: Buffer, start: number, end: number): void {
+    const n = this.splitArgs(line, start, end);
+    if (n === 2) return this.h.processSub(this.args[0]!, "", this.args[1]!);
+    if (n === 3) return this.h.processSub(this.args[0]!, this.args[1]!, this.args[2]!);
+    this.fail(ProtoErrorKind.BadArgs, "processSub Parse Error: " + line.toString("latin1", 0, end));
+  }
+
+  private unsub(line: Buffer, start: number, end: number): void {
+    const n = this.splitArgs(line, start, end);
+    if (n === 1) return this.h.processUnsub(this.args[0]!, 0);
+    if (n === 2) {
+      const max = parseSize(this.args[1]!);
+      if (max < 0) return this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", 0, end));
+      return this.h.processUnsub(this.args[0]!, max);
+    }
+    this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", 0, end));
+  }
+}
+
+/** Decimal size, or -1 for anything that is not a non-negative integer. */
+export function parseSize(s: string): number {
+  if (s.length === 0 || s.length > 15) return -1;
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+

@@ -1,0 +1,435 @@
+// One client connection: the read loop feeds the parser; deliveries are encoded into one
+// growable outbound buffer that the server flushes once per read (or per tick of the event
+// loop), so a burst of messages becomes one socket write.
+
+import type { Socket } from "node:net";
+import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
+import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
+import { authenticate } from "./auth.js";
+import { Subscription, type SubOwner } from "./subscription.js";
+import type { Server } from "./server.js";
+
+const PONG = Buffer.from("PONG\r\n");
+const PING = Buffer.from("PING\r\n");
+const OK = Buffer.from("+OK\r\n");
+const INITIAL_OUT_BYTES = 32 * 1024;
+// Flushes up to this size are copied out so the big buffer can be reused.
+const COPY_FLUSH_MAX_BYTES = 16 * 1024;
+
+export const CloseReason = {
+  ClientClosed: "Client Closed",
+  ServerShutdown: "Server Shutdown",
+  ProtocolViolation: "Protocol Violation",
+  AuthViolation: "Authentication Failure",
+  AuthTimeout: "Authentication Timeout",
+  SlowConsumerPending: "Slow Consumer (Pending Bytes)",
+  SlowConsumerDeadline: "Slow Consumer (Write Deadline)",
+  StaleConnection: "Stale Connection",
+  MaxPayload: "Maximum Message Payload Exceeded",
+  MaxControlLine: "Maximum Control Line Exceeded",
+  MaxConnections: "Maximum Connections Exceeded",
+  ReadError: "Read Error",
+  WriteError: "Write Error",
+  LameDuck: "Lame Duck Mode",
+} as const;
+export type CloseReason = (typeof CloseReason)[keyof typeof CloseReason];
+
+export class Client implements ParserHandler, SubOwner {
+  readonly parser: Parser;
+  readonly subs = new Map<string, Subscription>();
+  readonly startMs: number;
+  readonly host: string;
+  readonly port: number;
+
+  // CONNECT options
+  connected = false;
+  verbose = false;
+  pedantic = false;
+  echo = true;
+  headers = false;
+  noResponders = false;
+  name = "";
+  lang = "";
+  version = "";
+  protocol = 0;
+  user = "";
+
+  // stats
+  inMsgs = 0;
+  outMsgs = 0;
+  inBytes = 0;
+  outBytes = 0;
+  lastActivityMs: number;
+  lastInboundMs: number;
+  pingsOut = 0;
+  lastPingMs: number;
+  rttMs = 0;
+  private rttStartMs = 0;
+
+  // outbound
+  private out: Buffer = Buffer.allocUnsafe(INITIAL_OUT_BYTES);
+  private outLen = 0;
+  dirty = false;
+  writeBlockedSinceMs = 0;
+
+  closed = false;
+  closeReason: CloseReason | "" = "";
+  stopMs = 0;
+
+  constructor(
+    readonly cid: number,
+    readonly socket: Socket,
+    private readonly server: Server,
+  ) {
+    const now = server.nowMs();
+    this.startMs = now;
+    this.lastActivityMs = now;
+    this.lastInboundMs = now;
+    this.lastPingMs = now;
+    this.host = socket.remoteAddress ?? "";
+    this.port = socket.remotePort ?? 0;
+    const o = server.opts;
+    this.parser = new Parser(this, {
+      maxControlLineBytes: o.maxControlLineBytes,
+      maxPayloadBytes: o.maxPayloadBytes,
+    });
+  }
+
+  /** Pending outbound bytes: our buffer plus what the socket still holds. */
+  pendingBytes(): number {
+    return this.outLen + this.socket.writableLength;
+  }
+
+  onData(chunk: Buffer): void {
+    this.inBytesRaw += chunk.length;
+    const now = this.server.nowMs();
+    this.lastInboundMs = now;
+    this.lastActivityMs = now;
+    if (this.server.traceEnabled) this.traceIn(chunk);
+    this.parser.parse(chunk);
+  }
+  inBytesRaw = 0;
+
+  private traceIn(chunk: Buffer): void {
+    const text = chunk.toString("latin1");
+    for (const line of text.split("\r\n")) {
+      if (line.length > 0) this.server.log.trace(`${this.label()} - <<- [${line.length > 200 ? line.slice(0, 200) + "..." : line}]`);
+    }
+  }
+
+  label(): string {
+    return `${this.host}:${this.port} - cid:${this.cid}`;
+  }
+
+  // ---- ParserHandler ----
+
+  processConnect(json: string): void {
+    let c: Record<string, unknown>;
+    try {
+      const v: unknown = JSON.parse(json);
+      if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("not an object");
+      c = v as Record<string, unknown>;
+    } catch {
+      this.sendErr("Unknown Protocol Operation");
+      this.close(CloseReason.ProtocolViolation);
+      return;
+    }
+    // nats-server pre-fills verbose and pedantic with true before decoding CONNECT.
+    this.verbose = c["verbose"] === undefined ? true : c["verbose"] === true;
+    this.pedantic = c["pedantic"] === undefined ? true : c["pedantic"] === true;
+    this.echo = c["echo"] === undefined ? true : c["echo"] !== false;
+    this.headers = c["headers"] === true;
+    this.noResponders = c["no_responders"] === true;
+    this.name = typeof c["name"] === "string" ? c["name"] : "";
+    this.lang = typeof c["lang"] === "string" ? c["lang"] : "";
+    this.version = typeof c["version"] === "string" ? c["version"] : "";
+    this.protocol = typeof c["protocol"] === "number" ? c["protocol"] : 0;
+    if (this.protocol < 0 || this.protocol > 1) {
+      this.sendErr("invalid client protocol");
+      this.close(CloseReason.ProtocolViolation);
+      return;
+    }
+    if (this.noResponders && !this.headers) {
+      this.sendErr("no responders requires headers support");
+      this.close(CloseReason.ProtocolViolation);
+      return;
+    }
+    if (c["account"] !== undefined || c["new_account"] !== undefined) {
+      this.authFailed();
+      return;
+    }
+    if (this.server.authRequired()) {
+      const user = authenticate(this.server.opts.authorization, c, this.server.opts.noAuthUser);
+      if (user === null) {
+        this.server.log.error(`${this.label()} - authentication error`);
+        this.authFailed();
+        return;
+      }
+      this.user = user;
+    }
+    this.parser.headers = this.headers;
+    this.connected = true;
+    if (this.verbose) this.queueRaw(OK);
+  }
+
+  private authFailed(): void {
+    this.sendErr("Authorization Violation");
+    this.close(CloseReason.AuthViolation);
+  }
+
+  private requireConnect(): boolean {
+    if (this.connected || !this.server.authRequired()) return true;
+    this.authFailed();
+    return false;
+  }
+
+  processPub(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    if (!this.requireConnect()) return;
+    this.inMsgs++;
+    const size = payload.length + (hdr ? hdr.length : 0);
+    this.inBytes += size;
+    this.server.stats.inMsgs++;
+    this.server.stats.inBytes += size;
+    // Pedantic clients are told about a non-literal subject; the message still flows.
+    if (this.pedantic && !(isValidSubject(subject) && isLiteral(subject))) this.sendErr("Invalid Publish Subject");
+    if (this.verbose) this.queueRaw(OK);
+    this.server.route(this, subject, reply, hdr, payload);
+  }
+
+  processSub(subject: string, queue: string, sid: string): void {
+    if (!this.requireConnect()) return;
+    if (!isValidSubject(subject) || (queue !== "" && !isValidQueue(queue))) {
+      this.sendErr("Invalid Subject");
+      return;
+    }
+    if (this.subs.has(sid)) {
+      if (this.verbose) this.queueRaw(OK);
+      return;
+    }
+    const sub = new Subscription(this, subject, queue, sid);
+    this.subs.set(sid, sub);
+    this.server.sublist.insert(sub);
+    if (this.verbose) this.queueRaw(OK);
+  }
+
+  processUnsub(sid: string, max: number): void {
+    if (!this.requireConnect()) return;
+    const sub = this.subs.get(sid);
+    if (sub) {
+      if (max > 0 && sub.delivered < max) {
+        sub.max = max;
+      } else {
+        this.removeSub(sub);
+      }
+    }
+    if (this.verbose) this.queueRaw(OK);
+  }
+
+  processPing(): void {
+    if (!this.requireConnect()) return;
+    this.queueRaw(PONG);
+  }
+
+  processPong(): void {
+    this.pingsOut = 0;
+    if (this.rttStartMs > 0) {
+      this.rttMs = this.server.nowMs() - this.rttStartMs;
+      this.rttStartMs = 0;
+    }
+  }
+
+  protocolError(kind: ProtoErrorKind, detail: string): void {
+    switch (kind) {
+      case ProtoErrorKind.MaxControlLine:
+        this.sendErr("Maximum Control Line Exceeded");
+        this.close(CloseReason.MaxControlLine);
+        return;
+      case ProtoErrorKind.MaxPayload:
+        this.sendErr("Maximum Payload Violation");
+        this.close(CloseReason.MaxPayload);
+        return;
+      case ProtoErrorKind.UnknownOp:
+        if (!this.connected && this.server.authRequired()) {
+          this.authFailed();
+          return;
+        }
+        this.sendErr("Unknown Protocol Operation");
+        this.close(CloseReason.ProtocolViolation);
+        return;
+      case ProtoErrorKind.BadArgs:
+      case ProtoErrorKind.HeadersNotNegotiated:
+        // nats-server closes these without an -ERR.
+        this.server.log.debug(`${this.label()} - ${detail}`);
+        this.close(CloseReason.ProtocolViolation);
+        return;
+    }
+  }
+
+  // ---- delivery ----
+
+  removeSub(sub: Subscription): void {
+    if (sub.closed) return;
+    sub.closed = true;
+    this.subs.delete(sub.sid);
+    this.server.sublist.remove(sub);
+  }
+
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    if (this.closed || sub.closed) return;
+    if (sub.max > 0 && sub.delivered >= sub.max) return;
+    sub.delivered++;
+    const useHdr = hdr !== null && this.headers;
+    const hlen = useHdr ? hdr.length : 0;
+    const total = hlen + payload.length;
+    // Control line: "HMSG " subject " " sid " " reply " " hlen " " total "\r\n"
+    const need = 24 + subject.length + sub.sid.length + reply.length + 2 * 12 + total;
+    if (this.outLen + need > this.out.length) this.grow(need);
+    const out = this.out;
+    let p = this.outLen;
+    if (useHdr) {
+      out[p++] = 72; // H
+    }
+    out[p++] = 77; // M
+    out[p++] = 83; // S
+    out[p++] = 71; // G
+    out[p++] = 32;
+    p += out.write(subject, p, "latin1");
+    out[p++] = 32;
+    p += out.write(sub.sid, p, "latin1");
+    out[p++] = 32;
+    if (reply.length > 0) {
+      p += out.write(reply, p, "latin1");
+      out[p++] = 32;
+    }
+    if (useHdr) {
+      p += out.write(String(hlen), p, "latin1");
+      out[p++] = 32;
+    }
+    p += out.write(String(total), p, "latin1");
+    out[p++] = 13;
+    out[p++] = 10;
+    if (useHdr) p += hdr.copy(out, p);
+    p += payload.copy(out, p);
+    out[p++] = 13;
+    out[p++] = 10;
+    this.outLen = p;
+    this.outMsgs++;
+    this.outBytes += total;
+    this.server.stats.outMsgs++;
+    this.server.stats.outBytes += total;
+    if (sub.max > 0 && sub.delivered >= sub.max) this.removeSub(sub);
+    this.markDirty();
+    if (this.outLen + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
+  }
+
+  private grow(need: number): void {
+    let cap = this.out.length * 2;
+    while (cap < this.outLen + need) cap *= 2;
+    const next = Buffer.allocUnsafe(cap);
+    this.out.copy(next, 0, 0, this.outLen);
+    this.out = next;
+  }
+
+  queueRaw(b: Buffer): void {
+    if (this.closed) return;
+    if (this.outLen + b.length > this.out.length) this.grow(b.length);
+    b.copy(this.out, this.outLen);
+    this.outLen += b.length;
+    this.markDirty();
+  }
+
+  queueString(s: string): void {
+    this.queueRaw(Buffer.from(s, "utf8"));
+  }
+
+  sendErr(text: string): void {
+    if (this.server.traceEnabled) this.server.log.trace(`${this.label()} - ->> [-ERR '${text}']`);
+    this.queueString(`-ERR '${text}'\r\n`);
+  }
+
+  sendPing(): void {
+    this.pingsOut++;
+    this.lastPingMs = this.server.nowMs();
+    if (this.rttStartMs === 0) this.rttStartMs = this.lastPingMs;
+    this.queueRaw(PING);
+  }
+
+  private markDirty(): void {
+    if (!this.dirty) {
+      this.dirty = true;
+      this.server.markDirty(this);
+    }
+  }
+
+  /** Hand the buffered bytes to the socket. Called by the server's flush. */
+  flush(): void {
+    this.dirty = false;
+    if (this.closed || this.outLen === 0) return;
+    let chunk: Buffer;
+    if (this.outLen <= COPY_FLUSH_MAX_BYTES) {
+      chunk = Buffer.allocUnsafe(this.outLen);
+      this.out.copy(chunk, 0, 0, this.outLen);
+    } else {
+      chunk = this.out.subarray(0, this.outLen);
+      this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, 1024 * 1024)));
+    }
+    this.outLen = 0;
+    if (this.server.traceEnabled) this.traceOut(chunk);
+    const ok = this.socket.write(chunk);
+    if (!ok && this.writeBlockedSinceMs === 0) this.writeBlockedSinceMs = this.server.nowMs();
+  }
+
+  private traceOut(chunk: Buffer): void {
+    const text = chunk.toString("latin1", 0, Math.min(chunk.length, 4096));
+    for (const line of text.split("\r\n")) if (line.length > 0) this.server.log.trace(`${this.label()} - ->> [${line.length > 200 ? line.slice(0, 200) + "..." : line}]`);
+  }
+
+  onDrain(): void {
+    this.writeBlockedSinceMs = 0;
+  }
+
+  slowConsumer(reason: CloseReason): void {
+    if (this.closed) return;
+    this.server.stats.slowConsumers++;
+    this.server.log.warn(`${this.label()} - Slow Consumer Detected: ${reason === CloseReason.SlowConsumerPending ? "MaxPending of " + String(this.server.opts.maxPendingBytes) + " Exceeded" : "WriteDeadline of " + String(this.server.opts.writeDeadlineMs) + "ms Exceeded"}`);
+    // nats-server closes without -ERR; tsnats still tries a best-effort -ERR so a client
+    // that does read learns why (it bypasses the outbound bound on purpose).
+    this.outLen = 0;
+    try {
+      this.socket.write("-ERR 'Slow Consumer'\r\n");
+    } catch {
+      /* socket already broken */
+    }
+    this.close(reason);
+  }
+
+  /** Close the connection and remove its subscriptions. Idempotent. */
+  close(reason: CloseReason): void {
+    if (this.closed) return;
+    // Push out what is buffered (an -ERR, a PONG) before closing.
+    if (this.outLen > 0 && !this.socket.destroyed) {
+      this.socket.write(this.out.subarray(0, this.outLen));
+      this.outLen = 0;
+    }
+    this.closed = true;
+    this.closeReason = reason;
+    this.stopMs = this.server.nowMs();
+    this.parser.stop();
+    for (const sub of this.subs.values()) {
+      sub.closed = true;
+      this.server.sublist.remove(sub);
+    }
+    this.server.clientClosed(this);
+    if (!this.socket.destroyed) {
+      this.socket.end();
+      // Do not wait forever for a peer that never reads.
+      const s = this.socket;
+      setTimeout(() => s.destroy(), 1000).unref();
+    }
+  }
+
+  infoFor(): string {
+    return this.server.infoJson(this);
+  }
+}
+

@@ -1,0 +1,518 @@
+// The server: accepts connections, owns the subscription index and routes messages.
+// One coarse timer drives pings, auth timeouts and write deadlines for every client.
+
+import net from "node:net";
+import { randomBytes } from "node:crypto";
+import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { createServer as createServerKeys } from "@nats-io/nkeys";
+import { Sublist, type SublistResult } from "../subjects/sublist.js";
+import { Client, CloseReason } from "./client.js";
+import { Subscription, type SubOwner } from "./subscription.js";
+import { authRequired } from "./auth.js";
+import type { Bus, InternalHandler, InternalSubscription } from "./bus.js";
+import type { Logger } from "./log.js";
+import type { ServerOptions } from "./options.js";
+import { SERVER_VERSION, PROTO_VERSION, JS_API_LEVEL, TSNATS_VERSION } from "../version.js";
+import { SystemClock, type Clock } from "../runtime/clock.js";
+
+export interface ServerStats {
+  inMsgs: number;
+  outMsgs: number;
+  inBytes: number;
+  outBytes: number;
+  slowConsumers: number;
+  totalConnections: number;
+}
+
+/** What the server needs from its JetStream service (src/jetstream/service.ts). */
+export interface JetStreamLike {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  jsz(opts?: Record<string, unknown>): object;
+  accountInfo(): object;
+}
+
+/** What the server needs from the monitoring HTTP listener (src/monitor/http.ts). */
+export interface MonitorLike {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export interface ClosedClientInfo {
+  cid: number;
+  host: string;
+  port: number;
+  startMs: number;
+  stopMs: number;
+  reason: string;
+  name: string;
+  lang: string;
+  version: string;
+  user: string;
+  inMsgs: number;
+  outMsgs: number;
+  inBytes: number;
+  outBytes: number;
+  rttMs: number;
+}
+
+const MAX_CLOSED_CLIENTS = 10_000;
+const NO_RESPONDERS_HDR = "NATS/1.0 503\r\n";
+
+class InternalOwner implements SubOwner {
+  readonly cid = 0;
+  readonly echo = true;
+  constructor(private readonly handler: InternalHandler) {}
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    if (sub.closed) return;
+    sub.delivered++;
+    this.handler(subject, reply, hdr, payload);
+  }
+}
+
+export class Server implements Bus {
+  readonly sublist = new Sublist<Subscription>();
+  readonly clients = new Map<number, Client>();
+  readonly closedClients: ClosedClientInfo[] = [];
+  readonly stats: ServerStats = { inMsgs: 0, outMsgs: 0, inBytes: 0, outBytes: 0, slowConsumers: 0, totalConnections: 0 };
+  readonly serverId: string;
+  readonly startMs: number;
+  readonly clock: Clock;
+  opts: ServerOptions;
+  log: Logger;
+  traceEnabled: boolean;
+  jetstream: JetStreamLike | null = null;
+  monitor: MonitorLike | null = null;
+  lameDuck = false;
+  configLoadMs: number;
+
+  private listener: net.Server | null = null;
+  private nextCid = 1;
+  private dirtyClients: Client[] = [];
+  private flushScheduled = false;
+  private tickTimer: NodeJS.Timeout | null = null;
+  private boundPort = 0;
+  private shuttingDown = false;
+  private readonly portsFiles: string[] = [];
+  private readonly flushBound = (): void => this.flushDirty();
+  private nuidPrefix = randomBytes(6).toString("hex");
+
+  constructor(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock()) {
+    this.opts = opts;
+    this.log = log;
+    this.clock = clock;
+    this.traceEnabled = opts.trace && log.traceEnabled;
+    this.serverId = createServerKeys().getPublicKey();
+    this.startMs = clock.nowMs();
+    this.configLoadMs = this.startMs;
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get serverName(): string {
+    return this.opts.serverName || this.serverId;
+  }
+
+  nowMs(): number {
+    return this.clock.nowMs();
+  }
+
+  authRequired(): boolean {
+    return authRequired(this.opts.authorization);
+  }
+
+  // ---- lifecycle ----
+
+  async start(): Promise<void> {
+    const o = this.opts;
+    this.log.info(`Starting tsnats-server`);
+    this.log.info(`  Version:  ${TSNATS_VERSION} (nats-server protocol ${SERVER_VERSION})`);
+    this.log.info(`  Node:     ${process.version}`);
+    this.log.info(`  Name:     ${this.serverName}`);
+    this.log.info(`  ID:       ${this.serverId}`);
+    if (o.configFile) this.log.info(`Using configuration file: ${o.configFile}`);
+    if (o.pidFile) writeFileSync(o.pidFile, String(process.pid));
+
+    if (o.jetstream.enabled) await this.startJetStream();
+
+    if (o.httpPort !== 0) await this.startMonitor();
+
+    const listener = net.createServer({ noDelay: true }, (s) => this.accept(s));
+    this.listener = listener;
+    const port = o.port < 0 ? 0 : o.port;
+    await new Promise<void>((resolve, reject) => {
+      listener.once("error", reject);
+      listener.listen({ host: o.host, port, exclusive: true }, () => {
+        listener.off("error", reject);
+        resolve();
+      });
+    });
+    listener.on("error", (err) => this.log.error(`Client listener error: ${err.message}`));
+    const addr = listener.address();
+    this.boundPort = typeof addr === "object" && addr ? addr.port : port;
+    this.log.info(`Listening for client connections on ${o.host}:${this.boundPort}`);
+    this.writePortsFile();
+    this.log.info("Server is ready");
+    const tickMs = Math.max(20, Math.min(1000, Math.floor(o.pingIntervalMs / 4), Math.floor(o.authorization.timeoutMs / 4)));
+    this.tickTimer = setInterval(() => this.tick(), tickMs);
+    this.tickTimer.unref();
+  }
+
+  private async startJetStream(): Promise<void> {
+    // Loaded lazily: the core server does not depend on the JetStream layer at build time.
+    const spec = "../jetstream/service.js";
+    const mod = (await import(spec)) as {
+      JetStreamService: new (deps: unknown) => JetStreamLike;
+    };
+    const js = new mod.JetStreamService({
+      bus: this,
+      clock: this.clock,
+      log: this.log,
+      opts: this.opts.jetstream,
+      serverId: this.serverId,
+      serverName: this.serverName,
+      maxPayloadBytes: this.opts.maxPayloadBytes,
+    });
+    this.log.info("Starting JetStream");
+    await js.start();
+    this.jetstream = js;
+  }
+
+  private async startMonitor(): Promise<void> {
+    const spec = "../monitor/http.js";
+    try {
+      const mod = (await import(spec)) as { startMonitor: (s: Server) => Promise<MonitorLike> };
+      this.monitor = await mod.startMonitor(this);
+      this.log.info(`Starting http monitor on ${this.opts.httpHost}:${this.monitor.port}`);
+    } catch (err) {
+      this.log.error(`Could not start monitoring: ${(err as Error).message}`);
+      throw err;
+    }
+  }
+
+  private writePortsFile(): void {
+    const dir = this.opts.portsFileDir;
+    if (!dir) return;
+    const host = this.opts.host === "0.0.0.0" || this.opts.host === "::" ? "127.0.0.1" : this.opts.host;
+    const ports: Record<string, string[]> = { nats: [`nats://${host}:${this.boundPort}`] };
+    if (this.monitor) ports["monitoring"] = [`http://${host}:${this.monitor.port}`];
+    const body = JSON.stringify(ports);
+    mkdirSync(dir, { recursive: true });
+    // nats-server names the file after its executable; launchers look for "nats-server_<pid>".
+    for (const name of ["tsnats-server", "nats-server"]) {
+      const file = join(dir, `${name}_${process.pid}.ports`);
+      writeFileSync(file, body);
+      this.portsFiles.push(file);
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    if (this.tickTimer) clearInterval(this.tickTimer);
+    const l = this.listener;
+    this.listener = null;
+    const closed = l ? new Promise<void>((r) => l.close(() => r())) : Promise.resolve();
+    for (const c of [...this.clients.values()]) c.close(CloseReason.ServerShutdown);
+    this.flushDirty();
+    if (this.jetstream) {
+      await this.jetstream.stop();
+      this.jetstream = null;
+    }
+    if (this.monitor) {
+      await this.monitor.close();
+      this.monitor = null;
+    }
+    for (const c of this.clients.values()) c.socket.destroy();
+    await closed;
+    for (const f of this.portsFiles) {
+      try {
+        unlinkSync(f);
+      } catch {
+        /* already gone */
+      }
+    }
+    if (this.opts.pidFile) {
+      try {
+        unlinkSync(this.opts.pidFile);
+      } catch {
+        /* already gone */
+      }
+    }
+    this.log.info("Server Exiting..");
+  }
+
+  /** Lame duck mode (ADR-5): stop accepting, tell clients, then close them spread out. */
+  async enterLameDuck(): Promise<void> {
+    if (this.lameDuck) return;
+    this.lameDuck = true;
+    this.log.info("Entering lame duck mode, stop accepting new clients");
+    const l = this.listener;
+    this.listener = null;
+    if (l) await new Promise<void>((r) => l.close(() => r()));
+    if (this.jetstream) {
+      await this.jetstream.stop();
+      this.jetstream = null;
+    }
+    for (const c of this.clients.values()) if (c.connected || !this.authRequired()) c.queueString(`INFO ${this.infoJson(c, true)}\r\n`);
+    this.flushDirty();
+    const dur = this.opts.lameDuckDurationMs;
+    const grace = Math.min(this.opts.lameDuckGracePeriodMs, dur);
+    await sleep(grace);
+    const list = [...this.clients.values()];
+    const spread = Math.max(0, dur - grace);
+    const step = list.length > 0 ? spread / list.length : 0;
+    for (const c of list) {
+      c.close(CloseReason.LameDuck);
+      if (step >= 1) await sleep(step);
+    }
+    await this.shutdown();
+  }
+
+  /** Apply a reloaded configuration (SIGHUP). Listen address changes need a restart. */
+  reload(next: ServerOptions): void {
+    const prev = this.opts;
+    if (next.port !== prev.port && next.port > 0 && prev.port > 0) this.log.warn("Config reload: port change requires a restart; ignored");
+    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort };
+    this.traceEnabled = this.opts.trace && this.log.traceEnabled;
+    this.configLoadMs = this.nowMs();
+    // Clients that no longer authenticate under the new rules are disconnected.
+    if (this.authRequired()) {
+      for (const c of [...this.clients.values()]) {
+        if (!c.connected) continue;
+        if (!this.stillAuthorized(c)) {
+          c.sendErr("Authorization Violation");
+          c.close(CloseReason.AuthViolation);
+        }
+      }
+    }
+    this.flushDirty();
+    this.log.info("Reloaded server configuration");
+  }
+
+  private stillAuthorized(c: Client): boolean {
+    const a = this.opts.authorization;
+    if (a.users.length > 0) return a.users.some((u) => u.user === c.user);
+    if (a.user !== "") return c.user === a.user;
+    return true;
+  }
+
+  // ---- connections ----
+
+  private accept(socket: net.Socket): void {
+    if (this.shuttingDown || this.lameDuck) {
+      socket.destroy();
+      return;
+    }
+    if (this.clients.size >= this.opts.maxConnections) {
+      socket.end("-ERR 'maximum connections exceeded'\r\n");
+      this.log.warn("Maximum connections exceeded");
+      return;
+    }
+    socket.setNoDelay(true);
+    const cid = this.nextCid++;
+    const c = new Client(cid, socket, this);
+    this.clients.set(cid, c);
+    this.stats.totalConnections++;
+    this.log.debug(`${c.label()} - Client connection created`);
+    socket.on("data", (chunk: Buffer) => {
+      c.onData(chunk);
+      this.flushDirty();
+    });
+    socket.on("drain", () => c.onDrain());
+    socket.on("error", (err) => {
+      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+    socket.on("close", () => c.close(CloseReason.ClientClosed));
+    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
+    this.flushDirty();
+  }
+
+  clientClosed(c: Client): void {
+    if (!this.clients.delete(c.cid)) return;
+    this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
+    this.closedClients.push({
+      cid: c.cid,
+      host: c.host,
+      port: c.port,
+      startMs: c.startMs,
+      stopMs: c.stopMs,
+      reason: c.closeReason,
+      name: c.name,
+      lang: c.lang,
+      version: c.version,
+      user: c.user,
+      inMsgs: c.inMsgs,
+      outMsgs: c.outMsgs,
+      inBytes: c.inBytes,
+      outBytes: c.outBytes,
+      rttMs: c.rttMs,
+    });
+    if (this.closedClients.length > MAX_CLOSED_CLIENTS) this.closedClients.shift();
+  }
+
+  infoJson(c: Client | null, ldm = false): string {
+    const o = this.opts;
+    const info: Record<string, unknown> = {
+      server_id: this.serverId,
+      server_name: this.serverName,
+      version: SERVER_VERSION,
+      proto: PROTO_VERSION,
+      go: `node${process.version}`,
+      host: o.host,
+      port: this.boundPort,
+      headers: true,
+      max_payload: o.maxPayloadBytes,
+    };
+    if (this.authRequired()) info["auth_required"] = true;
+    if (o.jetstream.enabled) {
+      info["jetstream"] = true;
+      info["api_lvl"] = JS_API_LEVEL;
+    }
+    if (o.jetstream.domain) info["domain"] = o.jetstream.domain;
+    if (c) {
+      info["client_id"] = c.cid;
+      info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
+    }
+    info["connect_urls"] = [];
+    if (ldm) info["ldm"] = true;
+    return JSON.stringify(info);
+  }
+
+  // ---- routing ----
+
+  /** Route one message to every matching subscription (one member per queue group). */
+  route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    const r: SublistResult<Subscription> = this.sublist.match(subject);
+    let delivered = 0;
+    const noEcho = from !== null && !from.echo;
+    const ps = r.psubs;
+    for (let i = 0; i < ps.length; i++) {
+      const sub = ps[i]!;
+      if (noEcho && sub.owner === from) continue;
+      sub.owner.deliverMsg(sub, subject, reply, hdr, payload);
+      delivered++;
+    }
+    const qs = r.qsubs;
+    for (let g = 0; g < qs.length; g++) {
+      const members = qs[g]!;
+      const n = members.length;
+      if (n === 0) continue;
+      const start = n === 1 ? 0 : Math.floor(Math.random() * n);
+      for (let k = 0; k < n; k++) {
+        const sub = members[(start + k) % n]!;
+        if (sub.closed || (noEcho && sub.owner === from)) continue;
+        sub.owner.deliverMsg(sub, subject, reply, hdr, payload);
+        delivered++;
+        break;
+      }
+    }
+    if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
+  }
+
+  private noResponders(from: Client, subject: string, reply: string): void {
+    const r = this.sublist.match(reply);
+    let target: Subscription | undefined;
+    for (const s of r.psubs) if (s.owner === from) target = s;
+    if (!target) for (const q of r.qsubs) for (const s of q) if (s.owner === from) target = s;
+    if (!target) return;
+    // nats-server 2.12 adds the original subject as Nats-Subject; older clients ignore it.
+    const hdr = Buffer.from(`${NO_RESPONDERS_HDR}Nats-Subject: ${subject}\r\n\r\n`, "latin1");
+    from.deliverMsg(target, reply, "", hdr, EMPTY);
+  }
+
+  markDirty(c: Client): void {
+    this.dirtyClients.push(c);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBound);
+    }
+  }
+
+  flushDirty(): void {
+    this.flushScheduled = false;
+    const list = this.dirtyClients;
+    if (list.length === 0) return;
+    this.dirtyClients = [];
+    for (let i = 0; i < list.length; i++) list[i]!.flush();
+  }
+
+  // ---- Bus (internal clients) ----
+
+  subscribe(subject: string, handler: InternalHandler, queue = ""): InternalSubscription {
+    const owner = new InternalOwner(handler);
+    const sub = new Subscription(owner, subject, queue, "0");
+    this.sublist.insert(sub);
+    const list = this.sublist;
+    return {
+      subject,
+      unsubscribe(): void {
+        if (sub.closed) return;
+        sub.closed = true;
+        list.remove(sub);
+      },
+    };
+  }
+
+  publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    this.route(null, subject, reply, hdr, payload);
+    if (!this.flushScheduled && this.dirtyClients.length > 0) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBound);
+    }
+  }
+
+  hasInterest(subject: string): boolean {
+    return this.sublist.hasInterest(subject);
+  }
+
+  /** A unique inbox prefix for internal requests. */
+  newInbox(): string {
+    return `_INBOX.${this.nuidPrefix}${randomBytes(6).toString("hex")}`;
+  }
+
+  // ---- the one timer ----
+
+  private tick(): void {
+    const now = this.nowMs();
+    const o = this.opts;
+    const authReq = this.authRequired();
+    for (const c of this.clients.values()) {
+      if (c.closed) continue;
+      if (!c.connected) {
+        if (authReq && now - c.startMs > o.authorization.timeoutMs) {
+          c.sendErr("Authentication Timeout");
+          c.close(CloseReason.AuthTimeout);
+        }
+        continue;
+      }
+      if (c.writeBlockedSinceMs > 0 && now - c.writeBlockedSinceMs > o.writeDeadlineMs) {
+        c.slowConsumer(CloseReason.SlowConsumerDeadline);
+        continue;
+      }
+      if (now - c.lastPingMs >= o.pingIntervalMs) {
+        if (c.pingsOut === 0 && now - c.lastInboundMs < o.pingIntervalMs) {
+          c.lastPingMs = now;
+          continue;
+        }
+        if (c.pingsOut + 1 > o.pingMax) {
+          c.sendErr("Stale Connection");
+          c.close(CloseReason.StaleConnection);
+          continue;
+        }
+        c.sendPing();
+      }
+    }
+    this.flushDirty();
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,24 @@
+// A subscription in the index. The owner is either a client connection or an internal
+// handler (JetStream, system services); routing only calls owner.deliverMsg.
+
+import type { SubLike } from "../subjects/sublist.js";
+
+export interface SubOwner {
+  /** Connection id for clients, 0 for internal owners. */
+  readonly cid: number;
+  readonly echo: boolean;
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+}
+
+export class Subscription implements SubLike {
+  delivered = 0;
+  /** 0 = unlimited; otherwise remove after this many deliveries (UNSUB <sid> <max>). */
+  max = 0;
+  closed = false;
+  constructor(
+    readonly owner: SubOwner,
+    readonly subject: string,
+    readonly queue: string,
+    readonly sid: string,
+  ) {}
+}

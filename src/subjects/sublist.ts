@@ -1,0 +1,240 @@
+// The subscription index (nats-server sublist.go, simplified): a trie over subject tokens
+// with '*' and '>' children, and a bounded cache of match results keyed by literal subject.
+// Results are immutable arrays; insert and remove replace them (copy-on-write), so a fan-out
+// that is iterating a result is never disturbed by subscribes or unsubscribes it causes.
+
+export interface SubLike {
+  readonly subject: string;
+  readonly queue: string; // "" for plain subscriptions
+}
+
+export interface SublistResult<S extends SubLike> {
+  readonly psubs: readonly S[];
+  /** One array per queue group with members. */
+  readonly qsubs: readonly (readonly S[])[];
+}
+
+class Node<S extends SubLike> {
+  psubs: S[] = [];
+  qsubs: Map<string, S[]> = new Map();
+  next: Level<S> | null = null;
+}
+
+class Level<S extends SubLike> {
+  nodes: Map<string, Node<S>> = new Map();
+  pwc: Node<S> | null = null;
+  fwc: Node<S> | null = null;
+}
+
+const MAX_CACHE_ENTRIES = 1024;
+
+export class Sublist<S extends SubLike> {
+  private readonly root = new Level<S>();
+  private readonly cache = new Map<string, SublistResult<S>>();
+  private count = 0;
+  private matches = 0;
+  private cacheHits = 0;
+  private inserts = 0;
+  private removes = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  stats(): { num_subscriptions: number; num_cache: number; num_inserts: number; num_removes: number; num_matches: number; cache_hit_rate: number; max_fanout: number; avg_fanout: number } {
+    let max = 0;
+    let total = 0;
+    for (const r of this.cache.values()) {
+      let n = r.psubs.length;
+      for (const q of r.qsubs) n += q.length;
+      total += n;
+      if (n > max) max = n;
+    }
+    return {
+      num_subscriptions: this.count,
+      num_cache: this.cache.size,
+      num_inserts: this.inserts,
+      num_removes: this.removes,
+      num_matches: this.matches,
+      cache_hit_rate: this.matches === 0 ? 0 : this.cacheHits / this.matches,
+      max_fanout: max,
+      avg_fanout: this.cache.size === 0 ? 0 : total / this.cache.size,
+    };
+  }
+
+  insert(sub: S): void {
+    const tokens = sub.subject.split(".");
+    let level = this.root;
+    let node: Node<S> | null = null;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i]!;
+      if (t === "*") {
+        node = level.pwc ??= new Node<S>();
+      } else if (t === ">") {
+        node = level.fwc ??= new Node<S>();
+      } else {
+        node = level.nodes.get(t) ?? null;
+        if (!node) {
+          node = new Node<S>();
+          level.nodes.set(t, node);
+        }
+      }
+      if (i < tokens.length - 1) level = node.next ??= new Level<S>();
+    }
+    if (!node) return;
+    if (sub.queue === "") {
+      node.psubs = [...node.psubs, sub];
+    } else {
+      const q = node.qsubs.get(sub.queue);
+      node.qsubs.set(sub.queue, q ? [...q, sub] : [sub]);
+    }
+    this.count++;
+    this.inserts++;
+    this.invalidate(sub.subject);
+  }
+
+  remove(sub: S): boolean {
+    const tokens = sub.subject.split(".");
+    const path: [Level<S>, string, Node<S>][] = [];
+    let level: Level<S> | null = this.root;
+    let node: Node<S> | null = null;
+    for (let i = 0; i < tokens.length; i++) {
+      if (!level) return false;
+      const t = tokens[i]!;
+      node = t === "*" ? level.pwc : t === ">" ? level.fwc : (level.nodes.get(t) ?? null);
+      if (!node) return false;
+      path.push([level, t, node]);
+      level = node.next;
+    }
+    if (!node) return false;
+    let removed = false;
+    if (sub.queue === "") {
+      const i = node.psubs.indexOf(sub);
+      if (i >= 0) {
+        node.psubs = node.psubs.filter((s) => s !== sub);
+        removed = true;
+      }
+    } else {
+      const q = node.qsubs.get(sub.queue);
+      if (q && q.includes(sub)) {
+        const rest = q.filter((s) => s !== sub);
+        if (rest.length === 0) node.qsubs.delete(sub.queue);
+        else node.qsubs.set(sub.queue, rest);
+        removed = true;
+      }
+    }
+    if (!removed) return false;
+    this.count--;
+    this.removes++;
+    // Prune empty nodes bottom-up so long-lived servers do not accumulate inbox tokens.
+    for (let i = path.length - 1; i >= 0; i--) {
+      const [lvl, t, n] = path[i]!;
+      const nextEmpty = !n.next || (n.next.nodes.size === 0 && !n.next.pwc && !n.next.fwc);
+      if (n.psubs.length > 0 || n.qsubs.size > 0 || !nextEmpty) break;
+      if (t === "*") lvl.pwc = null;
+      else if (t === ">") lvl.fwc = null;
+      else lvl.nodes.delete(t);
+    }
+    this.invalidate(sub.subject);
+    return true;
+  }
+
+  match(subject: string): SublistResult<S> {
+    this.matches++;
+    const cached = this.cache.get(subject);
+    if (cached) {
+      this.cacheHits++;
+      return cached;
+    }
+    const psubs: S[] = [];
+    const qmap = new Map<string, S[]>();
+    const tokens = subject.split(".");
+    matchLevel(this.root, tokens, 0, psubs, qmap);
+    const result: SublistResult<S> = { psubs, qsubs: [...qmap.values()] };
+    if (this.cache.size >= MAX_CACHE_ENTRIES) {
+      // Evict the oldest entry (Map keeps insertion order).
+      const first = this.cache.keys().next();
+      if (!first.done) this.cache.delete(first.value);
+    }
+    this.cache.set(subject, result);
+    return result;
+  }
+
+  hasInterest(subject: string): boolean {
+    const r = this.match(subject);
+    return r.psubs.length > 0 || r.qsubs.length > 0;
+  }
+
+  /** Every subscription, for monitoring. */
+  all(): S[] {
+    const out: S[] = [];
+    collect(this.root, out);
+    return out;
+  }
+
+  cacheSize(): number {
+    return this.cache.size;
+  }
+
+  private invalidate(pattern: string): void {
+    if (this.cache.size === 0) return;
+    if (!pattern.includes("*") && !pattern.includes(">")) {
+      this.cache.delete(pattern);
+      return;
+    }
+    for (const key of this.cache.keys()) if (patternMatchesLiteral(pattern, key)) this.cache.delete(key);
+  }
+}
+
+function matchLevel<S extends SubLike>(
+  level: Level<S>,
+  tokens: string[],
+  i: number,
+  psubs: S[],
+  qmap: Map<string, S[]>,
+): void {
+  if (level.fwc) addNode(level.fwc, psubs, qmap);
+  const last = i === tokens.length - 1;
+  if (level.pwc) {
+    if (last) addNode(level.pwc, psubs, qmap);
+    else if (level.pwc.next) matchLevel(level.pwc.next, tokens, i + 1, psubs, qmap);
+  }
+  const n = level.nodes.get(tokens[i]!);
+  if (n) {
+    if (last) addNode(n, psubs, qmap);
+    else if (n.next) matchLevel(n.next, tokens, i + 1, psubs, qmap);
+  }
+}
+
+function addNode<S extends SubLike>(n: Node<S>, psubs: S[], qmap: Map<string, S[]>): void {
+  for (const s of n.psubs) psubs.push(s);
+  for (const [q, members] of n.qsubs) {
+    const have = qmap.get(q);
+    if (have) for (const m of members) have.push(m);
+    else qmap.set(q, [...members]);
+  }
+}
+
+function collect<S extends SubLike>(level: Level<S>, out: S[]): void {
+  const visit = (n: Node<S> | null) => {
+    if (!n) return;
+    for (const s of n.psubs) out.push(s);
+    for (const q of n.qsubs.values()) for (const s of q) out.push(s);
+    if (n.next) collect(n.next, out);
+  };
+  for (const n of level.nodes.values()) visit(n);
+  visit(level.pwc);
+  visit(level.fwc);
+}
+
+function patternMatchesLiteral(pattern: string, literal: string): boolean {
+  const pt = pattern.split(".");
+  const lt = literal.split(".");
+  for (let i = 0; i < pt.length; i++) {
+    const p = pt[i]!;
+    if (p === ">") return lt.length > i;
+    if (i >= lt.length) return false;
+    if (p !== "*" && p !== lt[i]) return false;
+  }
+  return pt.length === lt.length;
+}
