@@ -1,0 +1,439 @@
+// Parsed config tree -> OptionsPatch (src/server/options.ts).
+//
+// Exported API:
+//   toOptions(tree, { file? }) -> { patch: OptionsPatch, warnings: string[] }
+//       throws ConfigProblems (message: one "file:line:col: reason" per line; .errors has each
+//       ConfigError, .warnings the warnings collected so far).
+//   loadConfigFile(path, env?) -> { patch, warnings, tree }   parse + map in one call.
+//   IGNORED_TOP_LEVEL: keys nats-server knows that tsnats accepts with a warning.
+//
+// Rules (after nats-server server/opts.go): unknown keys are errors `unknown field "x"` unless the
+// key was only defined to be used as a $variable; durations are Go duration strings, and a bare
+// number is taken as seconds with a warning (nats-server's backward-compatible reading);
+// max_connections 0 means unlimited and is mapped to -1.
+
+import type { OptionsPatch, UserEntry } from "../options.js";
+import {
+  ConfigError,
+  type ConfigMap,
+  type ConfigPos,
+  type ConfigValue,
+  parseConfigFile,
+  positionOf,
+  wasUsedAsVariable,
+} from "./parser.js";
+import { parseDurationMs } from "./duration.js";
+
+export class ConfigProblems extends Error {
+  readonly code = "CONFIG_ERROR";
+  constructor(
+    readonly errors: ConfigError[],
+    readonly warnings: string[],
+  ) {
+    super(errors.map((e) => e.message).join("\n"));
+    this.name = "ConfigProblems";
+  }
+}
+
+export interface ToOptionsResult {
+  patch: OptionsPatch;
+  warnings: string[];
+}
+
+export const IGNORED_TOP_LEVEL: ReadonlySet<string> = new Set([
+  "client_advertise", "trace_verbose", "trace_headers", "logtime_utc", "mappings", "maps",
+  "disable_sublist_cache", "no_sublist_cache", "accounts", "default_sentinel", "https",
+  "https_port", "http_base_path", "cluster", "gateway", "leaf", "leafnodes",
+  "logfile_size_limit", "log_size_limit", "logfile_max_num", "log_max_num", "syslog",
+  "remote_syslog", "prof_port", "prof_block_rate", "proxy_protocol", "max_traced_msg_len",
+  "max_subscriptions", "max_subs", "max_sub_tokens", "max_subscription_tokens", "tls", "ocsp",
+  "allow_non_tls", "write_timeout", "operator", "operators", "roots", "root", "root_operators",
+  "root_operator", "resolver", "account_resolver", "accounts_resolver", "resolver_tls",
+  "resolver_preload", "resolver_pinned_accounts", "system_account", "system",
+  "no_system_account", "no_system", "no_sys_acc", "no_header_support", "trusted",
+  "trusted_keys", "connect_error_reports", "reconnect_error_reports", "websocket", "ws", "mqtt",
+  "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
+  "no_fast_producer_stall", "max_closed_clients", "proxies", "lame_duck_mode",
+]);
+
+const IGNORED_JETSTREAM = new Set([
+  "strict", "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key",
+  "cipher", "extension_hint", "limits", "tpm", "unique_tag", "max_outstanding_catchup",
+  "max_buffered_size", "max_buffered_msgs", "request_queue_limit", "info_queue_limit",
+  "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
+]);
+
+const IGNORED_AUTH = new Set(["default_permission", "default_permissions", "permissions", "auth_callout", "auth_hook", "proxy_required", "nkeys"]);
+const IGNORED_USER = new Set(["nkey", "allowed_connection_types", "connection_types", "clients", "proxy_required", "account"]);
+
+class Ctx {
+  readonly errors: ConfigError[] = [];
+  readonly warnings: string[] = [];
+  constructor(readonly file: string) {}
+
+  pos(container: object, key: string | number): ConfigPos {
+    return positionOf(container, key) ?? { file: this.file, line: 0, col: 0 };
+  }
+  error(container: object, key: string | number, reason: string): void {
+    this.errors.push(new ConfigError(this.pos(container, key), reason));
+  }
+  warn(container: object, key: string | number, reason: string): void {
+    this.warnings.push(new ConfigError(this.pos(container, key), reason).message);
+  }
+  unknown(map: ConfigMap, key: string): void {
+    if (!wasUsedAsVariable(map, key)) this.error(map, key, `unknown field "${key}"`);
+  }
+  ignored(map: ConfigMap, key: string, where: string): void {
+    this.warn(map, key, `field "${where}${key}" is not supported by tsnats and is ignored`);
+  }
+
+  // ---- typed readers: undefined (after recording an error) on a wrong type ----
+  str(m: ConfigMap, k: string): string | undefined {
+    const v = m[k];
+    if (typeof v === "string") return v;
+    this.error(m, k, `expected a string for "${k}", got ${describe(v)}`);
+    return undefined;
+  }
+  int(m: ConfigMap, k: string): number | undefined {
+    const v = m[k];
+    if (typeof v === "number" && Number.isInteger(v)) return v;
+    this.error(m, k, `expected an integer for "${k}", got ${describe(v)}`);
+    return undefined;
+  }
+  bool(m: ConfigMap, k: string): boolean | undefined {
+    const v = m[k];
+    if (typeof v === "boolean") return v;
+    this.error(m, k, `expected a boolean for "${k}", got ${describe(v)}`);
+    return undefined;
+  }
+  /** An integer (already unit-expanded by the parser) or a size string like "1GB". */
+  size(m: ConfigMap, k: string): number | undefined {
+    const v = m[k];
+    if (typeof v === "number" && Number.isInteger(v)) return v;
+    if (typeof v === "string") {
+      const n = parseSizeString(v);
+      if (n !== undefined) return n;
+    }
+    this.error(m, k, `expected a size for "${k}" (like 1024, 1K, 1MB), got ${describe(v)}`);
+    return undefined;
+  }
+  /** A duration string, or a number of seconds (with nats-server's warning). */
+  durationMs(m: ConfigMap, k: string): number | undefined {
+    const v = m[k];
+    if (typeof v === "string") {
+      try {
+        return parseDurationMs(v);
+      } catch (err) {
+        this.error(m, k, `error parsing ${k}: ${(err as Error).message}`);
+        return undefined;
+      }
+    }
+    if (typeof v === "number") {
+      this.warn(m, k, `invalid use of field "${k}": ${k} should be converted to a duration`);
+      return v * 1000;
+    }
+    this.error(m, k, `expected a duration for "${k}" (like "2s"), got ${describe(v)}`);
+    return undefined;
+  }
+  map(m: ConfigMap, k: string): ConfigMap | undefined {
+    const v = m[k];
+    if (isMap(v)) return v;
+    this.error(m, k, `expected a map for "${k}", got ${describe(v)}`);
+    return undefined;
+  }
+}
+
+function isMap(v: ConfigValue | undefined): v is ConfigMap {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function describe(v: ConfigValue | undefined): string {
+  if (Array.isArray(v)) return "an array";
+  if (isMap(v)) return "a map";
+  if (typeof v === "string") return `string "${v}"`;
+  return `${typeof v} ${String(v)}`;
+}
+
+function parseSizeString(s: string): number | undefined {
+  const m = /^\s*(\d+)\s*([kmgtpe])?(b|i|ib)?\s*$/i.exec(s);
+  if (!m) return undefined;
+  const powers: Record<string, number> = { k: 1, m: 2, g: 3, t: 4, p: 5, e: 6 };
+  const p = m[2] ? (powers[m[2].toLowerCase()] ?? 0) : 0;
+  return Number(m[1]) * (m[3] ? 1024 : 1000) ** p;
+}
+
+/** "host:port", "[v6]:port", ":port" or a bare port number. */
+function hostPort(ctx: Ctx, m: ConfigMap, k: string): { host?: string; port?: number } {
+  const v = m[k];
+  if (typeof v === "number" && Number.isInteger(v)) return { port: v };
+  if (typeof v !== "string") {
+    ctx.error(m, k, `expected "host:port" for "${k}", got ${describe(v)}`);
+    return {};
+  }
+  const r = /^\[([^\]]*)\]:(-?\d+)$/.exec(v) ?? /^([^:]*):(-?\d+)$/.exec(v);
+  if (!r) {
+    ctx.error(m, k, `could not parse address string "${v}" for "${k}": expected "host:port"`);
+    return {};
+  }
+  const out: { host?: string; port?: number } = { port: Number(r[2]) };
+  if (r[1]) out.host = r[1];
+  return out;
+}
+
+export function toOptions(tree: ConfigMap, opts: { file?: string } = {}): ToOptionsResult {
+  const ctx = new Ctx(opts.file ?? "config");
+  const patch: OptionsPatch = {};
+  if (Object.keys(tree).length === 0) ctx.warnings.push(`${ctx.file}: config has no values or is empty`);
+  for (const k of Object.keys(tree)) topLevel(ctx, tree, k, patch);
+  if (ctx.errors.length > 0) throw new ConfigProblems(ctx.errors, ctx.warnings);
+  return { patch, warnings: ctx.warnings };
+}
+
+export function loadConfigFile(
+  path: string,
+  env?: Record<string, string | undefined>,
+): ToOptionsResult & { tree: ConfigMap } {
+  const tree = parseConfigFile(path, env);
+  const r = toOptions(tree, { file: path });
+  r.patch.configFile = path;
+  return { ...r, tree };
+}
+
+function set<K extends keyof OptionsPatch>(patch: OptionsPatch, key: K, v: OptionsPatch[K] | undefined): void {
+  if (v !== undefined) patch[key] = v;
+}
+
+function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void {
+  switch (k.toLowerCase()) {
+    case "listen": {
+      const hp = hostPort(ctx, m, k);
+      set(patch, "host", hp.host);
+      set(patch, "port", hp.port);
+      return;
+    }
+    case "host":
+    case "net":
+      return set(patch, "host", ctx.str(m, k));
+    case "port":
+      return set(patch, "port", ctx.int(m, k));
+    case "server_name": {
+      const s = ctx.str(m, k);
+      if (s !== undefined && /\s/.test(s)) return ctx.error(m, k, "server name cannot contain spaces");
+      return set(patch, "serverName", s);
+    }
+    case "http": {
+      const hp = hostPort(ctx, m, k);
+      set(patch, "httpHost", hp.host);
+      set(patch, "httpPort", hp.port);
+      return;
+    }
+    case "http_port":
+    case "monitor_port":
+      return set(patch, "httpPort", ctx.int(m, k));
+    case "max_payload":
+    case "max_control_line": {
+      const n = ctx.size(m, k);
+      if (n !== undefined && n > 2 ** 31 - 1) return ctx.error(m, k, `${k} value is too big`);
+      return set(patch, k === "max_payload" ? "maxPayloadBytes" : "maxControlLineBytes", n);
+    }
+    case "max_pending":
+      return set(patch, "maxPendingBytes", ctx.size(m, k));
+    case "max_connections":
+    case "max_conn": {
+      const n = ctx.int(m, k);
+      return set(patch, "maxConnections", n === 0 ? -1 : n);
+    }
+    case "ping_interval":
+      return set(patch, "pingIntervalMs", ctx.durationMs(m, k));
+    case "ping_max":
+      return set(patch, "pingMax", ctx.int(m, k));
+    case "write_deadline":
+      return set(patch, "writeDeadlineMs", ctx.durationMs(m, k));
+    case "lame_duck_duration":
+      return set(patch, "lameDuckDurationMs", ctx.durationMs(m, k));
+    case "lame_duck_grace_period":
+      return set(patch, "lameDuckGracePeriodMs", ctx.durationMs(m, k));
+    case "pid_file":
+    case "pidfile":
+      return set(patch, "pidFile", ctx.str(m, k));
+    case "ports_file_dir":
+      return set(patch, "portsFileDir", ctx.str(m, k));
+    case "logfile":
+    case "log_file":
+      return set(patch, "logFile", ctx.str(m, k));
+    case "debug":
+      return set(patch, "debug", ctx.bool(m, k));
+    case "trace":
+      return set(patch, "trace", ctx.bool(m, k));
+    case "logtime":
+      return set(patch, "logTime", ctx.bool(m, k));
+    case "no_auth_user":
+      return set(patch, "noAuthUser", ctx.str(m, k));
+    case "store_dir":
+    case "storedir": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) patch.jetstream = { ...patch.jetstream, storeDir: s };
+      return;
+    }
+    case "authorization":
+      return authorization(ctx, m, k, patch);
+    case "jetstream":
+      return jetstream(ctx, m, k, patch);
+    default:
+      if (IGNORED_TOP_LEVEL.has(k.toLowerCase())) return ctx.ignored(m, k, "");
+      return ctx.unknown(m, k);
+  }
+}
+
+function authorization(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {
+  const m = ctx.map(parent, key);
+  if (!m) return;
+  const auth: NonNullable<OptionsPatch["authorization"]> = { ...patch.authorization };
+  for (const k of Object.keys(m)) {
+    switch (k.toLowerCase()) {
+      case "user":
+      case "username":
+        {
+          const s = ctx.str(m, k);
+          if (s !== undefined) auth.user = s;
+        }
+        break;
+      case "pass":
+      case "password":
+        {
+          const s = ctx.str(m, k);
+          if (s !== undefined) auth.password = s;
+        }
+        break;
+      case "token":
+        {
+          const s = ctx.str(m, k);
+          if (s !== undefined) auth.token = s;
+        }
+        break;
+      case "timeout": {
+        // Seconds as a number (nats-server's form) or a duration string.
+        const v = m[k];
+        if (typeof v === "number") auth.timeoutMs = v * 1000;
+        else if (typeof v === "string") {
+          const ms = ctx.durationMs(m, k);
+          if (ms !== undefined) auth.timeoutMs = ms;
+        } else ctx.error(m, k, "error parsing authorization config, 'timeout' wrong type");
+        break;
+      }
+      case "users": {
+        const users = usersList(ctx, m, k);
+        if (users) auth.users = users;
+        break;
+      }
+      default:
+        if (IGNORED_AUTH.has(k.toLowerCase())) ctx.ignored(m, k, "authorization.");
+        else ctx.unknown(m, k);
+    }
+  }
+  patch.authorization = auth;
+}
+
+function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | undefined {
+  const arr = parent[key];
+  if (!Array.isArray(arr)) {
+    ctx.error(parent, key, `expected an array of users for "${key}", got ${describe(arr)}`);
+    return undefined;
+  }
+  const out: UserEntry[] = [];
+  arr.forEach((u, i) => {
+    if (!isMap(u)) return ctx.error(arr, i, `expected a user map in "${key}", got ${describe(u)}`);
+    const entry: UserEntry = { user: "", password: "", permissions: undefined };
+    for (const k of Object.keys(u)) {
+      switch (k.toLowerCase()) {
+        case "user":
+        case "username":
+          entry.user = ctx.str(u, k) ?? "";
+          break;
+        case "pass":
+        case "password":
+          entry.password = ctx.str(u, k) ?? "";
+          break;
+        case "permission":
+        case "permissions":
+        case "authorization":
+          entry.permissions = u[k];
+          break;
+        default:
+          if (IGNORED_USER.has(k.toLowerCase())) ctx.ignored(u, k, "authorization.users.");
+          else ctx.unknown(u, k);
+      }
+    }
+    if (entry.user === "") ctx.error(arr, i, "user entry requires a user");
+    out.push(entry);
+  });
+  return out;
+}
+
+function jetstream(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {
+  const v = parent[key];
+  const js: NonNullable<OptionsPatch["jetstream"]> = { ...patch.jetstream };
+  if (typeof v === "boolean") js.enabled = v;
+  else if (typeof v === "string") {
+    const s = v.toLowerCase();
+    if (s === "enabled" || s === "enable") js.enabled = true;
+    else if (s === "disabled" || s === "disable") js.enabled = false;
+    else return ctx.error(parent, key, `Expected 'enabled' or 'disabled' for string value, got '${v}'`);
+  } else if (isMap(v)) {
+    js.enabled = true;
+    for (const k of Object.keys(v)) jetstreamField(ctx, v, k, js);
+  } else {
+    return ctx.error(parent, key, `Expected map, bool or string to define JetStream, got ${describe(v)}`);
+  }
+  patch.jetstream = js;
+}
+
+function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<OptionsPatch["jetstream"]>): void {
+  switch (k.toLowerCase()) {
+    case "store":
+    case "store_dir":
+    case "storedir": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.storeDir = s;
+      return;
+    }
+    case "max_memory_store":
+    case "max_mem_store":
+    case "max_mem": {
+      const n = ctx.size(m, k);
+      if (n !== undefined) js.maxMemoryStoreBytes = n;
+      return;
+    }
+    case "max_file_store":
+    case "max_file": {
+      const n = ctx.size(m, k);
+      if (n !== undefined) js.maxFileStoreBytes = n;
+      return;
+    }
+    case "sync":
+    case "sync_interval": {
+      const v = m[k];
+      if (typeof v === "string" && v.toLowerCase() === "always") {
+        js.syncIntervalMs = "always";
+        return;
+      }
+      const ms = ctx.durationMs(m, k);
+      if (ms !== undefined) js.syncIntervalMs = ms;
+      return;
+    }
+    case "domain": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.domain = s;
+      return;
+    }
+    case "enable":
+    case "enabled": {
+      const b = ctx.bool(m, k);
+      if (b !== undefined) js.enabled = b;
+      return;
+    }
+    default:
+      if (IGNORED_JETSTREAM.has(k.toLowerCase())) return ctx.ignored(m, k, "jetstream.");
+      return ctx.unknown(m, k);
+  }
+}
