@@ -1,0 +1,2 @@
+import type { SuiteDef } from "../lib/types.js";
+export const consumeSuite: SuiteDef = { name: "consume", jetstream: true, notes: [], cases: () => [] };

@@ -1,0 +1,129 @@
+// JetStream publish (sync and windowed), store footprint and recovery after SIGKILL.
+// Raw sockets throughout; the API calls are plain JSON requests.
+
+import { createStream, deleteStream, fileStreamConfig, pubAckError, streamInfo, windowedRequests } from "../lib/js.js";
+import { deadlineAfter, latencyStats, payloadOf, sleep } from "../lib/load.js";
+import { dirBytes } from "../lib/servers.js";
+import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
+
+const STREAM = "BENCH";
+const SUBJECTS = ["bench.js.>"];
+
+const PUB_METRICS: MetricDef[] = [
+  { label: "msgs/s", unit: "msgs/s", better: "higher" },
+  { label: "ack p50", unit: "µs", better: "lower" },
+  { label: "ack p99", unit: "µs", better: "lower" },
+];
+
+export const FILL_WINDOW = 1024;
+
+async function jsPublish(ctx: CaseContext, size: number, window: number): Promise<Record<string, number>> {
+  const req = await ctx.requester();
+  await deleteStream(req, STREAM);
+  await createStream(req, fileStreamConfig(STREAM, SUBJECTS));
+  const conn = await ctx.connect("detail");
+  try {
+    const r = await windowedRequests(conn, {
+      subjects: [`bench.js.p${size}`],
+      payload: payloadOf(size),
+      window,
+      maxMsgs: Infinity,
+      deadlineNs: deadlineAfter(ctx.opts.durationS),
+      collectLatency: true,
+      check: pubAckError,
+    });
+    const { p50, p99 } = latencyStats(r.lat);
+    return { "msgs/s": r.done / (r.ns / 1e9), "ack p50": p50, "ack p99": p99 };
+  } finally {
+    await deleteStream(req, STREAM);
+  }
+}
+
+async function waitForCount(ctx: CaseContext, n: number, boundMs: number): Promise<number> {
+  // A fresh connection per attempt: right after a restart the first ones may be refused.
+  const deadline = performance.now() + boundMs;
+  let last = "no answer";
+  for (;;) {
+    try {
+      const req = await ctx.requester();
+      for (;;) {
+        const info = await streamInfo(req, STREAM, 5_000);
+        if (info.state.messages === n) return performance.now();
+        last = `${info.state.messages} of ${n} messages`;
+        if (performance.now() > deadline) break;
+        await sleep(20);
+      }
+    } catch (e) {
+      last = e instanceof Error ? e.message : String(e);
+    }
+    if (performance.now() > deadline) throw new Error(`after ${boundMs} ms: ${last}`);
+    await sleep(20);
+  }
+}
+
+async function storeAndRecover(ctx: CaseContext): Promise<Record<string, number>> {
+  const n = ctx.opts.msgs;
+  const server = await ctx.freshServer(); // clean store, nothing else in memory
+  const req = await ctx.requester();
+  await createStream(req, fileStreamConfig(STREAM, SUBJECTS));
+  await sleep(500);
+  const rss0 = server.rssBytes();
+
+  const conn = await ctx.connect("detail");
+  const fill = await windowedRequests(conn, {
+    subjects: ["bench.js.store"],
+    payload: payloadOf(16),
+    window: FILL_WINDOW,
+    maxMsgs: n,
+    deadlineNs: Infinity,
+    collectLatency: false,
+    check: pubAckError,
+  });
+  const info = await streamInfo(req, STREAM);
+  if (info.state.messages !== n) throw new Error(`stream holds ${info.state.messages} of ${n} messages after fill`);
+  await sleep(1000);
+  const rss1 = server.rssBytes();
+  const disk = dirBytes(server.storeDir);
+
+  await server.kill("SIGKILL");
+  const t0 = performance.now();
+  await server.launch();
+  const t1 = await waitForCount(ctx, n, 120_000);
+  return {
+    "fill msgs/s": fill.done / (fill.ns / 1e9),
+    "RSS/msg": (rss1 - rss0) / n,
+    "disk/msg": disk / n,
+    "recovery": t1 - t0,
+  };
+}
+
+export const jsSuite: SuiteDef = {
+  name: "js",
+  jetstream: true,
+  notes: [
+    "Raw TCP sockets (not @nats-io/jetstream): JetStream publish = PUB with a unique reply subject per message, answered by a PubAck.",
+    `Stream: file storage, R1, subjects bench.js.>; recreated for every publish case. Sync = 1 in flight; async = 256 in flight.`,
+    `Store case: a fresh server, ${FILL_WINDOW} publishes in flight to fill; RSS from /proc/<pid>/status before/after the fill (1 s settle), disk = apparent bytes under the store dir.`,
+    "Recovery: SIGKILL, restart on the same store dir and port, time until $JS.API.STREAM.INFO reports every message (includes process start).",
+  ],
+  cases(opts: BenchOptions): CaseDef[] {
+    const n = opts.msgs.toLocaleString("en-US");
+    return [
+      { name: "js pub sync, 16 B", metrics: PUB_METRICS, run: (c) => jsPublish(c, 16, 1) },
+      { name: "js pub sync, 1 KiB", metrics: PUB_METRICS, run: (c) => jsPublish(c, 1024, 1) },
+      { name: "js pub async (256 in flight), 16 B", metrics: PUB_METRICS, run: (c) => jsPublish(c, 16, 256) },
+      { name: "js pub async (256 in flight), 1 KiB", metrics: PUB_METRICS, run: (c) => jsPublish(c, 1024, 256) },
+      {
+        name: `store ${n} × 16 B`,
+        metrics: [
+          { label: "fill msgs/s", unit: "msgs/s", better: "higher" },
+          { label: "RSS/msg", unit: "bytes", better: "lower" },
+          { label: "disk/msg", unit: "bytes", better: "lower" },
+          { label: "recovery", unit: "ms", better: "lower" },
+        ],
+        run: storeAndRecover,
+      },
+    ];
+  },
+};
+

@@ -1,0 +1,2 @@
+import type { SuiteDef } from "../lib/types.js";
+export const kvSuite: SuiteDef = { name: "kv", jetstream: true, notes: [], cases: () => [] };
