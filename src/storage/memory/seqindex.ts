@@ -432,12 +432,11 @@ export abstract class SeqIndex {
     let n = 0;
     if (isAllFilter(subject)) {
       if (keep === 0 && seq === 0) n = this.removeRange(this.lastSeq + 1);
-      else if (seq > 1) n = this.removeRange(seq);
+      else if (seq > 1) return this.compact(seq);
       else if (keep > 0) {
         if (keep >= this.msgs) return 0;
-        n = this.removeRange(this.lastSeq - keep + 1);
+        return this.compact(this.lastSeq - keep + 1);
       }
-      if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
       this.afterMutation();
       return n;
     }
@@ -479,6 +478,7 @@ export abstract class SeqIndex {
     let n = 0;
     const end = Math.min(seq - 1, this.lastSeq);
     for (let s = this.firstSeq; s <= end && this.msgs > 0; s++) if (this.removeSeq(s, false)) n++;
+    if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
     return n;
   }
 

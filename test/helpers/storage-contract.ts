@@ -1,0 +1,554 @@
+// One contract suite for every StreamStore / ConsumerStore implementation. Each test file
+// supplies an environment factory (memory, file on real disk, file on the simulated disk).
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import type { ConsumerState, ConsumerStore, StoreCallbacks, StoreLimits, StoredMsg, StreamStore } from "../../src/storage/types.js";
+import { subjectMatches } from "../../src/storage/subjects.js";
+
+export interface StoreEnv {
+  /** Open the store at this environment's location (first call creates it). */
+  open(limits?: StoreLimits, callbacks?: StoreCallbacks): Promise<StreamStore>;
+  /** Close the store and open it again at the same location; null if nothing persists. */
+  reopen: ((s: StreamStore, limits?: StoreLimits, callbacks?: StoreCallbacks) => Promise<StreamStore>) | null;
+  dispose(): Promise<void>;
+}
+
+export interface ConsumerEnv {
+  open(): Promise<ConsumerStore>;
+  reopen: ((s: ConsumerStore) => Promise<ConsumerStore>) | null;
+  dispose(): Promise<void>;
+}
+
+export interface ContractTarget {
+  name: string;
+  /** Bytes a message counts for in state().bytes. */
+  msgSize(subject: string, hdr: Buffer | null, data: Buffer): number;
+  newEnv(): StoreEnv;
+  newConsumerEnv(): ConsumerEnv;
+  /** Property-test runs (file stores on real disk are slower). */
+  numRuns: number;
+}
+
+export const noLimits: StoreLimits = { maxMsgs: -1, maxBytes: -1, maxAgeMs: 0, maxMsgsPerSubject: -1 };
+const T0 = 1_700_000_000_000 * 1e6;
+const HDR = Buffer.from("NATS/1.0\r\nX: 1\r\n\r\n");
+
+function syncP(s: { sync(cb: (e: Error | null) => void): void }): Promise<void> {
+  return new Promise((res, rej) => s.sync((e) => (e ? rej(e) : res())));
+}
+
+function put(s: StreamStore, subject: string, body: string, opts: { hdr?: Buffer | null; ts?: number; ttl?: number } = {}): number {
+  return s.storeMsg(subject, opts.hdr ?? null, Buffer.from(body), opts.ts ?? T0, opts.ttl ?? 0);
+}
+
+function body(m: StoredMsg | null): string | null {
+  return m === null ? null : m.data.toString();
+}
+
+async function withStore(t: ContractTarget, fn: (s: StreamStore, env: StoreEnv) => Promise<StreamStore | void>, limits?: StoreLimits, cbs?: StoreCallbacks): Promise<void> {
+  const env = t.newEnv();
+  let s = await env.open(limits, cbs);
+  try {
+    const r = await fn(s, env);
+    if (r) s = r;
+  } finally {
+    await s.close();
+    await env.dispose();
+  }
+}
+
+// ---- a model of the store for property tests ----
+interface ModelMsg {
+  seq: number;
+  subject: string;
+  data: string;
+  hdr: string | null;
+}
+
+class Model {
+  msgs = new Map<number, ModelMsg>();
+  first = 0;
+  last = 0;
+  store(subject: string, data: string, hdr: string | null): number {
+    const seq = this.last + 1;
+    if (this.msgs.size === 0) this.first = seq;
+    this.last = seq;
+    this.msgs.set(seq, { seq, subject, data, hdr });
+    return seq;
+  }
+  private fixFirst(): void {
+    if (this.msgs.size === 0) this.first = this.last + 1;
+    else this.first = Math.min(...this.msgs.keys());
+  }
+  remove(seq: number): boolean {
+    const ok = this.msgs.delete(seq);
+    if (ok) this.fixFirst();
+    return ok;
+  }
+  sorted(): ModelMsg[] {
+    return [...this.msgs.values()].sort((a, b) => a.seq - b.seq);
+  }
+  compact(seq: number): number {
+    let n = 0;
+    for (const m of this.sorted()) if (m.seq < seq && this.msgs.delete(m.seq)) n++;
+    if (seq > this.last + 1) this.last = seq - 1;
+    this.fixFirst();
+    return n;
+  }
+  purge(subject: string, seq: number, keep: number): number {
+    if (subject === "" || subject === ">") {
+      if (keep === 0 && seq === 0) return this.compact(this.last + 1);
+      if (seq > 1) return this.compact(seq);
+      if (keep > 0) {
+        if (keep >= this.msgs.size) return 0;
+        return this.compact(this.last - keep + 1);
+      }
+      return 0;
+    }
+    const matching = this.sorted().filter((m) => subjectMatches(subject, m.subject));
+    const limit = seq > 1 ? seq : this.last + 1;
+    let remove = matching.filter((m) => m.seq < limit).length;
+    if (keep > 0) {
+      if (keep >= matching.length) return 0;
+      remove = Math.min(remove, matching.length - keep);
+    }
+    let n = 0;
+    for (const m of matching) {
+      if (n >= remove || m.seq >= limit) break;
+      this.msgs.delete(m.seq);
+      n++;
+    }
+    if (n > 0) this.fixFirst();
+    return n;
+  }
+  numPending(start: number, filter: string, lps: boolean): number {
+    if (lps) {
+      let n = 0;
+      for (const v of this.subjectsState(filter).values()) if (v.last >= start) n++;
+      return n;
+    }
+    return this.sorted().filter((m) => m.seq >= start && subjectMatches(filter, m.subject)).length;
+  }
+  subjectsState(filter: string): Map<string, { msgs: number; first: number; last: number }> {
+    const out = new Map<string, { msgs: number; first: number; last: number }>();
+    for (const m of this.sorted()) {
+      if (!subjectMatches(filter, m.subject)) continue;
+      const e = out.get(m.subject);
+      if (e === undefined) out.set(m.subject, { msgs: 1, first: m.seq, last: m.seq });
+      else {
+        e.msgs++;
+        e.last = m.seq;
+      }
+    }
+    return out;
+  }
+}
+
+const SUBJECTS = ["a", "a.b", "a.c", "b.x.y", "a.b.c"];
+const FILTERS = ["", ">", "a", "a.*", "a.>", "*.x.*", "b.>", "a.b", "nope"];
+
+type Op =
+  | { op: "store"; s: number; len: number; hdr: boolean }
+  | { op: "remove"; seq: number }
+  | { op: "purge"; f: number; seq: number; keep: number }
+  | { op: "compact"; seq: number }
+  | { op: "reopen" };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ op: fc.constant("store" as const), s: fc.nat(SUBJECTS.length - 1), len: fc.nat(40), hdr: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("remove" as const), seq: fc.nat(60) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("purge" as const), f: fc.nat(FILTERS.length - 1), seq: fc.nat(50), keep: fc.nat(4) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("compact" as const), seq: fc.integer({ min: 1, max: 70 }) }) },
+  { weight: 1, arbitrary: fc.constant({ op: "reopen" as const }) },
+);
+
+function checkAgainstModel(s: StreamStore, m: Model, t: ContractTarget): void {
+  const st = s.state();
+  assert.equal(st.msgs, m.msgs.size, "msgs");
+  assert.equal(st.lastSeq, m.last, "lastSeq");
+  assert.equal(st.firstSeq, m.first, "firstSeq");
+  let bytes = 0;
+  for (const x of m.msgs.values()) bytes += t.msgSize(x.subject, x.hdr === null ? null : Buffer.from(x.hdr), Buffer.from(x.data));
+  assert.equal(st.bytes, bytes, "bytes");
+  assert.equal(st.numSubjects, new Set([...m.msgs.values()].map((x) => x.subject)).size, "numSubjects");
+  const deleted: number[] = [];
+  if (m.msgs.size > 0) for (let q = m.first; q <= m.last; q++) if (!m.msgs.has(q)) deleted.push(q);
+  assert.deepEqual(s.deletedSeqs(), deleted, "deletedSeqs");
+  assert.equal(st.numDeleted, deleted.length, "numDeleted");
+  for (let q = 0; q <= m.last + 1; q++) {
+    const want = m.msgs.get(q);
+    const got = s.loadMsg(q);
+    if (want === undefined) assert.equal(got, null, `loadMsg(${q}) should be null`);
+    else {
+      assert.ok(got !== null, `loadMsg(${q}) missing`);
+      assert.equal(got.subject, want.subject);
+      assert.equal(got.data.toString(), want.data);
+      assert.equal(got.hdr === null ? null : got.hdr.toString(), want.hdr);
+    }
+  }
+  for (const f of FILTERS) {
+    assert.deepEqual(s.subjectsState(f), m.subjectsState(f), `subjectsState(${f})`);
+    const ms = m.sorted().filter((x) => subjectMatches(f, x.subject));
+    assert.equal(s.loadLastMsg(f)?.seq ?? null, ms.length ? (ms[ms.length - 1] as ModelMsg).seq : null, `loadLastMsg(${f})`);
+    for (const start of [0, 1, Math.floor(m.last / 2), m.last, m.last + 1]) {
+      const next = ms.find((x) => x.seq >= start);
+      assert.equal(s.loadNextMsg(f, start)?.seq ?? null, next?.seq ?? null, `loadNextMsg(${f}, ${start})`);
+      assert.equal(s.numPending(start, f, false), m.numPending(start, f, false), `numPending(${start}, ${f})`);
+      assert.equal(s.numPending(start, f, true), m.numPending(start, f, true), `numPending lps(${start}, ${f})`);
+    }
+  }
+}
+
+export function streamStoreContract(t: ContractTarget): void {
+  describe(`StreamStore contract: ${t.name}`, () => {
+    it("assigns sequences and loads messages back bit for bit", async () => {
+      await withStore(t, async (s) => {
+        assert.equal(s.state().firstSeq, 0);
+        assert.equal(s.state().lastSeq, 0);
+        assert.equal(put(s, "foo", "one", { ts: T0 + 1000 }), 1);
+        assert.equal(s.storeMsg("bar", HDR, Buffer.from([0, 1, 2, 255]), T0 + 2000, 0), 2);
+        assert.equal(s.storeMsg("baz", null, Buffer.alloc(0), T0 + 3000, 0), 3);
+        await syncP(s);
+        const m1 = s.loadMsg(1);
+        assert.deepEqual(
+          m1 && { seq: m1.seq, subject: m1.subject, hdr: m1.hdr, data: m1.data.toString(), tsNs: m1.tsNs },
+          { seq: 1, subject: "foo", hdr: null, data: "one", tsNs: T0 + 1000 },
+        );
+        const m2 = s.loadMsg(2);
+        assert.ok(m2 && m2.hdr && m2.hdr.equals(HDR));
+        assert.ok(m2.data.equals(Buffer.from([0, 1, 2, 255])));
+        assert.equal(s.loadMsg(3)?.data.length, 0);
+        assert.equal(s.loadMsg(0), null);
+        assert.equal(s.loadMsg(4), null);
+        const st = s.state();
+        assert.equal(st.msgs, 3);
+        assert.equal(st.firstSeq, 1);
+        assert.equal(st.lastSeq, 3);
+        assert.equal(st.firstTsNs, T0 + 1000);
+        assert.equal(st.lastTsNs, T0 + 3000);
+        assert.equal(st.numSubjects, 3);
+        assert.equal(st.bytes, t.msgSize("foo", null, Buffer.from("one")) + t.msgSize("bar", HDR, Buffer.alloc(4)) + t.msgSize("baz", null, Buffer.alloc(0)));
+      });
+    });
+
+    it("copies caller buffers (they may be reused after storeMsg returns)", async () => {
+      await withStore(t, async (s) => {
+        const b = Buffer.from("original");
+        s.storeMsg("x", null, b, T0, 0);
+        b.fill(0);
+        assert.equal(body(s.loadMsg(1)), "original");
+      });
+    });
+
+    it("removes messages: interior gaps, first advance, missing", async () => {
+      await withStore(t, async (s) => {
+        for (let i = 1; i <= 5; i++) put(s, "s", `m${i}`);
+        assert.equal(s.removeMsg(3), true);
+        assert.equal(s.removeMsg(3), false);
+        assert.equal(s.removeMsg(99), false);
+        assert.deepEqual(s.deletedSeqs(), [3]);
+        assert.equal(s.state().numDeleted, 1);
+        assert.equal(s.removeMsg(1), true);
+        assert.equal(s.removeMsg(2), true);
+        assert.equal(s.state().firstSeq, 4);
+        assert.deepEqual(s.deletedSeqs(), []);
+        assert.equal(s.removeMsg(4), true);
+        assert.equal(s.removeMsg(5), true);
+        const st = s.state();
+        assert.equal(st.msgs, 0);
+        assert.equal(st.firstSeq, 6);
+        assert.equal(st.lastSeq, 5);
+        assert.equal(put(s, "s", "m6"), 6);
+        assert.equal(s.state().firstSeq, 6);
+      });
+    });
+
+    it("loadNextMsg and loadLastMsg with literal and wildcard filters", async () => {
+      await withStore(t, async (s) => {
+        put(s, "a.b", "1");
+        put(s, "a.c", "2");
+        put(s, "x.y.z", "3");
+        put(s, "a.b", "4");
+        assert.equal(s.loadNextMsg("a.b", 2)?.seq, 4);
+        assert.equal(s.loadNextMsg("a.*", 2)?.seq, 2);
+        assert.equal(s.loadNextMsg(">", 3)?.seq, 3);
+        assert.equal(s.loadNextMsg("", 0)?.seq, 1);
+        assert.equal(s.loadNextMsg("x.>", 1)?.seq, 3);
+        assert.equal(s.loadNextMsg("x.*", 1), null);
+        assert.equal(s.loadNextMsg("a.b", 5), null);
+        assert.equal(s.loadLastMsg("a.b")?.seq, 4);
+        assert.equal(s.loadLastMsg("a.c")?.seq, 2);
+        assert.equal(s.loadLastMsg("*.*")?.seq, 4);
+        assert.equal(s.loadLastMsg(">")?.seq, 4);
+        assert.equal(s.loadLastMsg("nope"), null);
+        s.removeMsg(4);
+        assert.equal(s.loadLastMsg("a.b")?.seq, 1);
+        assert.equal(s.subjectsState("a.b").get("a.b")?.last, 1);
+      });
+    });
+
+    it("purges all, by subject, by sequence and with keep", async () => {
+      await withStore(t, async (s) => {
+        for (let i = 0; i < 10; i++) put(s, i % 2 ? "odd" : "even", `${i + 1}`);
+        assert.equal(s.purge({ subject: "odd", keep: 2 }), 3);
+        assert.deepEqual(s.subjectsState("odd").get("odd"), { msgs: 2, first: 8, last: 10 });
+        assert.equal(s.purge({ subject: "even", seq: 5 }), 2);
+        assert.equal(s.state().firstSeq, 5);
+        assert.equal(s.purge({ keep: 2 }), 3);
+        assert.equal(s.state().msgs, 2);
+        assert.equal(s.state().firstSeq, 9);
+        assert.equal(s.purge({}), 2);
+        const st = s.state();
+        assert.equal(st.msgs, 0);
+        assert.equal(st.bytes, 0);
+        assert.equal(st.firstSeq, 11);
+        assert.equal(st.lastSeq, 10);
+        assert.equal(put(s, "n", "11"), 11);
+      });
+    });
+
+    it("compacts below a sequence and past the end", async () => {
+      await withStore(t, async (s) => {
+        for (let i = 0; i < 5; i++) put(s, "c", `${i + 1}`);
+        assert.equal(s.compact(3), 2);
+        assert.equal(s.state().firstSeq, 3);
+        assert.equal(s.compact(100), 3);
+        const st = s.state();
+        assert.equal(st.msgs, 0);
+        assert.equal(st.firstSeq, 100);
+        assert.equal(st.lastSeq, 99);
+        assert.equal(put(s, "c", "x"), 100);
+      });
+    });
+
+    it("enforces maxMsgs, maxBytes and maxMsgsPerSubject by discarding old, and reports removals", async () => {
+      const removed: [number, string][] = [];
+      const cbs: StoreCallbacks = { onLimitRemove: (seq, subj) => removed.push([seq, subj]) };
+      await withStore(
+        t,
+        async (s) => {
+          for (let i = 0; i < 6; i++) put(s, "m", `${i}`);
+          assert.equal(s.state().msgs, 3);
+          assert.equal(s.state().firstSeq, 4);
+          assert.deepEqual(removed, [[1, "m"], [2, "m"], [3, "m"]]);
+          removed.length = 0;
+          s.setLimits({ ...noLimits, maxMsgsPerSubject: 1 });
+          assert.equal(s.state().msgs, 1);
+          put(s, "k.1", "a");
+          put(s, "k.2", "a");
+          put(s, "k.1", "b");
+          assert.equal(s.state().msgs, 3);
+          assert.equal(body(s.loadLastMsg("k.1")), "b");
+          assert.deepEqual(s.subjectsState("k.1").get("k.1"), { msgs: 1, first: 9, last: 9 });
+          const size = t.msgSize("k.1", null, Buffer.from("b"));
+          s.setLimits({ ...noLimits, maxBytes: size * 2 });
+          assert.equal(s.state().msgs, 2);
+          assert.ok(s.state().bytes <= size * 2);
+          assert.ok(removed.some(([q]) => q === 6));
+        },
+        { ...noLimits, maxMsgs: 3 },
+        cbs,
+      );
+    });
+
+    it("expires by max age and per-message TTL", async () => {
+      const removed: number[] = [];
+      await withStore(
+        t,
+        async (s) => {
+          put(s, "a", "old", { ts: T0 });
+          put(s, "a", "ttl", { ts: T0 + 5e9, ttl: 2 });
+          put(s, "a", "new", { ts: T0 + 10e9 });
+          assert.equal(s.expire(T0 + 1e9), 0);
+          assert.equal(s.expire(T0 + 7.5e9), 2); // seq 1 by age (7s), seq 2 by its 2s TTL
+          assert.deepEqual(removed.sort(), [1, 2]);
+        },
+        { ...noLimits, maxAgeMs: 7_000 },
+        { onLimitRemove: (seq) => removed.push(seq) },
+      );
+    });
+
+    it("counts numPending and subjectsState", async () => {
+      await withStore(t, async (s) => {
+        put(s, "o.1", "1");
+        put(s, "o.2", "2");
+        put(s, "o.1", "3");
+        put(s, "p", "4");
+        put(s, "o.2", "5");
+        assert.equal(s.numPending(1, ">", false), 5);
+        assert.equal(s.numPending(3, "", false), 3);
+        assert.equal(s.numPending(2, "o.*", false), 3);
+        assert.equal(s.numPending(2, "o.1", false), 1);
+        assert.equal(s.numPending(1, "o.*", true), 2);
+        assert.equal(s.numPending(4, ">", true), 2);
+        assert.equal(s.numPending(6, ">", false), 0);
+        assert.deepEqual(
+          [...s.subjectsState("o.*")].sort(),
+          [
+            ["o.1", { msgs: 2, first: 1, last: 3 }],
+            ["o.2", { msgs: 2, first: 2, last: 5 }],
+          ],
+        );
+        s.removeMsg(1);
+        assert.deepEqual(s.subjectsState("o.1").get("o.1"), { msgs: 1, first: 3, last: 3 });
+      });
+    });
+
+    it("answers sync callbacks, many at once", async () => {
+      await withStore(t, async (s) => {
+        const ps: Promise<void>[] = [];
+        for (let i = 0; i < 100; i++) {
+          put(s, "g", `${i}`);
+          ps.push(syncP(s));
+        }
+        await Promise.all(ps);
+        assert.equal(s.state().msgs, 100);
+      });
+    });
+
+    it("matches a model under random operations (property)", async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(opArb, { maxLength: 60 }), async (ops) => {
+          const env = t.newEnv();
+          let s = await env.open();
+          const m = new Model();
+          try {
+            for (const o of ops) {
+              switch (o.op) {
+                case "store": {
+                  const data = "d".repeat(o.len) + m.last;
+                  const hdr = o.hdr ? `NATS/1.0\r\nN: ${m.last}\r\n\r\n` : null;
+                  const subject = SUBJECTS[o.s] as string;
+                  assert.equal(s.storeMsg(subject, hdr === null ? null : Buffer.from(hdr), Buffer.from(data), T0, 0), m.store(subject, data, hdr));
+                  break;
+                }
+                case "remove":
+                  assert.equal(s.removeMsg(o.seq), m.remove(o.seq), `remove ${o.seq}`);
+                  break;
+                case "purge": {
+                  const f = FILTERS[o.f] as string;
+                  assert.equal(s.purge({ subject: f, seq: o.seq, keep: o.keep }), m.purge(f, o.seq, o.keep), `purge ${f} ${o.seq} ${o.keep}`);
+                  break;
+                }
+                case "compact":
+                  assert.equal(s.compact(o.seq), m.compact(o.seq), `compact ${o.seq}`);
+                  break;
+                case "reopen":
+                  if (env.reopen) s = await env.reopen(s);
+                  break;
+              }
+            }
+            checkAgainstModel(s, m, t);
+            if (env.reopen) {
+              s = await env.reopen(s);
+              checkAgainstModel(s, m, t);
+            }
+          } finally {
+            await s.close();
+            await env.dispose();
+          }
+        }),
+        { numRuns: Number(process.env["STORE_PROPERTY_RUNS"] ?? t.numRuns) },
+      );
+    });
+
+    it("keeps state across restart (when the store persists)", async (ctx) => {
+      const env = t.newEnv();
+      if (env.reopen === null) {
+        await env.dispose();
+        ctx.skip("memory store does not persist");
+        return;
+      }
+      let s = await env.open();
+      try {
+        put(s, "a", "1", { ts: T0 + 1 });
+        s.storeMsg("b", HDR, Buffer.from("2"), T0 + 2e3, 0);
+        put(s, "a", "3", { ts: T0 + 3e3, ttl: 30 });
+        put(s, "c", "4", { ts: T0 + 4e3 });
+        s.removeMsg(2);
+        s = await env.reopen(s);
+        const st = s.state();
+        assert.equal(st.msgs, 3);
+        assert.equal(st.firstSeq, 1);
+        assert.equal(st.lastSeq, 4);
+        assert.deepEqual(s.deletedSeqs(), [2]);
+        assert.equal(body(s.loadMsg(3)), "3");
+        assert.equal(s.loadMsg(4)?.tsNs, T0 + 4e3);
+        // TTL survives the restart
+        assert.equal(s.expire(T0 + 3e3 + 31e9), 1);
+        assert.equal(s.loadMsg(3), null);
+        s.purge({});
+        s = await env.reopen(s);
+        assert.deepEqual({ ...s.state(), lastTsNs: 0 }, { msgs: 0, bytes: 0, firstSeq: 5, firstTsNs: 0, lastSeq: 4, lastTsNs: 0, numSubjects: 0, numDeleted: 0 });
+        s.compact(50);
+        s = await env.reopen(s);
+        assert.equal(s.state().firstSeq, 50);
+        assert.equal(s.state().lastSeq, 49);
+        assert.equal(put(s, "z", "50"), 50);
+      } finally {
+        await s.close();
+        await env.dispose();
+      }
+    });
+  });
+}
+
+function sampleConsumerState(n: number): ConsumerState {
+  const pending = new Map<number, { cseq: number; tsNs: number }>();
+  const redelivered = new Map<number, number>();
+  for (let i = 0; i < n; i++) {
+    pending.set(100 + i, { cseq: 10 + i, tsNs: T0 + i });
+    if (i % 3 === 0) redelivered.set(100 + i, 2 + i);
+  }
+  return { delivered: { consumerSeq: 10 + n, streamSeq: 100 + n }, ackFloor: { consumerSeq: 9, streamSeq: 99 }, pending, redelivered };
+}
+
+export function consumerStoreContract(t: ContractTarget): void {
+  describe(`ConsumerStore contract: ${t.name}`, () => {
+    it("round-trips state and config", async () => {
+      const env = t.newConsumerEnv();
+      let c = await env.open();
+      try {
+        assert.equal(c.load(), null);
+        assert.equal(c.readConfig(), null);
+        c.update(sampleConsumerState(5));
+        c.update(sampleConsumerState(7));
+        await syncP(c);
+        assert.deepEqual(c.load(), sampleConsumerState(7));
+        c.writeConfig('{"durable_name":"d"}');
+        assert.equal(c.readConfig(), '{"durable_name":"d"}');
+        if (env.reopen) {
+          c = await env.reopen(c);
+          assert.deepEqual(c.load(), sampleConsumerState(7));
+          assert.equal(c.readConfig(), '{"durable_name":"d"}');
+          for (let i = 0; i < 50; i++) c.update(sampleConsumerState(i));
+          await syncP(c);
+          c = await env.reopen(c);
+          assert.deepEqual(c.load(), sampleConsumerState(49));
+        }
+      } finally {
+        await c.close();
+        await env.dispose();
+      }
+    });
+
+    it("load returns a copy the caller may mutate", async () => {
+      const env = t.newConsumerEnv();
+      const c = await env.open();
+      try {
+        c.update(sampleConsumerState(2));
+        await syncP(c);
+        const a = c.load();
+        assert.ok(a);
+        a.pending.clear();
+        assert.equal(c.load()?.pending.size, 2);
+      } finally {
+        await c.close();
+        await env.dispose();
+      }
+    });
+  });
+}
+
+export { sampleConsumerState, syncP, T0 };
