@@ -1,0 +1,41 @@
+// Raw JetStream API requests, for the calls where the CLI must show the API's own JSON
+// or where the client libraries have no helper (snapshots, $JS.API.INFO).
+import type { NatsConnection } from "@nats-io/transport-node";
+import { CliError } from "./output.js";
+
+export interface ApiErrorBody {
+  code: number;
+  err_code?: number;
+  description?: string;
+}
+
+/** A JetStream API error reply: printed as "<description> (<err_code>)". */
+export class ApiError extends CliError {
+  readonly code: number;
+  readonly errCode: number;
+  readonly description: string;
+  constructor(e: ApiErrorBody) {
+    const desc = e.description ?? `error code ${e.code}`;
+    super(e.err_code !== undefined ? `${desc} (${e.err_code})` : desc);
+    this.name = "ApiError";
+    this.code = e.code;
+    this.errCode = e.err_code ?? 0;
+    this.description = desc;
+  }
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export async function jsApi<T>(nc: NatsConnection, subject: string, body: unknown, timeoutMs: number): Promise<T> {
+  const payload = body === undefined ? new Uint8Array(0) : enc.encode(JSON.stringify(body));
+  const msg = await nc.request(subject, payload, { timeout: timeoutMs });
+  const text = dec.decode(msg.data);
+  if (text === "") {
+    const status = msg.headers?.code;
+    throw new CliError(`empty reply from ${subject}${status !== undefined ? ` (status ${status})` : ""}`);
+  }
+  const parsed = JSON.parse(text) as T & { error?: ApiErrorBody };
+  if (parsed.error !== undefined) throw new ApiError(parsed.error);
+  return parsed;
+}
