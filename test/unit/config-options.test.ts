@@ -22,7 +22,7 @@ function problems(text: string): ConfigProblems {
   assert.fail("expected config problems");
 }
 
-test("basic server fields", () => {
+void test("basic server fields", () => {
   const { patch, warnings } = map(`
 listen: 127.0.0.1:4333
 server_name: s1
@@ -70,30 +70,30 @@ no_auth_user: guest
   });
 });
 
-test("aliases: host/net, port, monitor_port, log_file, pidfile, max_conn", () => {
+void test("aliases: host/net, port, monitor_port, log_file, pidfile, max_conn", () => {
   const { patch } = map("net: 10.0.0.1\nport: 4111\nmonitor_port: 8111\nlog_file: a.log\npidfile: p\nmax_conn: 0\n");
   assert.deepEqual(patch, { host: "10.0.0.1", port: 4111, httpPort: 8111, logFile: "a.log", pidFile: "p", maxConnections: -1 });
 });
 
-test("listen with only a port, IPv6, and a bare number", () => {
+void test("listen with only a port, IPv6, and a bare number", () => {
   assert.deepEqual(map("listen: ':4555'\n").patch, { port: 4555 });
   assert.deepEqual(map('listen: "[::1]:4556"\n').patch, { host: "::1", port: 4556 });
   assert.deepEqual(map("listen: 4557\n").patch, { port: 4557 });
   assert.match(problems("listen: nope\n").message, /t\.conf:1:1: could not parse address/);
 });
 
-test("ping_interval as seconds number warns like nats-server", () => {
+void test("ping_interval as seconds number warns like nats-server", () => {
   const { patch, warnings } = map("ping_interval: 20\n");
   assert.equal(patch.pingIntervalMs, 20_000);
   assert.equal(warnings.length, 1);
   assert.match(warnings[0] ?? "", /t\.conf:1:1: invalid use of field "ping_interval": ping_interval should be converted to a duration/);
 });
 
-test("bad duration is an error with position", () => {
+void test("bad duration is an error with position", () => {
   assert.match(problems('\n  write_deadline: "5x"\n').message, /^t\.conf:2:3: error parsing write_deadline: time: invalid duration "5x"$/);
 });
 
-test("authorization block", () => {
+void test("authorization block", () => {
   const { patch } = map(`
 authorization {
   user: a
@@ -113,7 +113,7 @@ authorization {
   });
 });
 
-test("jetstream forms", () => {
+void test("jetstream forms", () => {
   assert.deepEqual(map("jetstream: true\n").patch.jetstream, { enabled: true });
   assert.deepEqual(map("jetstream: false\n").patch.jetstream, { enabled: false });
   assert.deepEqual(map("jetstream: enabled\n").patch.jetstream, { enabled: true });
@@ -127,7 +127,7 @@ test("jetstream forms", () => {
   assert.match(problems("jetstream: maybe\n").message, /Expected 'enabled' or 'disabled'/);
 });
 
-test("unknown keys are errors with their position; all errors reported", () => {
+void test("unknown keys are errors with their position; all errors reported", () => {
   const p = problems("port: 4222\nbogus: 1\njetstream {\n    weird: 2\n}\nauthorization { users: [ {user: a, colour: red} ] }\n");
   assert.equal(p.errors.length, 3);
   assert.equal(p.errors[0]?.message, 't.conf:2:1: unknown field "bogus"');
@@ -136,7 +136,7 @@ test("unknown keys are errors with their position; all errors reported", () => {
   assert.equal(p.message.split("\n").length, 3);
 });
 
-test("unknown key from a fixture file carries the file name", () => {
+void test("unknown key from a fixture file carries the file name", () => {
   const path = join(FIXTURES, "unknown-key.conf");
   assert.throws(() => loadConfigFile(path, {}), (err: unknown) => {
     assert.ok(err instanceof ConfigProblems);
@@ -145,12 +145,12 @@ test("unknown key from a fixture file carries the file name", () => {
   });
 });
 
-test("keys used only as variables are not unknown", () => {
+void test("keys used only as variables are not unknown", () => {
   const { patch } = map("PASS: secret\nauthorization { user: u, password: $PASS }\n");
   assert.equal(patch.authorization?.password, "secret");
 });
 
-test("wrong types are errors with position", () => {
+void test("wrong types are errors with position", () => {
   const p = problems('port: "abc"\ndebug: 1\nserver_name: [1]\nmax_payload: "lots"\n');
   assert.deepEqual(
     p.errors.map((e) => e.message),
@@ -163,7 +163,7 @@ test("wrong types are errors with position", () => {
   );
 });
 
-test("known but unsupported keys are accepted with warnings (nats.js launcher config)", () => {
+void test("known but unsupported keys are accepted with warnings (nats.js launcher config)", () => {
   const path = join(FIXTURES, "launcher.conf");
   const { patch, warnings } = loadConfigFile(path, {});
   assert.deepEqual(patch, {
@@ -182,7 +182,7 @@ test("known but unsupported keys are accepted with warnings (nats.js launcher co
   assert.match(warnings.join("\n"), /"websocket"/);
 });
 
-test("include fixture maps through, and merges with flags-style patches", () => {
+void test("include fixture maps through, and merges with flags-style patches", () => {
   const { patch, warnings } = loadConfigFile(join(FIXTURES, "main.conf"), { BOB_PASS: "pw" });
   assert.equal(patch.host, "127.0.0.1");
   assert.equal(patch.port, 4333);
@@ -204,7 +204,7 @@ test("include fixture maps through, and merges with flags-style patches", () => 
   assert.equal(opts.serverName, "fixture-1");
 });
 
-test("empty config warns", () => {
+void test("empty config warns", () => {
   const { patch, warnings } = map("# nothing\n");
   assert.deepEqual(patch, {});
   assert.match(warnings[0] ?? "", /config has no values or is empty/);

@@ -6,7 +6,7 @@ import { FlagError, configCheck, parseServerFlags, usageText } from "../../src/s
 
 const FIXTURES = fileURLToPath(new URL("../../../test/fixtures/config/", import.meta.url));
 
-test("no flags", () => {
+void test("no flags", () => {
   assert.deepEqual(parseServerFlags([]), {
     patch: {},
     configFile: "",
@@ -17,19 +17,19 @@ test("no flags", () => {
   });
 });
 
-test("server flags, short and long, space and = forms", () => {
+void test("server flags, short and long, space and = forms", () => {
   const f = parseServerFlags(["-a", "127.0.0.1", "-p=4333", "--name", "srv", "-m", "8333", "-P", "/tmp/p.pid", "--ports_file_dir=/tmp"]);
   assert.deepEqual(f.patch, { host: "127.0.0.1", port: 4333, serverName: "srv", httpPort: 8333, pidFile: "/tmp/p.pid", portsFileDir: "/tmp" });
   const g = parseServerFlags(["--addr=0.0.0.0", "--port", "1", "--server_name=x", "--http_port=2", "--pid", "q", "-net", "h"]);
   assert.deepEqual(g.patch, { host: "h", port: 1, serverName: "x", httpPort: 2, pidFile: "q" });
 });
 
-test("-p -1 means a random port", () => {
+void test("-p -1 means a random port", () => {
   assert.equal(parseServerFlags(["-p", "-1"]).patch.port, -1);
   assert.equal(parseServerFlags(["-m", "-1"]).patch.httpPort, -1);
 });
 
-test("config and -t", () => {
+void test("config and -t", () => {
   const f = parseServerFlags(["-c", "a.conf", "-t"]);
   assert.equal(f.configFile, "a.conf");
   assert.equal(f.patch.configFile, "a.conf");
@@ -37,7 +37,7 @@ test("config and -t", () => {
   assert.equal(parseServerFlags(["--config=b.conf"]).configFile, "b.conf");
 });
 
-test("logging flags", () => {
+void test("logging flags", () => {
   assert.deepEqual(parseServerFlags(["-D"]).patch, { debug: true });
   assert.deepEqual(parseServerFlags(["-V"]).patch, { trace: true });
   assert.deepEqual(parseServerFlags(["-VV"]).patch, { trace: true });
@@ -50,13 +50,13 @@ test("logging flags", () => {
   assert.deepEqual(parseServerFlags(["--log=/tmp/y.log"]).patch, { logFile: "/tmp/y.log" });
 });
 
-test("jetstream and auth flags", () => {
+void test("jetstream and auth flags", () => {
   assert.deepEqual(parseServerFlags(["-js", "-sd", "/data"]).patch, { jetstream: { enabled: true, storeDir: "/data" } });
   assert.deepEqual(parseServerFlags(["--jetstream", "--store_dir=/d"]).patch, { jetstream: { enabled: true, storeDir: "/d" } });
   assert.deepEqual(parseServerFlags(["--user", "u", "--pass", "p", "--auth=t"]).patch, { authorization: { user: "u", password: "p", token: "t" } });
 });
 
-test("version, help, signal", () => {
+void test("version, help, signal", () => {
   assert.equal(parseServerFlags(["-v"]).showVersion, true);
   assert.equal(parseServerFlags(["--version"]).showVersion, true);
   assert.equal(parseServerFlags(["-h"]).showHelp, true);
@@ -65,7 +65,7 @@ test("version, help, signal", () => {
   assert.equal(parseServerFlags(["--signal=stop"]).signal, "stop");
 });
 
-test("bad flags are FlagErrors with clear messages", () => {
+void test("bad flags are FlagErrors with clear messages", () => {
   const bad = (argv: string[], re: RegExp): void => {
     assert.throws(() => parseServerFlags(argv), (err: unknown) => {
       assert.ok(err instanceof FlagError);
@@ -83,7 +83,7 @@ test("bad flags are FlagErrors with clear messages", () => {
   bad(["-js", "--", "x"], /unexpected argument "x"/);
 });
 
-test("flags win over the config file when merged after it", async () => {
+void test("flags win over the config file when merged after it", async () => {
   const { mergeOptions } = await import("../../src/server/options.js");
   const { loadConfigFile } = await import("../../src/server/config/to-options.js");
   const file = loadConfigFile(join(FIXTURES, "launcher.conf"), {});
@@ -95,14 +95,14 @@ test("flags win over the config file when merged after it", async () => {
   assert.equal(opts.host, "127.0.0.1");
 });
 
-test("usage text lists the supported flags", () => {
+void test("usage text lists the supported flags", () => {
   const u = usageText();
   for (const f of ["--addr", "--port", "--server_name", "--http_port", "--config", "-t", "--pid", "--log", "--debug", "--trace", "-DV", "--logtime", "--ports_file_dir", "--jetstream", "--store_dir", "--user", "--pass", "--auth", "--version", "--help"]) {
     assert.ok(u.includes(f), `usage mentions ${f}`);
   }
 });
 
-test("configCheck: valid, syntax error, unknown field", () => {
+void test("configCheck: valid, syntax error, unknown field", () => {
   const ok = configCheck(join(FIXTURES, "launcher.conf"), {});
   assert.equal(ok.valid, true);
   assert.match(ok.message, /launcher\.conf is valid \(sha256:[0-9a-f]{64}\)$/);
