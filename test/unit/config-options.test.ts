@@ -122,6 +122,12 @@ void test("jetstream forms", () => {
     map('jetstream { store_dir: "/data", max_mem: 1G, max_file_store: "10GB", sync_interval: "2m", domain: hub }\n').patch.jetstream,
     { enabled: true, storeDir: "/data", maxMemoryStoreBytes: 1e9, maxFileStoreBytes: 10 * 1024 ** 3, syncIntervalMs: 120_000, domain: "hub" },
   );
+  // A size in a string follows nats-server's getStorageSize: the letter is a power of 1024.
+  assert.deepEqual(map('jetstream { max_mem: "1G", max_file: "512M" }\n').patch.jetstream, {
+    enabled: true,
+    maxMemoryStoreBytes: 1024 ** 3,
+    maxFileStoreBytes: 512 * 1024 ** 2,
+  });
   assert.deepEqual(map("jetstream { sync: always, enabled: false }\n").patch.jetstream, { enabled: false, syncIntervalMs: "always" });
   assert.deepEqual(map("store_dir: /x\njetstream: true\n").patch.jetstream, { storeDir: "/x", enabled: true });
   assert.match(problems("jetstream: maybe\n").message, /Expected 'enabled' or 'disabled'/);

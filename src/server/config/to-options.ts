@@ -154,12 +154,15 @@ function describe(v: ConfigValue | undefined): string {
   return `${typeof v} ${String(v)}`;
 }
 
+// Size given as a string ("1G", "512M"): nats-server's getStorageSize reads the letter as a
+// power of 1024 (unlike an unquoted 1G, which the parser reads as 10^9). "1GB"/"1GiB" are
+// accepted too, with the same binary meaning.
 function parseSizeString(s: string): number | undefined {
-  const m = /^\s*(\d+)\s*([kmgtpe])?(b|i|ib)?\s*$/i.exec(s);
+  const m = /^\s*(\d+)\s*(?:([kmgtpe])(b|i|ib)?)?\s*$/i.exec(s);
   if (!m) return undefined;
   const powers: Record<string, number> = { k: 1, m: 2, g: 3, t: 4, p: 5, e: 6 };
   const p = m[2] ? (powers[m[2].toLowerCase()] ?? 0) : 0;
-  return Number(m[1]) * (m[3] ? 1024 : 1000) ** p;
+  return Number(m[1]) * 1024 ** p;
 }
 
 /** "host:port", "[v6]:port", ":port" or a bare port number. */
