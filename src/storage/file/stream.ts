@@ -102,7 +102,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private offCol: Uint32Array;
   private lenCol: Uint32Array;
 
-  private blocks: Blk[] = [];
+  private blocks: Blk[] = []; // every block file, by id
+  private seqBlocks: Blk[] = []; // blocks holding at least one message record, by seq range
   private wblk: Blk;
   private wbuf: Buffer = Buffer.allocUnsafe(FLUSH_AT_BYTES + 64 * 1024);
   private wlen = 0;
@@ -238,7 +239,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const i = this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), fileStoreMsgSize(sl, hl, dl), buf.readUInt32LE(p + 28));
     this.offCol[i] = p;
     this.lenCol[i] = rl;
-    if (blk.firstSeq === 0) blk.firstSeq = seq;
+    if (blk.firstSeq === 0) {
+      blk.firstSeq = seq;
+      this.seqBlocks.push(blk);
+    }
     blk.lastSeq = seq;
     blk.live++;
     blk.liveRecBytes += rl;
@@ -293,7 +297,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.offCol[i] = w.size;
     this.lenCol[i] = rl;
     w.size += rl;
-    if (w.firstSeq === 0) w.firstSeq = seq;
+    if (w.firstSeq === 0) {
+      w.firstSeq = seq;
+      this.seqBlocks.push(w);
+    }
     w.lastSeq = seq;
     w.live++;
     w.liveRecBytes += rl;
@@ -481,11 +488,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
 
   // ---- removal bookkeeping ----
   private blockFor(seq: number): Blk | null {
-    const bl = this.blocks;
-    let n = bl.length;
-    if (n > 0 && (bl[n - 1] as Blk).firstSeq === 0) n--;
+    const bl = this.seqBlocks;
     let lo = 0;
-    let hi = n - 1;
+    let hi = bl.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const b = bl[mid] as Blk;
@@ -505,7 +510,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (seq >= this.firstSeq) this.appendMarker(KIND_TOMB, seq);
     if (b !== this.wblk) {
       if (b.live === 0) this.blockDied(b);
-      else if (b.size >= COMPACT_MIN_BYTES && b.liveRecBytes * 4 < b.size && !this.compactQueue.includes(b)) {
+      else if (b.size >= Math.min(COMPACT_MIN_BYTES, this.blockSizeBytes >>> 1) && b.liveRecBytes * 4 < b.size && !this.compactQueue.includes(b)) {
         this.compactQueue.push(b);
       }
     }
@@ -526,6 +531,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       }
     }
     this.blocks.splice(idx, 1);
+    const si = this.seqBlocks.indexOf(b);
+    if (si >= 0) this.seqBlocks.splice(si, 1);
     this.writtenFloor = -1; // b may have held the only floor record
     b.unlinkAfterWrite = this.writes + 1;
     this.dying.push(b);
