@@ -27,6 +27,7 @@ class Level<S extends SubLike> {
 }
 
 const MAX_CACHE_ENTRIES = 1024;
+const EMPTY_RESULT: SublistResult<never> = Object.freeze({ psubs: Object.freeze([]), qsubs: Object.freeze([]) });
 
 export class Sublist<S extends SubLike> {
   private readonly root = new Level<S>();
@@ -146,9 +147,11 @@ export class Sublist<S extends SubLike> {
       this.cacheHits++;
       return cached;
     }
+    const tokens = subject.split(".");
+    // Like nats-server, a subject with an empty token matches nothing (not even '>').
+    for (let i = 0; i < tokens.length; i++) if (tokens[i] === "") return EMPTY_RESULT as SublistResult<S>;
     const psubs: S[] = [];
     const qmap = new Map<string, S[]>();
-    const tokens = subject.split(".");
     matchLevel(this.root, tokens, 0, psubs, qmap);
     const result: SublistResult<S> = { psubs, qsubs: [...qmap.values()] };
     if (this.cache.size >= MAX_CACHE_ENTRIES) {
