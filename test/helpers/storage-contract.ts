@@ -201,8 +201,8 @@ function checkAgainstModel(s: StreamStore, m: Model, t: ContractTarget): void {
 }
 
 export function streamStoreContract(t: ContractTarget): void {
-  describe(`StreamStore contract: ${t.name}`, () => {
-    it("assigns sequences and loads messages back bit for bit", async () => {
+  void describe(`StreamStore contract: ${t.name}`, () => {
+    void it("assigns sequences and loads messages back bit for bit", async () => {
       await withStore(t, async (s) => {
         assert.equal(s.state().firstSeq, 0);
         assert.equal(s.state().lastSeq, 0);
@@ -232,7 +232,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("copies caller buffers (they may be reused after storeMsg returns)", async () => {
+    void it("copies caller buffers (they may be reused after storeMsg returns)", async () => {
       await withStore(t, async (s) => {
         const b = Buffer.from("original");
         s.storeMsg("x", null, b, T0, 0);
@@ -241,7 +241,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("removes messages: interior gaps, first advance, missing", async () => {
+    void it("removes messages: interior gaps, first advance, missing", async () => {
       await withStore(t, async (s) => {
         for (let i = 1; i <= 5; i++) put(s, "s", `m${i}`);
         assert.equal(s.removeMsg(3), true);
@@ -264,7 +264,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("loadNextMsg and loadLastMsg with literal and wildcard filters", async () => {
+    void it("loadNextMsg and loadLastMsg with literal and wildcard filters", async () => {
       await withStore(t, async (s) => {
         put(s, "a.b", "1");
         put(s, "a.c", "2");
@@ -288,7 +288,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("purges all, by subject, by sequence and with keep", async () => {
+    void it("purges all, by subject, by sequence and with keep", async () => {
       await withStore(t, async (s) => {
         for (let i = 0; i < 10; i++) put(s, i % 2 ? "odd" : "even", `${i + 1}`);
         assert.equal(s.purge({ subject: "odd", keep: 2 }), 3);
@@ -308,7 +308,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("compacts below a sequence and past the end", async () => {
+    void it("compacts below a sequence and past the end", async () => {
       await withStore(t, async (s) => {
         for (let i = 0; i < 5; i++) put(s, "c", `${i + 1}`);
         assert.equal(s.compact(3), 2);
@@ -322,7 +322,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("enforces maxMsgs, maxBytes and maxMsgsPerSubject by discarding old, and reports removals", async () => {
+    void it("enforces maxMsgs, maxBytes and maxMsgsPerSubject by discarding old, and reports removals", async () => {
       const removed: [number, string][] = [];
       const cbs: StoreCallbacks = { onLimitRemove: (seq, subj) => removed.push([seq, subj]) };
       await withStore(
@@ -352,7 +352,7 @@ export function streamStoreContract(t: ContractTarget): void {
       );
     });
 
-    it("expires by max age and per-message TTL", async () => {
+    void it("expires by max age and per-message TTL", async () => {
       const removed: number[] = [];
       await withStore(
         t,
@@ -369,7 +369,7 @@ export function streamStoreContract(t: ContractTarget): void {
       );
     });
 
-    it("counts numPending and subjectsState", async () => {
+    void it("counts numPending and subjectsState", async () => {
       await withStore(t, async (s) => {
         put(s, "o.1", "1");
         put(s, "o.2", "2");
@@ -395,7 +395,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("answers sync callbacks, many at once", async () => {
+    void it("answers sync callbacks, many at once", async () => {
       await withStore(t, async (s) => {
         const ps: Promise<void>[] = [];
         for (let i = 0; i < 100; i++) {
@@ -407,7 +407,7 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
-    it("matches a model under random operations (property)", async () => {
+    void it("matches a model under random operations (property)", async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(opArb, { maxLength: 60 }), async (ops) => {
           const env = t.newEnv();
@@ -453,7 +453,7 @@ export function streamStoreContract(t: ContractTarget): void {
       );
     });
 
-    it("keeps state across restart (when the store persists)", async (ctx) => {
+    void it("keeps state across restart (when the store persists)", async (ctx) => {
       const env = t.newEnv();
       if (env.reopen === null) {
         await env.dispose();
@@ -505,8 +505,8 @@ function sampleConsumerState(n: number): ConsumerState {
 }
 
 export function consumerStoreContract(t: ContractTarget): void {
-  describe(`ConsumerStore contract: ${t.name}`, () => {
-    it("round-trips state and config", async () => {
+  void describe(`ConsumerStore contract: ${t.name}`, () => {
+    void it("round-trips state and config", async () => {
       const env = t.newConsumerEnv();
       let c = await env.open();
       try {
@@ -533,7 +533,7 @@ export function consumerStoreContract(t: ContractTarget): void {
       }
     });
 
-    it("load returns a copy the caller may mutate", async () => {
+    void it("load returns a copy the caller may mutate", async () => {
       const env = t.newConsumerEnv();
       const c = await env.open();
       try {

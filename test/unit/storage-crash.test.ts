@@ -50,8 +50,8 @@ const crashOpArb: fc.Arbitrary<CrashOp> = fc.oneof(
   { weight: 2, arbitrary: fc.constant({ op: "turn" as const }) },
 );
 
-describe("file store crash safety (simfs)", () => {
-  it("keeps every synced message bit for bit after a crash, drops only unsynced ones", async () => {
+void describe("file store crash safety (simfs)", () => {
+  void it("keeps every synced message bit for bit after a crash, drops only unsynced ones", async () => {
     for (const tear of [false, true]) {
       const fs = new SimFs();
       const { store } = await open(fs);
@@ -77,7 +77,7 @@ describe("file store crash safety (simfs)", () => {
     }
   });
 
-  it("survives random workloads with crashes at random points (property)", async () => {
+  void it("survives random workloads with crashes at random points (property)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(crashOpArb, { minLength: 1, maxLength: 40 }), fc.boolean(), fc.integer({ min: 1, max: 1e9 }), fc.boolean(), async (ops, tear, seed, limited) => {
         const fs = new SimFs();
@@ -166,7 +166,7 @@ describe("file store crash safety (simfs)", () => {
     );
   });
 
-  it("keeps stream state when every message and block is gone", async () => {
+  void it("keeps stream state when every message and block is gone", async () => {
     const fs = new SimFs();
     const { store } = await open(fs, noLimits, 256);
     for (let i = 1; i <= 50; i++) store.storeMsg("a", null, payload(i, 20), T0 + i, 0);
@@ -182,7 +182,7 @@ describe("file store crash safety (simfs)", () => {
     await s2.close();
   });
 
-  it("an fsync failure fails the waiting syncs and later ones", async () => {
+  void it("an fsync failure fails the waiting syncs and later ones", async () => {
     const fs = new SimFs();
     const { store } = await open(fs);
     store.storeMsg("a", null, Buffer.from("x"), T0, 0);
@@ -193,7 +193,7 @@ describe("file store crash safety (simfs)", () => {
     await store.close();
   });
 
-  it("consumer state: the last synced snapshot survives a crash", async () => {
+  void it("consumer state: the last synced snapshot survives a crash", async () => {
     for (const tear of [false, true]) {
       const fs = new SimFs();
       const c = await openFileConsumerStore({ dir: "/js/c", fs });

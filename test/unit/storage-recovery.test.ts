@@ -38,8 +38,8 @@ function checkAllBut(store: { loadMsg(seq: number): { data: Buffer } | null }, n
   }
 }
 
-describe("file store recovery (real disk)", () => {
-  it("truncates a torn tail and reports it", async () => {
+void describe("file store recovery (real disk)", () => {
+  void it("truncates a torn tail and reports it", async () => {
     const t = tmp();
     try {
       await fill(t.dir, 20, 1 << 20);
@@ -66,7 +66,7 @@ describe("file store recovery (real disk)", () => {
     }
   });
 
-  it("drops a record with a flipped byte mid-block and keeps the rest", async () => {
+  void it("drops a record with a flipped byte mid-block and keeps the rest", async () => {
     const t = tmp();
     try {
       await fill(t.dir, 30, 1 << 20);
@@ -93,7 +93,7 @@ describe("file store recovery (real disk)", () => {
     }
   });
 
-  it("resynchronises after a corrupted length field in an older block", async () => {
+  void it("resynchronises after a corrupted length field in an older block", async () => {
     const t = tmp();
     try {
       await fill(t.dir, 60, 1024);
@@ -117,7 +117,7 @@ describe("file store recovery (real disk)", () => {
     }
   });
 
-  it("reclaims blocks whose messages are all gone, and state survives", async () => {
+  void it("reclaims blocks whose messages are all gone, and state survives", async () => {
     const t = tmp();
     try {
       const { store } = await openFileStreamStore({ dir: t.dir, blockSizeBytes: 2048, limits: { ...noLimits, maxMsgs: 10 } });
@@ -138,7 +138,7 @@ describe("file store recovery (real disk)", () => {
     }
   });
 
-  it("compacts mostly deleted blocks and keeps interior deletes across restart", async () => {
+  void it("compacts mostly deleted blocks and keeps interior deletes across restart", async () => {
     const t = tmp();
     try {
       const { store } = await openFileStreamStore({ dir: t.dir, blockSizeBytes: 64 * 1024 });
@@ -165,7 +165,7 @@ describe("file store recovery (real disk)", () => {
     }
   });
 
-  it("answers sync right after the write in syncIntervalMs mode and persists on close", async () => {
+  void it("answers sync right after the write in syncIntervalMs mode and persists on close", async () => {
     const t = tmp();
     try {
       const { store } = await openFileStreamStore({ dir: t.dir, syncIntervalMs: 50 });

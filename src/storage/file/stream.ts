@@ -20,6 +20,7 @@ import {
   KIND_FLOOR,
   KIND_MSG,
   KIND_TOMB,
+  MAX_RECORD_BYTES,
   REC_HDR,
   REC_OVERHEAD,
   checkRecord,
@@ -283,12 +284,13 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const hl = hdr === null ? 0 : hdr.length;
     const dl = data.length;
     const rl = REC_OVERHEAD + sl + hl + dl;
+    if (sl > 0xffff || rl > MAX_RECORD_BYTES) throw new Error(`file store: message too large (${rl} bytes, subject ${sl})`);
     let w = this.wblk;
     if (w.firstSeq !== 0 && w.size + rl > this.blockSizeBytes) w = this.roll();
     const p = this.reserve(rl);
     const seq = this.lastSeq + 1;
     const b = this.wbuf;
-    writeRecordHeader(b, p, rl, KIND_MSG, hdr === null ? 0 : FLAG_HDR, sl, hl, seq, tsNs, ttlSec);
+    writeRecordHeader(b, p, rl, KIND_MSG, hdr === null ? 0 : FLAG_HDR, sl, hl, seq, tsNs, ttlSec > 0 ? ttlSec : 0);
     rec.bytes.copy(b, p + REC_HDR);
     if (hdr !== null) hdr.copy(b, p + REC_HDR + sl);
     data.copy(b, p + REC_HDR + sl + hl);
