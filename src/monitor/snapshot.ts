@@ -1,0 +1,218 @@
+// A plain-data picture of the server at one instant. Every response builder takes one of
+// these, so builders are pure functions that unit tests can feed by hand.
+
+import os from "node:os";
+import type { Server } from "../server/server.js";
+import { SERVER_VERSION, PROTO_VERSION } from "../version.js";
+
+export interface SubSnap {
+  subject: string;
+  queue: string;
+  sid: string;
+  msgs: number;
+  max: number;
+  cid: number;
+}
+
+export interface ConnSnap {
+  cid: number;
+  ip: string;
+  port: number;
+  startMs: number;
+  lastActivityMs: number;
+  /** 0 while open. */
+  stopMs: number;
+  reason: string;
+  rttMs: number;
+  pendingBytes: number;
+  inMsgs: number;
+  outMsgs: number;
+  inBytes: number;
+  outBytes: number;
+  numSubs: number;
+  /** Empty for closed connections: the server does not keep their subscriptions. */
+  subs: SubSnap[];
+  name: string;
+  lang: string;
+  version: string;
+  user: string;
+}
+
+export interface SublistStats {
+  num_subscriptions: number;
+  num_cache: number;
+  num_inserts: number;
+  num_removes: number;
+  num_matches: number;
+  cache_hit_rate: number;
+  max_fanout: number;
+  avg_fanout: number;
+}
+
+export interface ServerSnap {
+  nowMs: number;
+  serverId: string;
+  serverName: string;
+  version: string;
+  proto: number;
+  go: string;
+  host: string;
+  port: number;
+  httpHost: string;
+  httpPort: number;
+  authRequired: boolean;
+  authTimeoutMs: number;
+  maxConnections: number;
+  pingIntervalMs: number;
+  pingMax: number;
+  maxControlLineBytes: number;
+  maxPayloadBytes: number;
+  maxPendingBytes: number;
+  writeDeadlineMs: number;
+  lameDuckDurationMs: number;
+  startMs: number;
+  configLoadMs: number;
+  rssBytes: number;
+  cores: number;
+  cpuPercent: number;
+  inMsgs: number;
+  outMsgs: number;
+  inBytes: number;
+  outBytes: number;
+  slowConsumers: number;
+  totalConnections: number;
+  open: ConnSnap[];
+  closed: ConnSnap[];
+  sublist: SublistStats;
+  /** Every subscription in the index (clients and internal, cid 0 for internal). */
+  allSubs: SubSnap[];
+  httpReqStats: Record<string, number>;
+  /** JetStream was asked for in the configuration. */
+  jetstreamRequested: boolean;
+  /** The running JetStream service's own jsz body, or null when it is not running. */
+  jsz: Record<string, unknown> | null;
+  jsConfig: { storeDir: string; maxMemoryBytes: number; maxStorageBytes: number; syncIntervalMs: number | "always"; domain: string };
+}
+
+export interface SnapshotNeeds {
+  subs: boolean;
+  jszOpts: Record<string, unknown> | null;
+}
+
+export function ipOf(host: string): string {
+  return host.startsWith("::ffff:") ? host.slice(7) : host;
+}
+
+export function snapshot(
+  server: Server,
+  needs: SnapshotNeeds,
+  extra: { httpPort: number; cpuPercent: number; httpReqStats: Record<string, number> },
+): ServerSnap {
+  const o = server.opts;
+  const open: ConnSnap[] = [];
+  for (const c of server.clients.values()) {
+    const subs: SubSnap[] = [];
+    if (needs.subs) {
+      for (const s of c.subs.values()) subs.push({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max, cid: c.cid });
+    }
+    open.push({
+      cid: c.cid,
+      ip: ipOf(c.host),
+      port: c.port,
+      startMs: c.startMs,
+      lastActivityMs: c.lastActivityMs,
+      stopMs: 0,
+      reason: "",
+      rttMs: c.rttMs,
+      pendingBytes: c.pendingBytes(),
+      inMsgs: c.inMsgs,
+      outMsgs: c.outMsgs,
+      inBytes: c.inBytes,
+      outBytes: c.outBytes,
+      numSubs: c.subs.size,
+      subs,
+      name: c.name,
+      lang: c.lang,
+      version: c.version,
+      user: c.user,
+    });
+  }
+  const closed: ConnSnap[] = server.closedClients.map((c) => ({
+    cid: c.cid,
+    ip: ipOf(c.host),
+    port: c.port,
+    startMs: c.startMs,
+    // The closed record keeps no last activity; its stop time is the closest bound.
+    lastActivityMs: c.stopMs,
+    stopMs: c.stopMs,
+    reason: c.reason,
+    rttMs: c.rttMs,
+    pendingBytes: 0,
+    inMsgs: c.inMsgs,
+    outMsgs: c.outMsgs,
+    inBytes: c.inBytes,
+    outBytes: c.outBytes,
+    numSubs: 0,
+    subs: [],
+    name: c.name,
+    lang: c.lang,
+    version: c.version,
+    user: c.user,
+  }));
+  const allSubs: SubSnap[] = needs.subs
+    ? server.sublist.all().map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max, cid: s.owner.cid }))
+    : [];
+  let jsz: Record<string, unknown> | null = null;
+  if (server.jetstream && needs.jszOpts) {
+    const body: unknown = server.jetstream.jsz(needs.jszOpts);
+    jsz = body !== null && typeof body === "object" ? (body as Record<string, unknown>) : {};
+  }
+  const js = o.jetstream;
+  return {
+    nowMs: server.nowMs(),
+    serverId: server.serverId,
+    serverName: server.serverName,
+    version: SERVER_VERSION,
+    proto: PROTO_VERSION,
+    go: `node${process.version}`,
+    host: o.host,
+    port: server.port,
+    httpHost: o.httpHost,
+    httpPort: extra.httpPort,
+    authRequired: server.authRequired(),
+    authTimeoutMs: o.authorization.timeoutMs,
+    maxConnections: o.maxConnections,
+    pingIntervalMs: o.pingIntervalMs,
+    pingMax: o.pingMax,
+    maxControlLineBytes: o.maxControlLineBytes,
+    maxPayloadBytes: o.maxPayloadBytes,
+    maxPendingBytes: o.maxPendingBytes,
+    writeDeadlineMs: o.writeDeadlineMs,
+    lameDuckDurationMs: o.lameDuckDurationMs,
+    startMs: server.startMs,
+    configLoadMs: server.configLoadMs,
+    rssBytes: process.memoryUsage.rss(),
+    cores: os.availableParallelism(),
+    cpuPercent: extra.cpuPercent,
+    inMsgs: server.stats.inMsgs,
+    outMsgs: server.stats.outMsgs,
+    inBytes: server.stats.inBytes,
+    outBytes: server.stats.outBytes,
+    slowConsumers: server.stats.slowConsumers,
+    totalConnections: server.stats.totalConnections,
+    open,
+    closed,
+    sublist: server.sublist.stats(),
+    allSubs,
+    httpReqStats: { ...extra.httpReqStats },
+    jetstreamRequested: js.enabled,
+    jsz,
+    jsConfig: {
+      storeDir: js.storeDir,
+      maxMemoryBytes: js.maxMemoryStoreBytes,
+      maxStorageBytes: js.maxFileStoreBytes,
+      syncIntervalMs: js.syncIntervalMs,
+      domain: js.domain,
+    },
+  };
+}

@@ -1,0 +1,64 @@
+// /varz: general server information and counters (nats-server Varz).
+
+import { rfc3339, uptime } from "./format.js";
+import { jsConfigOf, jsStatsOf } from "./jsz.js";
+import type { ServerSnap } from "./snapshot.js";
+
+const NS_PER_MS = 1_000_000;
+
+export function buildVarz(s: ServerSnap): Record<string, unknown> {
+  const subs = s.sublist.num_subscriptions;
+  const jetstream: Record<string, unknown> = s.jsz !== null ? { config: jsConfigOf(s), stats: jsStatsOf(s.jsz) } : {};
+  return {
+    server_id: s.serverId,
+    server_name: s.serverName,
+    version: s.version,
+    proto: s.proto,
+    go: s.go,
+    host: s.host,
+    port: s.port,
+    auth_required: s.authRequired,
+    max_connections: s.maxConnections,
+    ping_interval: s.pingIntervalMs * NS_PER_MS,
+    ping_max: s.pingMax,
+    http_host: s.httpHost,
+    http_port: s.httpPort,
+    http_base_path: "",
+    https_port: 0,
+    auth_timeout: s.authTimeoutMs / 1000,
+    max_control_line: s.maxControlLineBytes,
+    max_payload: s.maxPayloadBytes,
+    max_pending: s.maxPendingBytes,
+    connect_urls: [],
+    cluster: {},
+    gateway: {},
+    leaf: {},
+    mqtt: {},
+    websocket: {},
+    jetstream,
+    tls_timeout: 2,
+    write_deadline: s.writeDeadlineMs * NS_PER_MS,
+    lame_duck_duration: s.lameDuckDurationMs * NS_PER_MS,
+    start: rfc3339(s.startMs),
+    now: rfc3339(s.nowMs),
+    uptime: uptime(s.nowMs - s.startMs),
+    mem: s.rssBytes,
+    cores: s.cores,
+    gomaxprocs: s.cores,
+    cpu: s.cpuPercent,
+    connections: s.open.length,
+    total_connections: s.totalConnections,
+    routes: 0,
+    remotes: 0,
+    leafnodes: 0,
+    in_msgs: s.inMsgs,
+    out_msgs: s.outMsgs,
+    in_bytes: s.inBytes,
+    out_bytes: s.outBytes,
+    slow_consumers: s.slowConsumers,
+    slow_consumer_stats: { clients: s.slowConsumers, routes: 0, gateways: 0, leafs: 0 },
+    subscriptions: subs,
+    http_req_stats: s.httpReqStats,
+    config_load_time: rfc3339(s.configLoadMs),
+  };
+}
