@@ -1,0 +1,530 @@
+// The $JS.API router. Requests are handled one at a time in arrival order (a serial queue)
+// so that create/update/delete never interleave; most handlers finish synchronously.
+// Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
+
+import type { InternalSubscription } from "../server/bus.js";
+import { getHeader, statusHeaders } from "../protocol/headers.js";
+import { jsErr, JsApiError, type ApiError, type JsErrName } from "./errors.js";
+import { ApiType, type StreamConfig } from "./types.js";
+import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
+import {
+  checkStreamConfig,
+  checkStreamUpdate,
+  decodeStreamConfig,
+  sameConfig,
+  setStaticMetadata,
+} from "../stream/config.js";
+import { decodeMsgGet, msgGet, msgGetIsBad } from "../stream/get.js";
+import type { Stream } from "../stream/stream.js";
+import { subjectsCollide } from "../subjects/subject.js";
+import { JS_API_LEVEL } from "../version.js";
+import type { JetStreamService } from "./service.js";
+
+const NAMES_LIMIT = 1024;
+const LIST_LIMIT = 256;
+const MAX_SUBJECT_DETAILS = 100_000;
+const API_PREFIX = "$JS.API.";
+
+const STREAM_PATTERNS = [
+  "INFO",
+  "STREAM.CREATE.*",
+  "STREAM.UPDATE.*",
+  "STREAM.DELETE.*",
+  "STREAM.INFO.*",
+  "STREAM.NAMES",
+  "STREAM.LIST",
+  "STREAM.PURGE.*",
+  "STREAM.MSG.GET.*",
+  "STREAM.MSG.DELETE.*",
+  "STREAM.SNAPSHOT.*",
+  "STREAM.RESTORE.*",
+  "STREAM.LEADER.STEPDOWN.*",
+  "STREAM.PEER.REMOVE.*",
+  "CONSUMER.>",
+];
+
+type Body = Record<string, unknown>;
+
+class Fail extends Error {
+  constructor(readonly apiError: ApiError) {
+    super(apiError.description);
+  }
+}
+
+function fail(name: JsErrName, args?: Record<string, string | number>): never {
+  throw new Fail(jsErr(name, args));
+}
+
+/** JSON body as an object; empty bodies decode to null. Throws 10025 on bad JSON. */
+function parseBody(payload: Buffer, emptyIsError: boolean): Body | null {
+  const text = payload.toString("utf8").trim();
+  if (text.length === 0) {
+    if (emptyIsError) fail("JSInvalidJSONErr", { err: "unexpected end of JSON input" });
+    return null;
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    fail("JSInvalidJSONErr", { err: (e as Error).message });
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    if (v === null) return null;
+    fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${Array.isArray(v) ? "array" : typeof v} into Go value` });
+  }
+  return v as Body;
+}
+
+function optInt(b: Body | null, k: string): number {
+  const v = b?.[k];
+  if (v === undefined || v === null) return 0;
+  if (typeof v !== "number" || !Number.isInteger(v)) fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${typeof v} into Go struct field .${k}` });
+  return v;
+}
+
+function optStr(b: Body | null, k: string): string {
+  const v = b?.[k];
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${typeof v} into Go struct field .${k}` });
+  return v;
+}
+
+function optBool(b: Body | null, k: string): boolean {
+  const v = b?.[k];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== "boolean") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${typeof v} into Go struct field .${k}` });
+  return v;
+}
+
+export class ApiRouter {
+  private chain: Promise<void> = Promise.resolve();
+  private pending = 0;
+  private consumerApi: HandleConsumerApi | null = null;
+  private consumerApiLoaded = false;
+  readonly ctx: ConsumerApiContext;
+
+  constructor(private readonly svc: JetStreamService) {
+    const d = svc.deps;
+    this.ctx = {
+      bus: d.bus,
+      clock: d.clock,
+      log: d.log,
+      opts: d.opts,
+      serverName: d.serverName,
+      serverId: d.serverId,
+      maxPayloadBytes: d.maxPayloadBytes,
+      getStream: (name) => svc.streams.get(name),
+      streamNames: () => [...svc.streams.keys()].sort(),
+      respond: (reply, obj) => this.respond(reply, obj),
+      respondError: (reply, type, err) => this.respond(reply, { type, error: err }),
+      canAddConsumer: () => true,
+      advisory: (subject, body) => svc.advisory(subject, body),
+    };
+  }
+
+  async loadConsumerApi(): Promise<void> {
+    if (this.consumerApiLoaded) return;
+    this.consumerApiLoaded = true;
+    const spec = "./consumer-api.js";
+    try {
+      const mod = (await import(spec)) as { handleConsumerApi?: HandleConsumerApi };
+      if (typeof mod.handleConsumerApi === "function") this.consumerApi = mod.handleConsumerApi;
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code !== "ERR_MODULE_NOT_FOUND") this.svc.deps.log.error(`JetStream consumer API failed to load: ${(e as Error).message}`);
+    }
+  }
+
+  subscribe(): InternalSubscription[] {
+    const bus = this.svc.deps.bus;
+    const subs: InternalSubscription[] = [];
+    const prefixes = [API_PREFIX];
+    if (this.svc.domain !== "") prefixes.push(`$JS.${this.svc.domain}.API.`);
+    for (const p of prefixes) {
+      for (const pat of STREAM_PATTERNS) {
+        subs.push(bus.subscribe(p + pat, (subject, reply, hdr, payload) => this.enqueue(p, subject, reply, hdr, payload)));
+      }
+    }
+    return subs;
+  }
+
+  /** Resolves when every queued request has been handled. */
+  async idle(): Promise<void> {
+    await this.chain;
+  }
+
+  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    // Buffers are only valid during the bus callback.
+    const h = hdr === null ? null : Buffer.from(hdr);
+    const p = Buffer.from(payload);
+    const rest = subject.slice(prefix.length);
+    this.pending++;
+    this.chain = this.chain
+      .then(() => this.dispatch(rest, reply, h, p))
+      .catch((e: unknown) => {
+        this.svc.deps.log.error(`JetStream API request ${subject} failed: ${(e as Error).stack ?? String(e)}`);
+      })
+      .finally(() => {
+        this.pending--;
+      });
+  }
+
+  respond(reply: string, obj: unknown): void {
+    if (typeof obj === "object" && obj !== null && (obj as { error?: unknown }).error !== undefined) {
+      this.svc.apiStats.errors++;
+    }
+    if (reply === "") return;
+    this.svc.deps.bus.publish(reply, "", null, Buffer.from(JSON.stringify(obj)));
+  }
+
+  /** Nats-Required-Api-Level above ours: 10185 (JSON) or status 412 (direct get). */
+  refuseApiLevel(hdr: Buffer | null, reply: string, asStatus: boolean, type = ""): boolean {
+    if (hdr === null) return false;
+    const v = getHeader(hdr, "Nats-Required-Api-Level");
+    if (v === undefined) return false;
+    const n = Number.parseInt(v, 10);
+    if (Number.isFinite(n) && n <= JS_API_LEVEL) return false;
+    if (asStatus) {
+      if (reply !== "") this.svc.deps.bus.publish(reply, "", statusHeaders(412, "Required Api Level"), Buffer.alloc(0));
+    } else {
+      this.respond(reply, { type, error: jsErr("JSRequiredApiLevelErr") });
+    }
+    return true;
+  }
+
+  private async dispatch(rest: string, reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
+    this.svc.apiStats.total++;
+    const t = rest.split(".");
+    if (t[0] === "CONSUMER") {
+      await this.loadConsumerApi();
+      return this.consumer(t, reply, hdr, payload);
+    }
+    const type = responseType(t);
+    if (this.refuseApiLevel(hdr, reply, false, type)) return;
+    try {
+      const out = await this.stream(t, payload);
+      this.respond(reply, { type, ...out });
+    } catch (e) {
+      if (e instanceof Fail || e instanceof JsApiError) {
+        this.respond(reply, { type, error: e.apiError });
+        return;
+      }
+      throw e;
+    }
+  }
+
+  private consumer(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): void {
+    const op = t[1] ?? "";
+    const tokens = t.slice(2);
+    if (this.consumerApi !== null) {
+      this.consumerApi(this.ctx, op, tokens, reply, hdr, payload);
+      return;
+    }
+    // No consumer layer: answer like a server whose consumers cannot be found.
+    if (op === "MSG") return;
+    const streamName = op === "DURABLE" ? (tokens[1] ?? "") : (tokens[0] ?? "");
+    const type =
+      op === "CREATE" || op === "DURABLE"
+        ? ApiType.ConsumerCreate
+        : op === "NAMES"
+          ? ApiType.ConsumerNames
+          : op === "LIST"
+            ? ApiType.ConsumerList
+            : op === "DELETE"
+              ? ApiType.ConsumerDelete
+              : ApiType.ConsumerInfo;
+    if (!this.svc.streams.has(streamName)) return this.respond(reply, { type, error: jsErr("JSStreamNotFoundErr") });
+    if (op === "CREATE" || op === "DURABLE") {
+      return this.respond(reply, { type, error: jsErr("JSConsumerCreateErrF", { err: "consumers are not available" }) });
+    }
+    if (op === "NAMES") return this.respond(reply, { type, total: 0, offset: 0, limit: NAMES_LIMIT, consumers: [] });
+    if (op === "LIST") return this.respond(reply, { type, total: 0, offset: 0, limit: LIST_LIMIT, consumers: [] });
+    this.respond(reply, { type, error: jsErr("JSConsumerNotFoundErr") });
+  }
+
+  private lookup(name: string): Stream {
+    const st = this.svc.streams.get(name);
+    if (st === undefined) fail("JSStreamNotFoundErr");
+    return st;
+  }
+
+  private info(st: Stream, opts?: { deletedDetails?: boolean; subjectsFilter?: string }): Record<string, unknown> {
+    const i = st.info(opts, { mirror: this.svc.sourcing.mirrorInfo(st), sources: this.svc.sourcing.sourcesInfo(st) });
+    const o: Record<string, unknown> = { config: i.config, created: i.created, state: i.state };
+    if (this.svc.domain !== "") o["domain"] = this.svc.domain;
+    o["cluster"] = i.cluster;
+    if (i.mirror) o["mirror"] = i.mirror;
+    if (i.sources) o["sources"] = i.sources;
+    o["ts"] = i.ts;
+    return o;
+  }
+
+  private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown>> {
+    const [a, b, c, d] = t;
+    if (a === "INFO" && t.length === 1) {
+      const { type: _type, ...rest } = this.svc.accountInfo() as Record<string, unknown>;
+      return rest;
+    }
+    if (a !== "STREAM") fail("JSBadRequestErr");
+    switch (b) {
+      case "CREATE":
+        return this.create(c ?? "", payload);
+      case "UPDATE":
+        return this.update(c ?? "", payload);
+      case "DELETE": {
+        const st = this.lookup(c ?? "");
+        await this.svc.deleteStream(st);
+        return { success: true };
+      }
+      case "INFO":
+        return this.streamInfo(c ?? "", payload);
+      case "NAMES":
+        return this.names(payload);
+      case "LIST":
+        return this.list(payload);
+      case "PURGE":
+        return this.purge(c ?? "", payload);
+      case "MSG":
+        if (c === "GET") return this.msgGet(d ?? "", payload);
+        if (c === "DELETE") return this.msgDelete(d ?? "", payload);
+        return fail("JSBadRequestErr");
+      case "LEADER":
+      case "PEER":
+        this.lookup(d ?? "");
+        return fail("JSClusterRequiredErr");
+      case "SNAPSHOT":
+        this.lookup(c ?? "");
+        return fail("JSStreamSnapshotErrF", { err: "snapshots are not supported by this server" });
+      case "RESTORE":
+        return fail("JSStreamRestoreErrF", { err: "restores are not supported by this server" });
+      default:
+        return fail("JSBadRequestErr");
+    }
+  }
+
+  private others(except: string): { get(name: string): StreamConfig | undefined } {
+    return { get: (n) => (n === except ? undefined : this.svc.streams.get(n)?.cfg) };
+  }
+
+  private overlapsOthers(cfg: StreamConfig): boolean {
+    for (const st of this.svc.streams.values()) {
+      if (st.name === cfg.name) continue;
+      for (const a of st.cfg.subjects) for (const b of cfg.subjects) if (subjectsCollide(a, b)) return true;
+    }
+    return false;
+  }
+
+  private create(name: string, payload: Buffer): Record<string, unknown> {
+    const body = parseBody(payload, true);
+    const pedantic = optBool(body, "pedantic");
+    const raw = decodeStreamConfig(body ?? {});
+    if (name !== raw.name) fail("JSStreamMismatchErr");
+    if (/[\\/]/.test(name)) fail("JSStreamNameContainsPathSeparatorsErr");
+    if (raw.sealed) fail("JSStreamInvalidConfigF", { err: "stream configuration for create can not be sealed" });
+    if (raw.mirror_direct && raw.mirror === null) {
+      fail("JSStreamInvalidConfigF", { err: "stream has no mirror but does have mirror direct" });
+    }
+    const cfg = checkStreamConfig(raw, this.others(name), pedantic);
+    if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
+    setStaticMetadata(cfg);
+    const existing = this.svc.streams.get(name);
+    if (existing !== undefined) {
+      if (!sameConfig(existing.cfg, cfg)) fail("JSStreamNameExistErr");
+      return { ...this.createInfo(existing), did_create: true };
+    }
+    const res = this.svc.reservationError(cfg, "");
+    if (res !== null) fail(res);
+    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    let st: Stream;
+    try {
+      st = this.svc.createStream(cfg);
+    } catch (e) {
+      if (e instanceof Fail || e instanceof JsApiError) throw e;
+      this.svc.deps.log.warn(`Stream create failed for '$G > ${name}': ${(e as Error).message}`);
+      fail("JSStreamCreateErrF", { err: (e as Error).message });
+    }
+    return { ...this.createInfo(st), did_create: true };
+  }
+
+  /** Create/update replies carry no cluster block (nats-server builds them without it). */
+  private createInfo(st: Stream): Record<string, unknown> {
+    const full = this.info(st);
+    const { cluster: _c, ...rest } = full;
+    return rest;
+  }
+
+  private update(name: string, payload: Buffer): Record<string, unknown> {
+    const body = parseBody(payload, true);
+    const pedantic = optBool(body, "pedantic");
+    const raw = decodeStreamConfig(body ?? {});
+    if (name !== raw.name) fail("JSStreamMismatchErr");
+    const st = this.lookup(name);
+    let cfg: StreamConfig;
+    try {
+      cfg = checkStreamUpdate(st.cfg, checkStreamConfig(raw, this.others(name), pedantic));
+    } catch (e) {
+      if (e instanceof JsApiError) throw e;
+      throw e;
+    }
+    setStaticMetadata(cfg);
+    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    if (cfg.max_bytes > 0 && cfg.max_bytes !== st.cfg.max_bytes) {
+      const res = this.svc.reservationError(cfg, name);
+      if (res !== null) fail(res);
+    }
+    this.svc.updateStream(st, cfg);
+    return this.createInfo(st);
+  }
+
+  private streamInfo(name: string, payload: Buffer): Record<string, unknown> {
+    const body = parseBody(payload, false);
+    const deletedDetails = optBool(body, "deleted_details");
+    const subjectsFilter = optStr(body, "subjects_filter");
+    const offset = Math.max(0, optInt(body, "offset"));
+    const st = this.lookup(name);
+    const out: Record<string, unknown> = { total: 0, offset: 0, limit: 0 };
+    const infoOpts: { deletedDetails: boolean; subjectsFilter?: string } = { deletedDetails };
+    const i = this.info(st, infoOpts);
+    if (subjectsFilter !== "") {
+      const all = st.store.subjectsState(subjectsFilter);
+      if (all.size > 0) {
+        out["total"] = all.size;
+        out["offset"] = offset;
+        out["limit"] = MAX_SUBJECT_DETAILS;
+        const names = [...all.keys()];
+        if (offset > 0 || names.length > MAX_SUBJECT_DETAILS) names.sort();
+        const page = offset === 0 && names.length <= MAX_SUBJECT_DETAILS ? names : names.slice(offset, offset + MAX_SUBJECT_DETAILS);
+        const subjects: Record<string, number> = {};
+        for (const s of page) subjects[s] = all.get(s)!.msgs;
+        const state = i["state"] as Record<string, unknown>;
+        const cc = state["consumer_count"];
+        delete state["consumer_count"];
+        if (page.length > 0) {
+          // Keep nats-server's field order: subjects after num_subjects.
+          const ordered: Record<string, unknown> = {};
+          for (const [k, v] of Object.entries(state)) {
+            ordered[k] = v;
+            if (k === "num_subjects") ordered["subjects"] = subjects;
+          }
+          if (ordered["subjects"] === undefined) ordered["subjects"] = subjects;
+          ordered["consumer_count"] = cc;
+          i["state"] = ordered;
+        } else {
+          state["consumer_count"] = cc;
+        }
+      }
+    }
+    return { ...out, ...i };
+  }
+
+  private filteredNames(filter: string): string[] {
+    const names = [...this.svc.streams.keys()].sort();
+    if (filter === "") return names;
+    return names.filter((n) => {
+      const st = this.svc.streams.get(n)!;
+      if (st.cfg.subjects.length === 0) return subjectsCollide(filter, n);
+      return st.cfg.subjects.some((s) => subjectsCollide(filter, s));
+    });
+  }
+
+  private names(payload: Buffer): Record<string, unknown> {
+    const body = parseBody(payload, false);
+    const offset = Math.max(0, optInt(body, "offset"));
+    const names = this.filteredNames(optStr(body, "subject"));
+    const off = Math.min(offset, names.length);
+    const page = names.slice(off, off + NAMES_LIMIT);
+    return { total: names.length, offset: off, limit: NAMES_LIMIT, streams: page.length > 0 ? page : null };
+  }
+
+  private list(payload: Buffer): Record<string, unknown> {
+    const body = parseBody(payload, false);
+    const offset = Math.max(0, optInt(body, "offset"));
+    const names = this.filteredNames(optStr(body, "subject"));
+    const off = Math.min(offset, names.length);
+    const page = names.slice(off, off + LIST_LIMIT);
+    return {
+      total: names.length,
+      offset: off,
+      limit: LIST_LIMIT,
+      streams: page.map((n) => this.info(this.svc.streams.get(n)!)),
+    };
+  }
+
+  private purge(name: string, payload: Buffer): Record<string, unknown> {
+    const body = parseBody(payload, false);
+    const filter = optStr(body, "filter");
+    const seq = optInt(body, "seq");
+    const keep = optInt(body, "keep");
+    if (seq > 0 && keep > 0) fail("JSBadRequestErr");
+    const st = this.lookup(name);
+    if (st.cfg.sealed) fail("JSStreamSealedErr");
+    if (st.cfg.deny_purge) fail("JSStreamPurgeFailedF", { err: "stream purge not permitted" });
+    const opts: { filter?: string; seq?: number; keep?: number } = {};
+    if (filter !== "") opts.filter = filter;
+    if (seq > 0) opts.seq = seq;
+    if (keep > 0) opts.keep = keep;
+    const purged = st.purge(opts);
+    return { success: true, purged };
+  }
+
+  private msgGet(name: string, payload: Buffer): Record<string, unknown> {
+    if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
+    const body = parseBody(payload, true);
+    const req = decodeMsgGet(body ?? {});
+    if (req === null) fail("JSInvalidJSONErr", { err: "json: cannot unmarshal request" });
+    if (msgGetIsBad(req)) fail("JSBadRequestErr");
+    const st = this.lookup(name);
+    const r = msgGet(st.store, req);
+    if ("error" in r) throw new Fail(r.error);
+    return { message: r.msg };
+  }
+
+  private msgDelete(name: string, payload: Buffer): Record<string, unknown> {
+    if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
+    const body = parseBody(payload, true);
+    const seq = optInt(body, "seq");
+    optBool(body, "no_erase");
+    const st = this.lookup(name);
+    if (st.cfg.sealed) fail("JSStreamSealedErr");
+    if (st.cfg.deny_delete) fail("JSStreamMsgDeleteFailedF", { err: "message delete not permitted" });
+    const s = st.store.state();
+    if (seq === 0 || seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
+    if (!st.deleteMsg(seq)) fail("JSSequenceNotFoundErrF", { seq });
+    return { success: true };
+  }
+}
+
+function responseType(t: string[]): string {
+  const [a, b, c] = t;
+  if (a === "INFO") return ApiType.AccountInfo;
+  switch (b) {
+    case "CREATE":
+      return ApiType.StreamCreate;
+    case "UPDATE":
+      return ApiType.StreamUpdate;
+    case "DELETE":
+      return ApiType.StreamDelete;
+    case "INFO":
+      return ApiType.StreamInfo;
+    case "NAMES":
+      return ApiType.StreamNames;
+    case "LIST":
+      return ApiType.StreamList;
+    case "PURGE":
+      return ApiType.StreamPurge;
+    case "MSG":
+      return c === "DELETE" ? ApiType.StreamMsgDelete : ApiType.StreamMsgGet;
+    case "SNAPSHOT":
+      return ApiType.StreamSnapshot;
+    case "RESTORE":
+      return ApiType.StreamRestore;
+    case "LEADER":
+      return ApiType.StreamLeaderStepdown;
+    case "PEER":
+      return ApiType.StreamRemovePeer;
+    default:
+      return ApiType.ApiError;
+  }
+}
+
+export const _internal = { parseBody };

@@ -1,0 +1,429 @@
+// The JetStream service: owns the streams of the (single, $G) account, the on-disk layout
+// <store_dir>/jetstream/$G/streams/<name>/{meta.json, msgs/, obs/}, recovery on start, the
+// account usage and limits, and the $JS.API subscriptions (routing is in api.ts).
+
+import { join } from "node:path";
+import type { JetStreamDeps } from "./contracts.js";
+import type { InternalSubscription } from "../server/bus.js";
+import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
+import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
+import type { StreamStore } from "../storage/types.js";
+import type { StreamConfig } from "./types.js";
+import { ApiType } from "./types.js";
+import { configToWire, decodeStreamConfig, checkStreamConfig } from "../stream/config.js";
+import { Stream, type StreamEnv } from "../stream/stream.js";
+import { Sourcing } from "../stream/sourcing.js";
+import { directGetLastBySubject, directGetRequest } from "../stream/get.js";
+import { rfc3339Ns } from "../stream/time.js";
+import { ApiRouter } from "./api.js";
+import { JS_API_LEVEL } from "../version.js";
+import { randomBytes } from "node:crypto";
+
+export const ACCOUNT = "$G";
+
+interface StoredMeta {
+  created: string;
+  created_ns: number;
+  config: Record<string, unknown>;
+}
+
+export class JetStreamService {
+  readonly deps: JetStreamDeps;
+  readonly fs: Fs;
+  readonly streams = new Map<string, Stream>();
+  readonly sourcing: Sourcing;
+  readonly apiStats = { total: 0, errors: 0 };
+  private readonly router: ApiRouter;
+  private apiSubs: InternalSubscription[] = [];
+  private started = false;
+  /** Extra subscriptions per stream (direct get), removed with the stream. */
+  private readonly directSubs = new Map<string, InternalSubscription[]>();
+
+  constructor(deps: JetStreamDeps) {
+    this.deps = deps;
+    this.fs = new NodeFs();
+    this.sourcing = new Sourcing(this);
+    this.router = new ApiRouter(this);
+  }
+
+  get domain(): string {
+    return this.deps.opts.domain;
+  }
+
+  streamsDir(): string {
+    return join(this.deps.opts.storeDir, "jetstream", ACCOUNT, "streams");
+  }
+
+  private syncIntervalMs(): number {
+    const s = this.deps.opts.syncIntervalMs;
+    return s === "always" ? 0 : s;
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const dir = this.streamsDir();
+    this.fs.mkdirp(dir);
+    for (const name of this.fs.readdir(dir).sort()) {
+      if (name.startsWith(".")) continue;
+      try {
+        this.recoverStream(join(dir, name));
+      } catch (e) {
+        this.deps.log.error(`JetStream could not recover stream '${ACCOUNT} > ${name}': ${(e as Error).message}`);
+      }
+    }
+    await this.router.loadConsumerApi();
+    this.apiSubs = this.router.subscribe();
+    this.sourcing.start();
+    const n = this.streams.size;
+    this.deps.log.info(`JetStream started: ${n} stream${n === 1 ? "" : "s"} recovered from ${dir}`);
+  }
+
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    for (const s of this.apiSubs) s.unsubscribe();
+    this.apiSubs = [];
+    this.sourcing.stop();
+    await this.router.idle();
+    for (const st of [...this.streams.values()]) {
+      this.removeDirect(st.name);
+      st.detach();
+      await st.drainAcks();
+      await st.stopConsumers(false);
+      await st.store.close();
+    }
+    this.streams.clear();
+  }
+
+  // ---------- streams ----------
+
+  private env(): StreamEnv {
+    return {
+      bus: this.deps.bus,
+      clock: this.deps.clock,
+      log: this.deps.log,
+      domain: this.domain,
+      serverName: this.deps.serverName,
+      wouldExceedAccount: (storage, bytes) => this.wouldExceed(storage, bytes),
+      canAddConsumer: () => true,
+    };
+  }
+
+  private recoverStream(dir: string): void {
+    const raw = this.fs.readFile(join(dir, "meta.json"));
+    if (raw === null) {
+      this.deps.log.warn(`JetStream skipping stream directory without meta.json: ${dir}`);
+      return;
+    }
+    const meta = JSON.parse(raw.toString("utf8")) as StoredMeta;
+    const cfg = checkStreamConfig(decodeStreamConfig(meta.config), { get: (n) => this.streams.get(n)?.cfg }, false);
+    const st = this.openStream(cfg, meta.created_ns, dir, true);
+    const state = st.store.state();
+    const ids = st.rebuildDedup();
+    this.deps.log.info(
+      `  Restored ${state.msgs} messages for stream '${ACCOUNT} > ${cfg.name}'` +
+        (ids > 0 ? ` (${ids} message ids in the duplicate window)` : ""),
+    );
+  }
+
+  private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean): Stream {
+    let stream: Stream | null = null;
+    const callbacks = {
+      onLimitRemove: (seq: number, subject: string): void => stream?.onLimitRemove(seq, subject),
+    };
+    let store: StreamStore;
+    if (cfg.storage === "file" && dir !== null) {
+      const fstore = new FileStreamStore({
+        dir: join(dir, "msgs"),
+        fs: this.fs,
+        clock: this.deps.clock,
+        limits: Stream.storeLimits(cfg),
+        callbacks,
+        syncIntervalMs: this.syncIntervalMs(),
+      });
+      const report = fstore.open();
+      if (recovering && (report.dropped.length > 0 || report.truncatedBytes > 0)) {
+        for (const d of report.dropped) {
+          this.deps.log.warn(
+            `JetStream stream '${ACCOUNT} > ${cfg.name}' recovery dropped ${d.bytes} bytes at ${d.file}:${d.offset} ` +
+              `(${d.reason}, after seq ${d.afterSeq})`,
+          );
+        }
+        if (report.truncatedBytes > 0) {
+          this.deps.log.warn(`JetStream stream '${ACCOUNT} > ${cfg.name}' recovery truncated ${report.truncatedBytes} bytes`);
+        }
+      }
+      store = fstore;
+    } else {
+      store = createMemoryStreamStore(Stream.storeLimits(cfg), callbacks);
+    }
+    if (!recovering && cfg.first_seq > 1 && store.state().lastSeq === 0) store.compact(cfg.first_seq);
+    const st = new Stream(cfg, store, dir, this.env(), createdNs);
+    stream = st;
+    this.streams.set(cfg.name, st);
+    st.start();
+    this.installDirect(st);
+    this.sourcing.attach(st);
+    return st;
+  }
+
+  /** Create a stream from a checked config (sync: the API handles one request at a time). */
+  createStream(cfg: StreamConfig): Stream {
+    const createdNs = this.deps.clock.nowNs();
+    let dir: string | null = null;
+    if (cfg.storage === "file") {
+      dir = join(this.streamsDir(), cfg.name);
+      this.fs.mkdirp(join(dir, "msgs"));
+      this.fs.mkdirp(join(dir, "obs"));
+      this.writeMeta(dir, cfg, createdNs);
+    }
+    const st = this.openStream(cfg, createdNs, dir, false);
+    this.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${cfg.name}`, {
+      type: ApiType.StreamAction,
+      stream: cfg.name,
+      action: "create",
+    });
+    return st;
+  }
+
+  private writeMeta(dir: string, cfg: StreamConfig, createdNs: number): void {
+    const meta: StoredMeta = { created: rfc3339Ns(createdNs), created_ns: createdNs, config: configToWire(cfg, false) };
+    writeFileAtomicSync(this.fs, dir, "meta.json", Buffer.from(JSON.stringify(meta, null, 2)));
+  }
+
+  updateStream(st: Stream, cfg: StreamConfig): void {
+    if (st.dir !== null) this.writeMeta(st.dir, cfg, st.createdNs);
+    const directChanged = st.cfg.allow_direct !== cfg.allow_direct || st.cfg.mirror_direct !== cfg.mirror_direct;
+    st.update(cfg);
+    if (directChanged) {
+      this.removeDirect(st.name);
+      this.installDirect(st);
+    }
+    this.sourcing.attach(st);
+    this.advisory(`$JS.EVENT.ADVISORY.STREAM.UPDATED.${cfg.name}`, {
+      type: ApiType.StreamAction,
+      stream: cfg.name,
+      action: "modify",
+    });
+  }
+
+  async deleteStream(st: Stream): Promise<void> {
+    this.streams.delete(st.name);
+    this.removeDirect(st.name);
+    this.sourcing.detach(st);
+    st.detach();
+    await st.drainAcks();
+    await st.stopConsumers(true);
+    await st.store.delete();
+    if (st.dir !== null) this.fs.rmrf(st.dir);
+    this.advisory(`$JS.EVENT.ADVISORY.STREAM.DELETED.${st.name}`, {
+      type: ApiType.StreamAction,
+      stream: st.name,
+      action: "delete",
+    });
+  }
+
+  private installDirect(st: Stream): void {
+    const bus = this.deps.bus;
+    const subs: InternalSubscription[] = [];
+    const maxPending = 64 * 1024 * 1024;
+    const add = (name: string): void => {
+      const base = `$JS.API.DIRECT.GET.${name}`;
+      const keyStart = base.length + 1;
+      subs.push(
+        bus.subscribe(
+          base,
+          (_s, reply, _h, payload) => {
+            if (reply === "" || !this.streams.has(st.name)) return;
+            if (this.router.refuseApiLevel(_h, reply, true)) return;
+            directGetRequest(bus, st.store, st.name, reply, payload, maxPending);
+          },
+          "_sys_",
+        ),
+      );
+      subs.push(
+        bus.subscribe(
+          base + ".>",
+          (subject, reply, _h, payload) => {
+            if (reply === "" || !this.streams.has(st.name)) return;
+            if (this.router.refuseApiLevel(_h, reply, true)) return;
+            directGetLastBySubject(bus, st.store, st.name, reply, subject.slice(keyStart), payload, maxPending);
+          },
+          "_sys_",
+        ),
+      );
+    };
+    if (st.cfg.allow_direct) add(st.name);
+    if (st.cfg.mirror !== null && st.cfg.mirror_direct) add(st.cfg.mirror.name);
+    this.directSubs.set(st.name, subs);
+  }
+
+  private removeDirect(name: string): void {
+    for (const s of this.directSubs.get(name) ?? []) s.unsubscribe();
+    this.directSubs.delete(name);
+  }
+
+  // ---------- accounting ----------
+
+  usage(): { memory: number; storage: number; reservedMemory: number; reservedStorage: number; consumers: number } {
+    let memory = 0;
+    let storage = 0;
+    let reservedMemory = 0;
+    let reservedStorage = 0;
+    let consumers = 0;
+    for (const st of this.streams.values()) {
+      const s = st.store.state();
+      const reserve = st.cfg.max_bytes > 0 ? st.cfg.max_bytes : 0;
+      if (st.cfg.storage === "memory") {
+        memory += s.bytes;
+        reservedMemory += reserve;
+      } else {
+        storage += s.bytes;
+        reservedStorage += reserve;
+      }
+      consumers += st.consumerCount();
+    }
+    return { memory, storage, reservedMemory, reservedStorage, consumers };
+  }
+
+  private usedBytes(storage: "file" | "memory"): number {
+    let n = 0;
+    for (const st of this.streams.values()) if (st.cfg.storage === storage) n += st.store.state().bytes;
+    return n;
+  }
+
+  private wouldExceed(storage: "file" | "memory", bytes: number): boolean {
+    const limit = storage === "memory" ? this.deps.opts.maxMemoryStoreBytes : this.deps.opts.maxFileStoreBytes;
+    if (limit < 0) return false;
+    return this.usedBytes(storage) + bytes > limit;
+  }
+
+  /** Reservation check when a stream with max_bytes is created or grows (10028/10047). */
+  reservationError(cfg: StreamConfig, except: string): "JSMemoryResourcesExceededErr" | "JSStorageResourcesExceededErr" | null {
+    const limit = cfg.storage === "memory" ? this.deps.opts.maxMemoryStoreBytes : this.deps.opts.maxFileStoreBytes;
+    if (limit < 0) return null;
+    let reserved = 0;
+    for (const st of this.streams.values()) {
+      if (st.name !== except && st.cfg.storage === cfg.storage && st.cfg.max_bytes > 0) reserved += st.cfg.max_bytes;
+    }
+    const add = cfg.max_bytes > 0 ? cfg.max_bytes : 1;
+    if (reserved + add > limit) {
+      return cfg.storage === "memory" ? "JSMemoryResourcesExceededErr" : "JSStorageResourcesExceededErr";
+    }
+    return null;
+  }
+
+  limits(): Record<string, unknown> {
+    return {
+      max_memory: this.deps.opts.maxMemoryStoreBytes,
+      max_storage: this.deps.opts.maxFileStoreBytes,
+      max_streams: -1,
+      max_consumers: -1,
+      max_ack_pending: -1,
+      memory_max_stream_bytes: -1,
+      storage_max_stream_bytes: -1,
+      max_bytes_required: false,
+    };
+  }
+
+  /** Body of $JS.API.INFO. */
+  accountInfo(): object {
+    const u = this.usage();
+    const o: Record<string, unknown> = {
+      type: ApiType.AccountInfo,
+      memory: u.memory,
+      storage: u.storage,
+      reserved_memory: u.reservedMemory,
+      reserved_storage: u.reservedStorage,
+      streams: this.streams.size,
+      consumers: u.consumers,
+      limits: this.limits(),
+    };
+    if (this.domain !== "") o["domain"] = this.domain;
+    o["api"] = { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors };
+    return o;
+  }
+
+  /** /jsz body. opts: accounts, streams, consumers, config (booleans). */
+  jsz(opts?: Record<string, unknown>): object {
+    const u = this.usage();
+    let messages = 0;
+    let bytes = 0;
+    for (const st of this.streams.values()) {
+      const s = st.store.state();
+      messages += s.msgs;
+      bytes += s.bytes;
+    }
+    const si = this.deps.opts.syncIntervalMs;
+    const o: Record<string, unknown> = {
+      server_id: this.deps.serverId,
+      now: rfc3339Ns(this.deps.clock.nowNs()),
+      config: {
+        max_memory: this.deps.opts.maxMemoryStoreBytes,
+        max_storage: this.deps.opts.maxFileStoreBytes,
+        store_dir: join(this.deps.opts.storeDir, "jetstream"),
+        sync_interval: si === "always" ? 0 : si * 1_000_000,
+        sync_always: si === "always",
+        ...(this.domain !== "" ? { domain: this.domain } : {}),
+      },
+      memory: u.memory,
+      storage: u.storage,
+      reserved_memory: u.reservedMemory,
+      reserved_storage: u.reservedStorage,
+      accounts: 1,
+      ha_assets: 0,
+      api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
+      streams: this.streams.size,
+      consumers: u.consumers,
+      messages,
+      bytes,
+    };
+    const wantAccounts = opts?.["accounts"] === true || opts?.["streams"] === true || opts?.["consumers"] === true;
+    if (wantAccounts) {
+      const streamDetail = opts?.["streams"] === true || opts?.["consumers"] === true;
+      o["account_details"] = [
+        {
+          name: ACCOUNT,
+          id: ACCOUNT,
+          memory: u.memory,
+          storage: u.storage,
+          reserved_memory: u.reservedMemory,
+          reserved_storage: u.reservedStorage,
+          accounts: 1,
+          ha_assets: 0,
+          api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
+          ...(streamDetail
+            ? {
+                stream_detail: [...this.streams.values()].map((st) => ({
+                  name: st.name,
+                  created: rfc3339Ns(st.createdNs),
+                  cluster: { leader: this.deps.serverName },
+                  ...(opts?.["config"] === true ? { config: st.wireConfig() } : {}),
+                  state: st.state(),
+                })),
+              }
+            : {}),
+        },
+      ];
+    }
+    return o;
+  }
+
+  advisory(subject: string, body: Record<string, unknown>): void {
+    const bus = this.deps.bus;
+    if (!bus.hasInterest(subject)) return;
+    const full: Record<string, unknown> = {
+      type: body["type"],
+      id: randomBytes(11).toString("hex").toUpperCase().slice(0, 22),
+      timestamp: rfc3339Ns(this.deps.clock.nowNs()),
+    };
+    for (const [k, v] of Object.entries(body)) if (k !== "type") full[k] = v;
+    if (this.domain !== "") full["domain"] = this.domain;
+    bus.publish(subject, "", null, Buffer.from(JSON.stringify(full)));
+  }
+
+  getStream(name: string): Stream | undefined {
+    return this.streams.get(name);
+  }
+}

@@ -1,0 +1,326 @@
+// Mirrors and sources on one server: instead of an internal push consumer (nats-server's
+// way across servers), each reader copies from the origin stream's store directly, woken
+// by the origin's store notifications and by a coarse retry tick (origins created later).
+// Positions survive restarts: a mirror resumes at its own last_seq + 1; a source at the
+// origin seq recorded in sources.json or, if newer, in its last stored Nats-Stream-Source.
+
+import { join } from "node:path";
+import type { Fs } from "../runtime/fs.js";
+import { writeFileAtomicSync } from "../runtime/fs.js";
+import type { TimerHandle, Clock } from "../runtime/clock.js";
+import type { Logger } from "../server/log.js";
+import type { Bus } from "../server/bus.js";
+import { appendHeaders, parseHeaders } from "../protocol/headers.js";
+import type { StreamSourceConfig, StreamSourceInfoWire } from "../jetstream/types.js";
+import type { StoredMsg } from "../storage/types.js";
+import { sourceIndexName } from "./config.js";
+import { SubjectTransform } from "./transform.js";
+import { HDR_STREAM_SOURCE, HDR_TTL, Stream, msgIdOf } from "./stream.js";
+import { parseMsgTtlSec, parseRfc3339Ns } from "./time.js";
+import { seqFromTime } from "./get.js";
+import { subjectMatches } from "../subjects/subject.js";
+
+const BATCH = 4096;
+const TICK_MS = 1000;
+const SCAN_BACK_MAX = 100_000;
+
+export interface SourcingHost {
+  readonly fs: Fs;
+  readonly deps: { clock: Clock; log: Logger; bus: Bus };
+  getStream(name: string): Stream | undefined;
+}
+
+class Reader {
+  readonly iname: string;
+  /** Next origin sequence to read; 0 until the start position is known. */
+  next = 0;
+  origin: Stream | null = null;
+  lastActiveMono = -1;
+  private readonly filter: string;
+  private readonly transforms: SubjectTransform[];
+  scheduled = false;
+  dirty = false;
+
+  constructor(
+    readonly target: Stream,
+    readonly cfg: StreamSourceConfig,
+    readonly isMirror: boolean,
+  ) {
+    this.iname = sourceIndexName(cfg);
+    this.filter = cfg.filter_subject;
+    this.transforms = cfg.subject_transforms.map((t) => SubjectTransform.create(t.src, t.dest));
+  }
+
+  /** Subject after filter/transforms, or null when the message is not wanted. */
+  map(subject: string): string | null {
+    if (this.transforms.length > 0) {
+      for (const t of this.transforms) {
+        const r = t.apply(subject);
+        if (r !== null) return r;
+      }
+      return null;
+    }
+    if (this.filter !== "" && !subjectMatches(this.filter, subject)) return null;
+    return subject;
+  }
+
+  info(clock: Clock): StreamSourceInfoWire {
+    const o: StreamSourceInfoWire = { name: this.cfg.name, lag: 0, active: -1 };
+    if (this.cfg.external !== null) o.external = { ...this.cfg.external };
+    if (this.origin !== null && this.next > 0) {
+      const last = this.origin.store.state().lastSeq;
+      o.lag = Math.max(0, last - (this.next - 1));
+    }
+    if (this.lastActiveMono >= 0) o.active = Math.floor((clock.monoMs() - this.lastActiveMono) * 1e6);
+    if (this.cfg.filter_subject !== "") o.filter_subject = this.cfg.filter_subject;
+    if (this.cfg.subject_transforms.length > 0) o.subject_transforms = this.cfg.subject_transforms.map((t) => ({ ...t }));
+    return o;
+  }
+}
+
+export class Sourcing {
+  private readonly readers = new Map<string, Reader[]>(); // by target stream name
+  private readonly wakers = new Map<Reader, () => void>();
+  private tick: TimerHandle | null = null;
+
+  constructor(private readonly host: SourcingHost) {}
+
+  start(): void {
+    this.armTick();
+  }
+
+  stop(): void {
+    if (this.tick !== null) this.host.deps.clock.clearTimer(this.tick);
+    this.tick = null;
+    for (const name of [...this.readers.keys()]) {
+      const st = this.host.getStream(name);
+      if (st) this.persist(st, true);
+      this.dropReaders(name);
+    }
+  }
+
+  private armTick(): void {
+    this.tick = this.host.deps.clock.setTimer(() => {
+      this.tick = null;
+      for (const [name, rs] of this.readers) {
+        for (const r of rs) this.pump(r);
+        const st = this.host.getStream(name);
+        if (st) this.persist(st, false);
+      }
+      this.armTick();
+    }, TICK_MS);
+  }
+
+  /** (Re)build the readers of a stream from its config; keeps positions of unchanged ones. */
+  attach(st: Stream): void {
+    const old = new Map<string, Reader>();
+    for (const r of this.readers.get(st.name) ?? []) old.set((r.isMirror ? "M:" : "S:") + r.iname, r);
+    this.dropReaders(st.name);
+    const cfgs: [StreamSourceConfig, boolean][] = [];
+    if (st.cfg.mirror !== null) cfgs.push([st.cfg.mirror, true]);
+    for (const s of st.cfg.sources) cfgs.push([s, false]);
+    if (cfgs.length === 0) return;
+    const saved = this.loadPositions(st);
+    const rs: Reader[] = [];
+    for (const [c, isMirror] of cfgs) {
+      if (c.external !== null) continue; // other domains/accounts are not reachable in-process
+      const r = new Reader(st, c, isMirror);
+      const prev = old.get((isMirror ? "M:" : "S:") + r.iname);
+      if (prev !== undefined) r.next = prev.next;
+      else if (!isMirror) {
+        const p = saved.get(r.iname);
+        if (p !== undefined) r.next = p;
+      }
+      rs.push(r);
+    }
+    if (rs.some((r) => !r.isMirror && r.next === 0)) this.scanSourceHeaders(st, rs);
+    this.readers.set(st.name, rs);
+    for (const r of rs) this.pump(r);
+  }
+
+  detach(st: Stream): void {
+    this.dropReaders(st.name);
+  }
+
+  private dropReaders(name: string): void {
+    for (const r of this.readers.get(name) ?? []) {
+      const w = this.wakers.get(r);
+      if (w !== undefined && r.origin !== null) r.origin.removeStoreListener(w);
+      this.wakers.delete(r);
+      r.origin = null;
+    }
+    this.readers.delete(name);
+  }
+
+  mirrorInfo(st: Stream): StreamSourceInfoWire | undefined {
+    const r = (this.readers.get(st.name) ?? []).find((x) => x.isMirror);
+    if (r !== undefined) return r.info(this.host.deps.clock);
+    if (st.cfg.mirror !== null) return { name: st.cfg.mirror.name, lag: 0, active: -1 };
+    return undefined;
+  }
+
+  sourcesInfo(st: Stream): StreamSourceInfoWire[] | undefined {
+    if (st.cfg.sources.length === 0) return undefined;
+    return (this.readers.get(st.name) ?? []).filter((x) => !x.isMirror).map((r) => r.info(this.host.deps.clock));
+  }
+
+  private resolve(r: Reader): Stream | null {
+    const o = this.host.getStream(r.cfg.name) ?? null;
+    if (o !== r.origin) {
+      const w = this.wakers.get(r);
+      if (w !== undefined && r.origin !== null) r.origin.removeStoreListener(w);
+      r.origin = o;
+      if (o !== null) {
+        const waker = (): void => this.schedule(r);
+        this.wakers.set(r, waker);
+        o.addStoreListener(waker);
+      }
+    }
+    return o;
+  }
+
+  private schedule(r: Reader): void {
+    if (r.scheduled) return;
+    r.scheduled = true;
+    this.host.deps.clock.setTimer(() => {
+      r.scheduled = false;
+      if (this.readers.get(r.target.name)?.includes(r)) this.pump(r);
+    }, 0);
+  }
+
+  private startSeq(r: Reader, origin: Stream): number {
+    if (r.isMirror) {
+      const last = r.target.store.state().lastSeq;
+      if (last > 0) return last + 1;
+    }
+    if (r.cfg.opt_start_seq > 0) return r.cfg.opt_start_seq;
+    if (r.cfg.opt_start_time !== "") {
+      const ns = parseRfc3339Ns(r.cfg.opt_start_time);
+      if (!Number.isNaN(ns)) return seqFromTime(origin.store, ns);
+    }
+    return Math.max(1, origin.store.state().firstSeq);
+  }
+
+  /** Copy what is new in the origin; re-schedules itself when a batch was full. */
+  private pump(r: Reader): void {
+    const origin = this.resolve(r);
+    if (origin === null || origin === r.target) return;
+    if (r.next === 0) r.next = this.startSeq(r, origin);
+    let n = 0;
+    while (n < BATCH) {
+      const m = origin.store.loadNextMsg(">", r.next);
+      if (m === null) break;
+      if (r.isMirror) this.storeMirrored(r, m);
+      else this.storeSourced(r, m);
+      r.next = m.seq + 1;
+      r.dirty = true;
+      r.lastActiveMono = this.host.deps.clock.monoMs();
+      n++;
+    }
+    if (n === BATCH) this.schedule(r);
+  }
+
+  private storeMirrored(r: Reader, m: StoredMsg): void {
+    const t = r.target;
+    const subj = r.map(m.subject);
+    if (subj === null) return; // filtered out: leaves a gap, filled when the next one arrives
+    const st = t.store.state();
+    if (m.seq <= st.lastSeq) return;
+    if (m.seq > st.lastSeq + 1) {
+      if (st.msgs === 0) t.store.compact(m.seq);
+      else {
+        // Interior gap: reserve the sequences the origin no longer has.
+        for (let s = st.lastSeq + 1; s < m.seq; s++) t.store.removeMsg(t.store.storeMsg("", null, Buffer.alloc(0), m.tsNs, 0));
+      }
+    }
+    t.store1(subj, m.hdr, m.data, m.tsNs, ttlOf(m.hdr), "", 0, "");
+  }
+
+  private storeSourced(r: Reader, m: StoredMsg): void {
+    const subj = r.map(m.subject);
+    if (subj === null) return;
+    const tr = r.cfg.subject_transforms;
+    const filter = tr.length > 0 ? tr.map((x) => x.src || ">").join(",") : r.cfg.filter_subject || ">";
+    const dest = tr.length > 0 ? tr.map((x) => x.dest || ">").join(",") : ">";
+    const hdr = appendHeaders(m.hdr, [[HDR_STREAM_SOURCE, `${r.cfg.name} ${m.seq} ${filter} ${dest} ${m.subject}`]]);
+    r.target.processSourced(subj, hdr, m.data, msgIdOf(m.hdr), ttlOf(m.hdr));
+  }
+
+  // ---------- persistence of source positions ----------
+
+  private positionsFile(st: Stream): string | null {
+    return st.dir === null ? null : join(st.dir, "sources.json");
+  }
+
+  private loadPositions(st: Stream): Map<string, number> {
+    const out = new Map<string, number>();
+    const f = this.positionsFile(st);
+    if (f === null) return out;
+    const raw = this.host.fs.readFile(f);
+    if (raw === null) return out;
+    try {
+      const o = JSON.parse(raw.toString("utf8")) as Record<string, number>;
+      for (const [k, v] of Object.entries(o)) if (typeof v === "number") out.set(k, v);
+    } catch {
+      this.host.deps.log.warn(`JetStream ignoring unreadable ${f}`);
+    }
+    return out;
+  }
+
+  private persist(st: Stream, force: boolean): void {
+    const rs = (this.readers.get(st.name) ?? []).filter((r) => !r.isMirror);
+    if (st.dir === null || rs.length === 0) return;
+    if (!force && !rs.some((r) => r.dirty)) return;
+    const o: Record<string, number> = {};
+    for (const r of rs) {
+      o[r.iname] = r.next;
+      r.dirty = false;
+    }
+    // Positions may lag the data (never lead it): on recovery the header scan catches up.
+    st.store.sync(() => {
+      try {
+        if (st.dir !== null && this.host.fs.stat(st.dir) !== null) {
+          writeFileAtomicSync(this.host.fs, st.dir, "sources.json", Buffer.from(JSON.stringify(o)));
+        }
+      } catch (e) {
+        this.host.deps.log.warn(`JetStream could not save source positions of '${st.name}': ${(e as Error).message}`);
+      }
+    });
+  }
+
+  /** Newest stored Nats-Stream-Source per source, scanning back from the stream's end. */
+  private scanSourceHeaders(st: Stream, rs: Reader[]): void {
+    const want = new Map<string, Reader>();
+    for (const r of rs) if (!r.isMirror) want.set(r.cfg.name, r);
+    const found = new Set<string>();
+    const s = st.store.state();
+    let scanned = 0;
+    for (let seq = s.lastSeq; seq >= s.firstSeq && seq > 0 && scanned < SCAN_BACK_MAX; seq--, scanned++) {
+      const m = st.store.loadMsg(seq);
+      if (m === null || m.hdr === null) continue;
+      if (m.hdr.indexOf(HDR_STREAM_SOURCE, 0, "latin1") < 0) continue;
+      let v = "";
+      for (const [k, val] of parseHeaders(m.hdr).entries) if (k === HDR_STREAM_SOURCE) v = val;
+      const f = v.split(" ");
+      const name = f[0] ?? "";
+      const oseq = Number(f[1]);
+      if (found.has(name) || !Number.isFinite(oseq)) continue;
+      const r = want.get(name);
+      if (r === undefined) continue;
+      found.add(name);
+      if (oseq + 1 > r.next) r.next = oseq + 1;
+      if (found.size === want.size) break;
+    }
+  }
+}
+
+function ttlOf(hdr: Buffer | null): number {
+  if (hdr === null || hdr.indexOf(HDR_TTL, 0, "latin1") < 0) return 0;
+  for (const [k, v] of parseHeaders(hdr).entries) {
+    if (k === HDR_TTL) {
+      const t = parseMsgTtlSec(v);
+      return Number.isNaN(t) ? 0 : t;
+    }
+  }
+  return 0;
+}
