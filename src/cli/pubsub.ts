@@ -1,12 +1,12 @@
 // `pub`, `sub`, `req` and `reply`: core NATS messaging plus JetStream publish and subscribe.
 import { Option, type Command } from "commander";
 import { headers as makeHeaders, nuid, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
-import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import type { JsMsg } from "@nats-io/jetstream";
 import { withSession, type Session } from "./connect.js";
 import { CliError, f, fmtTime, goDuration, log, out } from "./output.js";
 import { collect, parseDuration, parseHeaderFlags, parseIntStrict } from "./parse.js";
 import { progressBar } from "./progress.js";
-import { printBody, streamNames } from "./stream.js";
+import { ephemeralConsumer, printBody, streamNames } from "./stream.js";
 
 const dec = new TextDecoder();
 const enc = new TextEncoder();
@@ -236,29 +236,28 @@ async function subJetStream(s: Session, subjects: string[], o: SubOpts, limit: n
   const opts: Record<string, unknown> = {};
   let how = "for new messages";
   if (o.startSequence !== undefined) {
-    opts["deliver_policy"] = DeliverPolicy.StartSequence;
+    opts["deliver_policy"] = "by_start_sequence";
     opts["opt_start_seq"] = parseIntStrict(o.startSequence, "start-sequence");
     how = `starting at sequence ${o.startSequence}`;
   } else if (o.all === true) {
-    opts["deliver_policy"] = DeliverPolicy.All;
+    opts["deliver_policy"] = "all";
     how = "from first received message";
   } else if (o.last === true) {
-    opts["deliver_policy"] = DeliverPolicy.Last;
+    opts["deliver_policy"] = "last";
     how = "from last received message";
   } else if (o.since !== undefined) {
     const d = parseDuration(o.since);
-    opts["deliver_policy"] = DeliverPolicy.StartTime;
+    opts["deliver_policy"] = "by_start_time";
     opts["opt_start_time"] = new Date(Date.now() - d / 1e6).toISOString();
     how = `since ${goDuration(d)}`;
   } else if (o.lastPerSubject === true) {
-    opts["deliver_policy"] = DeliverPolicy.LastPerSubject;
+    opts["deliver_policy"] = "last_per_subject";
     how = "for last message per subject";
   } else {
-    opts["deliver_policy"] = DeliverPolicy.New;
+    opts["deliver_policy"] = "new";
   }
-  if (subjects.length > 0) opts["filter_subjects"] = subjects;
   log(`Subscribing to JetStream Stream holding messages with subject ${subjects.length > 0 ? subjects.join(", ") : ">"} ${how}`);
-  const c = await js.consumers.get(stream, opts);
+  const c = await ephemeralConsumer(s, stream, opts, subjects);
   const messages = await c.consume();
   void ctl.done.then(() => messages.stop());
   for await (const m of messages) {

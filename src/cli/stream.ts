@@ -1,8 +1,7 @@
 // `tsnats stream ...`: natscli's stream commands over the JetStream API.
 import * as fs from "node:fs";
 import type { Command } from "commander";
-import { DeliverPolicy } from "@nats-io/jetstream";
-import type { JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import { jsApi } from "./api.js";
 import { withSession, type Session } from "./connect.js";
@@ -104,6 +103,26 @@ interface ViewOpts {
   subject?: string;
 }
 
+/**
+ * A short-lived, unacknowledged pull consumer, created over the plain API so that it works
+ * on servers without 2.10's filter_subjects (a single filter goes in filter_subject).
+ */
+export async function ephemeralConsumer(s: Session, stream: string, cfg: Record<string, unknown>, filters: string[]): Promise<Consumer> {
+  const config: Record<string, unknown> = {
+    ack_policy: "none",
+    deliver_policy: "all",
+    replay_policy: "instant",
+    inactive_threshold: 5e9,
+    mem_storage: true,
+    num_replicas: 1,
+    ...cfg,
+  };
+  if (filters.length === 1) config["filter_subject"] = filters[0];
+  else if (filters.length > 1) config["filter_subjects"] = filters;
+  const info = await jsApi<{ name: string }>(s.nc, `$JS.API.CONSUMER.CREATE.${stream}`, { stream_name: stream, config }, s.settings.timeoutMs);
+  return s.js().consumers.get(stream, info.name);
+}
+
 async function viewAction(s: Session, stream: string, sizeArg: string | undefined, o: ViewOpts): Promise<void> {
   let size = sizeArg === undefined ? 10 : parseIntStrict(sizeArg, "page size");
   if (size > 25) {
@@ -112,16 +131,15 @@ async function viewAction(s: Session, stream: string, sizeArg: string | undefine
   }
   if (size < 1) throw new CliError("page size must be at least 1");
   await streamInfo(s, stream);
-  const opts: Record<string, unknown> = {};
+  const cfg: Record<string, unknown> = {};
   if (o.since !== undefined) {
-    opts["deliver_policy"] = DeliverPolicy.StartTime;
-    opts["opt_start_time"] = new Date(Date.now() - parseDuration(o.since) / 1e6).toISOString();
+    cfg["deliver_policy"] = "by_start_time";
+    cfg["opt_start_time"] = new Date(Date.now() - parseDuration(o.since) / 1e6).toISOString();
   } else if (o.id !== undefined) {
-    opts["deliver_policy"] = DeliverPolicy.StartSequence;
-    opts["opt_start_seq"] = parseIntStrict(o.id, "id");
+    cfg["deliver_policy"] = "by_start_sequence";
+    cfg["opt_start_seq"] = parseIntStrict(o.id, "id");
   }
-  if (o.subject !== undefined) opts["filter_subjects"] = [o.subject];
-  const consumer = await s.js().consumers.get(stream, opts);
+  const consumer = await ephemeralConsumer(s, stream, cfg, o.subject !== undefined ? [o.subject] : []);
   // A terminal pages with a "Next Page?" question; without one natscli refuses to run,
   // we print the first page so scripts and pipes still see the data.
   const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
