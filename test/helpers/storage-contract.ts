@@ -77,6 +77,33 @@ class Model {
     this.msgs.set(seq, { seq, subject, data, hdr });
     return seq;
   }
+  /** Discard old the way the store must: per subject, then count, then bytes. */
+  enforce(l: StoreLimits, t: ContractTarget): number[] {
+    const out: number[] = [];
+    const drop = (seq: number) => {
+      this.msgs.delete(seq);
+      out.push(seq);
+    };
+    const last = this.msgs.get(this.last);
+    if (last !== undefined && l.maxMsgsPerSubject > 0) {
+      const same = this.sorted().filter((x) => x.subject === last.subject);
+      for (let k = 0; k < same.length - l.maxMsgsPerSubject; k++) drop((same[k] as ModelMsg).seq);
+    }
+    if (l.maxMsgs > 0) for (const x of this.sorted().slice(0, Math.max(0, this.msgs.size - l.maxMsgs))) drop(x.seq);
+    if (l.maxBytes > 0) {
+      const size = (x: ModelMsg) => t.msgSize(x.subject, x.hdr === null ? null : Buffer.from(x.hdr), Buffer.from(x.data));
+      let bytes = 0;
+      for (const x of this.msgs.values()) bytes += size(x);
+      for (const x of this.sorted()) {
+        if (bytes <= l.maxBytes) break;
+        bytes -= size(x);
+        drop(x.seq);
+      }
+    }
+    if (out.length > 0) this.fixFirst();
+    return out;
+  }
+
   private fixFirst(): void {
     if (this.msgs.size === 0) this.first = this.last + 1;
     else this.first = Math.min(...this.msgs.keys());
@@ -154,6 +181,19 @@ type Op =
   | { op: "purge"; f: number; seq: number; keep: number }
   | { op: "compact"; seq: number }
   | { op: "reopen" };
+
+const limitsArb: fc.Arbitrary<StoreLimits> = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(noLimits) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      maxMsgs: fc.constantFrom(-1, 3, 8),
+      maxBytes: fc.constantFrom(-1, 400),
+      maxAgeMs: fc.constant(0),
+      maxMsgsPerSubject: fc.constantFrom(-1, 1, 2),
+    }),
+  },
+);
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ op: fc.constant("store" as const), s: fc.nat(SUBJECTS.length - 1), len: fc.nat(40), hdr: fc.boolean() }) },
@@ -409,9 +449,11 @@ export function streamStoreContract(t: ContractTarget): void {
 
     void it("matches a model under random operations (property)", async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(opArb, { maxLength: 60 }), async (ops) => {
+        fc.asyncProperty(fc.array(opArb, { maxLength: 60 }), limitsArb, async (ops, limits) => {
           const env = t.newEnv();
-          let s = await env.open();
+          const removedByLimit: number[] = [];
+          const cbs: StoreCallbacks = { onLimitRemove: (seq) => removedByLimit.push(seq) };
+          let s = await env.open(limits, cbs);
           const m = new Model();
           try {
             for (const o of ops) {
@@ -421,6 +463,8 @@ export function streamStoreContract(t: ContractTarget): void {
                   const hdr = o.hdr ? `NATS/1.0\r\nN: ${m.last}\r\n\r\n` : null;
                   const subject = SUBJECTS[o.s] as string;
                   assert.equal(s.storeMsg(subject, hdr === null ? null : Buffer.from(hdr), Buffer.from(data), T0, 0), m.store(subject, data, hdr));
+                  const want = m.enforce(limits, t);
+                  assert.deepEqual(removedByLimit.splice(0), want, "limit removals");
                   break;
                 }
                 case "remove":
@@ -435,13 +479,14 @@ export function streamStoreContract(t: ContractTarget): void {
                   assert.equal(s.compact(o.seq), m.compact(o.seq), `compact ${o.seq}`);
                   break;
                 case "reopen":
-                  if (env.reopen) s = await env.reopen(s);
+                  if (env.reopen) s = await env.reopen(s, limits, cbs);
                   break;
               }
             }
             checkAgainstModel(s, m, t);
             if (env.reopen) {
-              s = await env.reopen(s);
+              s = await env.reopen(s, limits, cbs);
+              assert.deepEqual(removedByLimit, [], "nothing removed by limits at reopen");
               checkAgainstModel(s, m, t);
             }
           } finally {

@@ -138,6 +138,58 @@ void describe("file store recovery (real disk)", () => {
     }
   });
 
+  void it("carries tombstones forward when the block holding them is reclaimed", async () => {
+    const t = tmp();
+    try {
+      const opts = { dir: t.dir, blockSizeBytes: 512 };
+      const { store } = await openFileStreamStore(opts);
+      const put = (i: number) => store.storeMsg("t", null, Buffer.alloc(100, i), T0 + i, 0);
+      for (let i = 1; i <= 3; i++) put(i); // block 1
+      for (let i = 4; i <= 6; i++) put(i); // block 2
+      store.removeMsg(2); // its tombstone lands in block 2
+      await syncP(store);
+      for (let i = 7; i <= 9; i++) put(i); // block 3
+      for (let i = 4; i <= 6; i++) store.removeMsg(i); // block 2 is now dead and goes away
+      await syncP(store);
+      await syncP(store);
+      assert.ok(!blocks(t.dir).some((f) => f.endsWith("/2.blk")), "block 2 reclaimed");
+      await store.close();
+      const { store: s2 } = await openFileStreamStore(opts);
+      assert.equal(s2.loadMsg(2), null, "removed message stays removed");
+      assert.deepEqual(s2.deletedSeqs(), [2, 4, 5, 6]);
+      assert.ok(s2.loadMsg(3)?.data.equals(Buffer.alloc(100, 3)));
+      await s2.close();
+    } finally {
+      t.done();
+    }
+  });
+
+  void it("keeps tombstones of other blocks when compacting a block", async () => {
+    const t = tmp();
+    try {
+      const opts = { dir: t.dir, blockSizeBytes: 512 };
+      const { store } = await openFileStreamStore(opts);
+      const put = (i: number) => store.storeMsg("t", null, Buffer.alloc(20, i), T0 + i, 0);
+      let i = 1;
+      while (store.blockCount() < 2) put(i++); // block 1 full, block 2 started
+      const firstOfTwo = i - 1;
+      store.removeMsg(2); // tombstone in block 2
+      while (store.blockCount() < 3) put(i++); // block 2 sealed
+      const lastOfTwo = i - 2;
+      for (let q = firstOfTwo; q < lastOfTwo; q++) store.removeMsg(q); // block 2 mostly dead: compacted
+      await syncP(store);
+      await syncP(store);
+      await store.close();
+      const { store: s2 } = await openFileStreamStore(opts);
+      assert.equal(s2.loadMsg(2), null, "removed message in block 1 stays removed");
+      assert.ok(s2.loadMsg(lastOfTwo)?.data.equals(Buffer.alloc(20, lastOfTwo)));
+      assert.ok(s2.loadMsg(3)?.data.equals(Buffer.alloc(20, 3)));
+      await s2.close();
+    } finally {
+      t.done();
+    }
+  });
+
   void it("compacts mostly deleted blocks and keeps interior deletes across restart", async () => {
     const t = tmp();
     try {

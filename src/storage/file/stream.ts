@@ -226,6 +226,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     else this.wblk = this.newBlock();
     this.loading = false;
     for (const b of [...this.blocks]) if (b !== this.wblk && b.live === 0) this.blockDied(b);
+    this.setLimits(this.limits); // limits may have been lowered while the store was closed
     if (this.syncIntervalMs > 0) this.armSyncTimer();
     this.scheduleFlush();
     return report;

@@ -13,6 +13,8 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
   private payloads: (Buffer | null)[];
   private hdrLens: Uint32Array; // header length inside payload; 0xffffffff = null header
   private closed = false;
+  private syncQ: ((err: Error | null) => void)[] = [];
+  private readonly drainFn = () => this.drain();
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null) {
     super(limits, callbacks, 256);
@@ -58,7 +60,15 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
   }
 
   sync(cb: (err: Error | null) => void): void {
-    setImmediate(cb, null);
+    // one Immediate per batch of callers, not per message
+    this.syncQ.push(cb);
+    if (this.syncQ.length === 1) setImmediate(this.drainFn);
+  }
+
+  private drain(): void {
+    const q = this.syncQ;
+    this.syncQ = [];
+    for (const cb of q) cb(null);
   }
 
   async close(): Promise<void> {
