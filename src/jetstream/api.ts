@@ -206,7 +206,9 @@ export class ApiRouter {
       this.respond(reply, { type, ...out });
     } catch (e) {
       if (e instanceof Fail || e instanceof JsApiError) {
-        this.respond(reply, { type, error: e.apiError });
+        // Go's non-omitempty fields still appear next to the error.
+        const extra = type === ApiType.StreamPurge ? { purged: 0 } : {};
+        this.respond(reply, { type, error: e.apiError, ...extra });
         return;
       }
       throw e;
@@ -488,8 +490,8 @@ export class ApiRouter {
     if (st.cfg.sealed) fail("JSStreamSealedErr");
     if (st.cfg.deny_delete) fail("JSStreamMsgDeleteFailedF", { err: "message delete not permitted" });
     const s = st.store.state();
-    if (seq === 0 || seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
-    if (!st.deleteMsg(seq)) fail("JSSequenceNotFoundErrF", { seq });
+    if (seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "stream store EOF" });
+    if (seq === 0 || !st.deleteMsg(seq)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
     return { success: true };
   }
 }
