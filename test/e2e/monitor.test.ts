@@ -49,7 +49,7 @@ after(async () => {
   await srv.close();
 });
 
-test("varz counts connections, subscriptions and messages", async () => {
+void test("varz counts connections, subscriptions and messages", async () => {
   const base = (await get(mp, "/varz")).json();
   assert.equal(base["version"], (await import("../../src/version.js")).SERVER_VERSION);
   assert.equal(base["port"], srv.port);
@@ -71,7 +71,7 @@ test("varz counts connections, subscriptions and messages", async () => {
   await nc.close();
 });
 
-test("connz pages, sorts and lists subscriptions", async () => {
+void test("connz pages, sorts and lists subscriptions", async () => {
   const ncs: NatsConnection[] = [];
   for (let i = 0; i < 3; i++) {
     const nc = await connect({ servers: srv.url, name: `c${i}` });
@@ -128,7 +128,7 @@ test("connz pages, sorts and lists subscriptions", async () => {
   assert.equal(typeof cc["stop"], "string");
 });
 
-test("subsz reports sublist stats and filters by test subject", async () => {
+void test("subsz reports sublist stats and filters by test subject", async () => {
   const nc = await connect({ servers: srv.url });
   conns.push(nc);
   nc.subscribe("sz.*");
@@ -149,7 +149,7 @@ test("subsz reports sublist stats and filters by test subject", async () => {
   assert.equal((paged["subscriptions_list"] as unknown[]).length, 1);
 });
 
-test("healthz, CORS, content type, jsz disabled, routez, metrics, 404", async () => {
+void test("healthz, CORS, content type, jsz disabled, routez, metrics, 404", async () => {
   const h = await get(mp, "/healthz");
   assert.equal(h.status, 200);
   assert.deepEqual(h.json(), { status: "ok" });
@@ -179,7 +179,7 @@ test("healthz, CORS, content type, jsz disabled, routez, metrics, 404", async ()
 // JetStream is loaded lazily from src/jetstream/service.js; skip when it is not built yet.
 const serviceBuilt = existsSync(fileURLToPath(new URL("../../src/jetstream/service.js", import.meta.url)));
 
-test("jsz, varz and metrics with JetStream enabled", { skip: serviceBuilt ? false : "src/jetstream/service.js not built" }, async () => {
+void test("jsz, varz and metrics with JetStream enabled", { skip: serviceBuilt ? false : "src/jetstream/service.js not built" }, async () => {
   const storeDir = mkdtempSync(join(tmpdir(), "tsnats-mon-js-"));
   const js = await startServer({ port: 0, httpPort: -1, httpHost: "127.0.0.1", jetstream: { enabled: true, storeDir } });
   try {

@@ -88,7 +88,7 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
 
 const q = (s: string): URLSearchParams => new URLSearchParams(s);
 
-test("format: Go time and duration strings", () => {
+void test("format: Go time and duration strings", () => {
   assert.equal(rfc3339(Date.UTC(2026, 11, 2, 18, 52, 51, 900)), "2026-12-02T18:52:51.9Z");
   assert.equal(rfc3339(Date.UTC(2026, 11, 2, 18, 52, 51, 0)), "2026-12-02T18:52:51Z");
   assert.equal(uptime(0), "0s");
@@ -108,7 +108,7 @@ test("format: Go time and duration strings", () => {
   assert.equal(parseGoBool("yes"), null);
 });
 
-test("varz: nats-server field names and units", () => {
+void test("varz: nats-server field names and units", () => {
   const v = buildVarz(snap({ open: [conn(1), conn(2)] }));
   for (const k of [
     "server_id", "server_name", "version", "proto", "go", "host", "port", "max_connections", "ping_interval", "ping_max",
@@ -129,7 +129,7 @@ test("varz: nats-server field names and units", () => {
   assert.deepEqual(v["connect_urls"], []);
 });
 
-test("varz: jetstream section from the service's jsz body", () => {
+void test("varz: jetstream section from the service's jsz body", () => {
   const v = buildVarz(snap({ jetstreamRequested: true, jsz: { memory: 5, storage: 6, api: { total: 3, errors: 1 }, config: { store_dir: "/x/jetstream" } } }));
   const js = v["jetstream"] as { config: Record<string, unknown>; stats: Record<string, unknown> };
   assert.equal(js.config["store_dir"], "/x/jetstream");
@@ -139,7 +139,7 @@ test("varz: jetstream section from the service's jsz body", () => {
   assert.deepEqual(js.stats["api"], { total: 3, errors: 1 });
 });
 
-test("connz: default paging, offset and limit", () => {
+void test("connz: default paging, offset and limit", () => {
   const open = Array.from({ length: 5 }, (_, i) => conn(i + 1));
   const s = snap({ open });
   const all = buildConnz(s, parseConnzOptions(q("")));
@@ -157,7 +157,7 @@ test("connz: default paging, offset and limit", () => {
   assert.deepEqual(past["connections"], []);
 });
 
-test("connz: connection fields", () => {
+void test("connz: connection fields", () => {
   const c = conn(3, { name: "me", inMsgs: 4, subs: [sub(3, "1", "foo"), sub(3, "2", "bar", "q")], numSubs: 2, rttMs: 2.5 });
   const r = buildConnz(snap({ open: [c] }), parseConnzOptions(q("subs=detail")));
   const ci = (r["connections"] as Record<string, unknown>[])[0]!;
@@ -180,7 +180,7 @@ test("connz: connection fields", () => {
   assert.ok(!("subscriptions_list" in (none["connections"] as Record<string, unknown>[])[0]!));
 });
 
-test("connz: sort orders follow nats-server (cid/start/reason ascending, others descending)", () => {
+void test("connz: sort orders follow nats-server (cid/start/reason ascending, others descending)", () => {
   const a = conn(1, { outMsgs: 5, inBytes: 1, rttMs: 3 });
   const b = conn(2, { outMsgs: 9, inBytes: 7, rttMs: 1 });
   const c = conn(3, { outMsgs: 1, inBytes: 4, rttMs: 2 });
@@ -197,7 +197,7 @@ test("connz: sort orders follow nats-server (cid/start/reason ascending, others 
   assert.deepEqual((r["connections"] as { cid: number }[]).map((x) => x.cid), [1]);
 });
 
-test("connz: bad options are 400s with nats-server texts", () => {
+void test("connz: bad options are 400s with nats-server texts", () => {
   assert.throws(() => parseConnzOptions(q("sort=bogus")), (e: unknown) => e instanceof BadRequest && e.message === "invalid sorting option: bogus");
   assert.throws(() => parseConnzOptions(q("sort=stop")), /sort by stop only valid on closed connections/);
   assert.throws(() => parseConnzOptions(q("sort=reason&state=open")), /only valid on closed/);
@@ -206,7 +206,7 @@ test("connz: bad options are 400s with nats-server texts", () => {
   assert.doesNotThrow(() => parseConnzOptions(q("sort=stop&state=closed")));
 });
 
-test("connz: state, cid and auth", () => {
+void test("connz: state, cid and auth", () => {
   const open = [conn(1, { user: "alice" }), conn(2)];
   const closed = [conn(3, { stopMs: T0 + 50_000, lastActivityMs: T0 + 50_000, reason: "Client Closed" })];
   const s = snap({ open, closed });
@@ -227,7 +227,7 @@ test("connz: state, cid and auth", () => {
   assert.ok(!("authorized_user" in (noauth["connections"] as Record<string, unknown>[])[0]!));
 });
 
-test("subsz: stats, list with paging and test filter", () => {
+void test("subsz: stats, list with paging and test filter", () => {
   const allSubs = [sub(2, "1", "foo.>"), sub(1, "2", "bar", "q"), sub(1, "1", "foo.x"), sub(3, "1", "baz")];
   const s = snap({ allSubs });
   const plain = buildSubsz(s, parseSubszOptions(q("")));
@@ -247,7 +247,7 @@ test("subsz: stats, list with paging and test filter", () => {
   assert.throws(() => parseSubszOptions(q("test=foo.*")), /invalid test subject/);
 });
 
-test("jsz: disabled shape, and defaults filled into the service's body", () => {
+void test("jsz: disabled shape, and defaults filled into the service's body", () => {
   const d = buildJsz(snap());
   assert.equal(d["disabled"], true);
   assert.deepEqual(d["config"], { max_memory: 0, max_storage: 0 });
@@ -266,7 +266,7 @@ test("jsz: disabled shape, and defaults filled into the service's body", () => {
   assert.deepEqual(e["account_details"], [{ name: "$G" }]);
 });
 
-test("healthz: ok, JetStream requested but down, bad parameter", () => {
+void test("healthz: ok, JetStream requested but down, bad parameter", () => {
   const o = parseHealthzOptions(q("js-enabled-only=true"));
   assert.deepEqual(buildHealthz({ jetstreamRequested: false }, false, o), { httpStatus: 200, body: { status: "ok" } });
   assert.deepEqual(buildHealthz({ jetstreamRequested: true }, true, o), { httpStatus: 200, body: { status: "ok" } });
@@ -276,7 +276,7 @@ test("healthz: ok, JetStream requested but down, bad parameter", () => {
   assert.throws(() => parseHealthzOptions(q("js-enabled-only=x")), /Error decoding boolean for 'js-enabled-only'/);
 });
 
-test("metrics: Prometheus text format with HELP/TYPE and JetStream gauges when enabled", () => {
+void test("metrics: Prometheus text format with HELP/TYPE and JetStream gauges when enabled", () => {
   const text = buildMetrics(snap({ open: [conn(1)] }));
   assert.match(text, /^# HELP gnatsd_varz_connections .+\n# TYPE gnatsd_varz_connections gauge\ngnatsd_varz_connections\{server_id="NSERVER"\} 1\n/);
   assert.match(text, /\n# TYPE gnatsd_varz_in_msgs counter\ngnatsd_varz_in_msgs\{server_id="NSERVER"\} 10\n/);
