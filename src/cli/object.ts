@@ -158,7 +158,7 @@ export function registerObject(program: Command): void {
         const err = await res.error;
         if (!toStdout) fs.closeSync(fd);
         bar.done();
-        if (err !== null) throw err;
+        if (err !== null && err !== undefined) throw err;
         if (!toStdout) out(`Wrote: ${ibytes(written)} to ${target} in ${humanDuration((Date.now() - started) * 1e6)}`);
       });
     });
