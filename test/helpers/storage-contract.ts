@@ -435,6 +435,24 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
+    void it("counts numPending across many sequences with holes", async () => {
+      await withStore(t, async (s) => {
+        const N = 20_000;
+        for (let i = 1; i <= N; i++) put(s, `n.${i % 7}`, "x");
+        let r = 12345;
+        const rnd = () => (r = (r * 1103515245 + 12345) % 2147483648) / 2147483648;
+        for (let i = 0; i < N / 3; i++) s.removeMsg(1 + Math.floor(rnd() * N));
+        const live: number[] = [];
+        for (let q = 1; q <= N; q++) if (s.loadMsg(q) !== null) live.push(q);
+        assert.equal(s.state().msgs, live.length);
+        for (const start of [0, 1, 2, 4095, 4096, 4097, 8191, 12_000, 19_999, 20_000, 20_001]) {
+          assert.equal(s.numPending(start, ">", false), live.filter((q) => q >= start).length, `numPending(${start})`);
+        }
+        s.purge({ keep: 5000 });
+        assert.equal(s.numPending(16_000, "", false), live.filter((q) => q >= 16_000).length);
+      });
+    });
+
     void it("answers sync callbacks, many at once", async () => {
       await withStore(t, async (s) => {
         const ps: Promise<void>[] = [];

@@ -159,7 +159,7 @@ export class FileConsumerStore implements ConsumerStore {
   }
 
   sync(cb: SyncCb): void {
-    if (this.failed !== null) {
+    if (this.failed !== null || this.closed) {
       setImmediate(cb, this.failed);
       return;
     }

@@ -375,8 +375,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   sync(cb: SyncCb): void {
-    if (this.failed !== null) {
-      setImmediate(cb, this.failed);
+    if (this.failed !== null || this.closed) {
+      setImmediate(cb, this.failed); // after close everything is already on disk
       return;
     }
     this.queued.push(cb);
@@ -627,9 +627,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     let buf: Buffer;
     let p: number;
     if (b === this.wblk && off >= b.written) {
-      const q = off - b.written;
-      buf = Buffer.from(this.wbuf.subarray(q, q + rl));
-      p = 0;
+      buf = this.wbuf;
+      p = off - b.written;
     } else {
       let win: CacheWin | null = null;
       for (const c of this.cache) {
@@ -656,13 +655,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const hl = buf.readUInt32LE(p + 8);
     const hasHdr = ((buf[p + 5] as number) & FLAG_HDR) !== 0;
     const h0 = p + REC_HDR + sl;
-    return {
-      seq,
-      subject,
-      hdr: hasHdr ? buf.subarray(h0, h0 + hl) : null,
-      data: buf.subarray(h0 + hl, p + rl - 4),
-      tsNs,
-    };
+    // Copy out: a view would pin a whole read window for as long as the caller keeps it.
+    const out = Buffer.allocUnsafe(rl - REC_OVERHEAD - sl);
+    buf.copy(out, 0, h0, p + rl - 4);
+    return { seq, subject, hdr: hasHdr ? out.subarray(0, hl) : null, data: out.subarray(hl), tsNs };
   }
 
   // ---- lifecycle ----

@@ -24,6 +24,9 @@ export class SubjRec {
 }
 
 const MATCH_CACHE_MAX = 16;
+// Live messages are also counted per chunk of 4096 sequences, so counting from a start
+// sequence (numPending) touches one partial chunk plus a counter per later chunk.
+const CHUNK = 4096;
 const MATCH_YES = 1;
 const MATCH_NO = 2;
 
@@ -53,6 +56,8 @@ export abstract class SeqIndex {
 
   protected limits: StoreLimits;
   protected readonly callbacks: StoreCallbacks;
+  private chunkCnt = new Uint32Array(64);
+  private chunkBase = 0; // chunk number (floor(seq / CHUNK)) counted by chunkCnt[0]
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null, initialCap = 1024) {
     this.cap = initialCap;
@@ -200,6 +205,7 @@ export abstract class SeqIndex {
     this.sizeCol[i] = size;
     this.lastSeq = seq;
     this.lastTsNs = tsNs;
+    this.chunkAdd(seq);
     if (this.msgs === 0) this.firstSeq = seq;
     this.msgs++;
     this.bytes += size;
@@ -247,6 +253,8 @@ export abstract class SeqIndex {
     const rec = this.byId[id];
     if (rec === undefined) throw new Error(`seqindex: slot ${seq} has unknown subject id ${id}`);
     this.subjCol[i] = 0;
+    const ci = Math.floor(seq / CHUNK) - this.chunkBase;
+    this.chunkCnt[ci] = (this.chunkCnt[ci] as number) - 1;
     this.msgs--;
     this.bytes -= this.sizeCol[i] ?? 0;
     rec.msgs--;
@@ -277,6 +285,40 @@ export abstract class SeqIndex {
     this.onRemoved(seq, i);
     if (byLimit) this.callbacks.onLimitRemove?.(seq, rec.name);
     return true;
+  }
+
+  private chunkAdd(seq: number): void {
+    const ch = Math.floor(seq / CHUNK);
+    if (this.msgs === 0 && ch !== this.chunkBase) {
+      this.chunkCnt.fill(0);
+      this.chunkBase = ch;
+    }
+    let c = ch - this.chunkBase;
+    if (c >= this.chunkCnt.length) {
+      const dead = Math.floor(this.firstSeq / CHUNK) - this.chunkBase;
+      const used = this.chunkCnt.length - dead;
+      let len = this.chunkCnt.length;
+      while (c - dead >= len) len *= 2;
+      const n = new Uint32Array(used * 2 > len ? len * 2 : len);
+      n.set(this.chunkCnt.subarray(dead));
+      this.chunkCnt = n;
+      this.chunkBase += dead;
+      c = ch - this.chunkBase;
+    }
+    this.chunkCnt[c] = (this.chunkCnt[c] as number) + 1;
+  }
+
+  /** Live messages with seq >= start (start within [firstSeq, lastSeq]). */
+  private countFrom(start: number): number {
+    const col = this.subjCol;
+    const base = this.base;
+    const ch = Math.floor(start / CHUNK);
+    const end = Math.min(this.lastSeq, (ch + 1) * CHUNK - 1);
+    let n = 0;
+    for (let s = start; s <= end; s++) if (col[s - base] !== 0) n++;
+    const lastC = Math.floor(this.lastSeq / CHUNK) - this.chunkBase;
+    for (let c = ch + 1 - this.chunkBase; c <= lastC; c++) n += this.chunkCnt[c] as number;
+    return n;
   }
 
   // ---- TTL heap ----
@@ -541,18 +583,14 @@ export abstract class SeqIndex {
     }
     const base = this.base;
     const col = this.subjCol;
-    if (all) {
-      if (start === this.firstSeq) return this.msgs;
-      // count the smaller side of the split
-      if (start - this.firstSeq < this.lastSeq - start) {
-        let before = 0;
-        for (let s = this.firstSeq; s < start; s++) if (col[s - base] !== 0) before++;
-        return this.msgs - before;
-      }
-      let n = 0;
-      for (let s = start; s <= this.lastSeq; s++) if (col[s - base] !== 0) n++;
-      return n;
+    if (!all && !isLiteralSubject(filter) && this.subjects.size < this.lastSeq - start) {
+      // A filter that matches every subject (or none) needs no scan of the range.
+      let matched = 0;
+      for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) matched++;
+      if (matched === 0) return 0;
+      if (matched === this.subjects.size) return this.numPending(startSeq, ">", false);
     }
+    if (all) return start === this.firstSeq ? this.msgs : this.countFrom(start);
     if (isLiteralSubject(filter)) {
       const rec = this.subjects.get(filter);
       if (rec === undefined) return 0;
