@@ -252,7 +252,9 @@ export class Server implements Bus {
     this.log.info("Entering lame duck mode, stop accepting new clients");
     const l = this.listener;
     this.listener = null;
-    if (l) await new Promise<void>((r) => l.close(() => r()));
+    // close() stops accepting at once, but its callback waits for every open connection
+    // to end; awaiting it here would hang until the clients left on their own.
+    if (l) l.close();
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;
