@@ -22,6 +22,10 @@ export interface Bus {
   subscribe(subject: string, handler: InternalHandler, queue?: string): InternalSubscription;
   /** Route a message as if a client had published it. */
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  /** Route by `deliverSubject` but show `msgSubject` in the MSG line (JetStream deliveries
+   *  keep the stored subject while going to an inbox or deliver subject). Optional so that
+   *  test fakes need not implement it; callers fall back to publish(deliverSubject, ...). */
+  deliverAs?(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
   /** True when at least one subscription (client or internal) matches. */
   hasInterest(subject: string): boolean;
 }

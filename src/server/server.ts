@@ -388,7 +388,7 @@ export class Server implements Bus {
   // ---- routing ----
 
   /** Route one message to every matching subscription (one member per queue group). */
-  route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, shown = subject): void {
     const r: SublistResult<Subscription> = this.sublist.match(subject);
     let delivered = 0;
     const noEcho = from !== null && !from.echo;
@@ -396,7 +396,7 @@ export class Server implements Bus {
     for (let i = 0; i < ps.length; i++) {
       const sub = ps[i]!;
       if (noEcho && sub.owner === from) continue;
-      sub.owner.deliverMsg(sub, subject, reply, hdr, payload);
+      sub.owner.deliverMsg(sub, shown, reply, hdr, payload);
       delivered++;
     }
     const qs = r.qsubs;
@@ -408,7 +408,7 @@ export class Server implements Bus {
       for (let k = 0; k < n; k++) {
         const sub = members[(start + k) % n]!;
         if (sub.closed || (noEcho && sub.owner === from)) continue;
-        sub.owner.deliverMsg(sub, subject, reply, hdr, payload);
+        sub.owner.deliverMsg(sub, shown, reply, hdr, payload);
         delivered++;
         break;
       }
@@ -462,6 +462,14 @@ export class Server implements Bus {
 
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     this.route(null, subject, reply, hdr, payload);
+    if (!this.flushScheduled && this.dirtyClients.length > 0) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBound);
+    }
+  }
+
+  deliverAs(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    this.route(null, deliverSubject, reply, hdr, payload, msgSubject);
     if (!this.flushScheduled && this.dirtyClients.length > 0) {
       this.flushScheduled = true;
       setImmediate(this.flushBound);
