@@ -589,6 +589,9 @@ export function consumerStoreContract(t: ContractTarget): void {
           await syncP(c);
           c = await env.reopen(c);
           assert.deepEqual(c.load(), sampleConsumerState(49));
+          c.update(sampleConsumerState(4)); // no sync: close must still write it
+          c = await env.reopen(c);
+          assert.deepEqual(c.load(), sampleConsumerState(4));
         }
       } finally {
         await c.close();

@@ -16,6 +16,7 @@ const LOG = "o.log";
 const META = "meta.json";
 const MIN_REWRITE_BYTES = 1024 * 1024;
 const STATE_MAGIC = 0x43; // 'C'
+const UPDATE_COALESCE_MS = 20;
 
 export interface FileConsumerStoreOptions {
   dir: string;
@@ -110,6 +111,11 @@ export class FileConsumerStore implements ConsumerStore {
   private closed = false;
   private timer: TimerHandle | null = null;
   private readonly idleWaiters: (() => void)[] = [];
+  private coalesceTimer: TimerHandle | null = null;
+  private readonly coalesceFn = (): void => {
+    this.coalesceTimer = null;
+    this.schedule();
+  };
 
   constructor(opts: FileConsumerStoreOptions) {
     this.dir = opts.dir;
@@ -155,7 +161,11 @@ export class FileConsumerStore implements ConsumerStore {
   update(state: ConsumerState): void {
     if (this.closed) throw new Error("consumer store is closed");
     this.latest = state;
-    this.schedule();
+    // Nobody waits for this state yet: write it a little later, coalescing a burst of acks
+    // into one snapshot. A sync() flushes at once.
+    if (!this.flushScheduled && this.coalesceTimer === null && this.fd >= 0) {
+      this.coalesceTimer = this.clock.setTimer(this.coalesceFn, UPDATE_COALESCE_MS);
+    }
   }
 
   sync(cb: SyncCb): void {
@@ -177,6 +187,10 @@ export class FileConsumerStore implements ConsumerStore {
   }
 
   private schedule(): void {
+    if (this.coalesceTimer !== null) {
+      this.clock.clearTimer(this.coalesceTimer);
+      this.coalesceTimer = null;
+    }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(this.flushFn);
@@ -262,6 +276,8 @@ export class FileConsumerStore implements ConsumerStore {
     await new Promise<void>((res) => this.sync(() => res()));
     if (this.fsyncing) await new Promise<void>((res) => this.idleWaiters.push(res));
     this.closed = true;
+    if (this.coalesceTimer !== null) this.clock.clearTimer(this.coalesceTimer);
+    this.coalesceTimer = null;
     if (this.timer !== null) this.clock.clearTimer(this.timer);
     this.timer = null;
     if (this.fd >= 0) {

@@ -106,7 +106,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private blocks: Blk[] = []; // every block file, by id
   private seqBlocks: Blk[] = []; // blocks holding at least one message record, by seq range
   private wblk: Blk;
-  private wbuf: Buffer = Buffer.allocUnsafe(FLUSH_AT_BYTES + 64 * 1024);
+  private wbuf: Buffer = Buffer.allocUnsafe(16 * 1024); // grows under load up to about FLUSH_AT_BYTES
   private wlen = 0;
   private writes = 0; // count of write calls, for ordering unlinks after syncs
   private writtenFloor = -1;
