@@ -123,10 +123,11 @@ export function cleanupCliEnv(env: CliEnv): void {
 }
 
 function childEnv(env: CliEnv, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const e: NodeJS.ProcessEnv = { ...process.env, TSNATS_CONFIG_DIR: env.configDir, ...extra };
+  const e: NodeJS.ProcessEnv = { ...process.env, TSNATS_CONFIG_DIR: env.configDir };
+  // The caller's own NATS settings must not leak into a test run; extra ones are the test's.
   delete e["NATS_URL"];
   delete e["NATS_CONTEXT"];
-  return e;
+  return { ...e, ...extra };
 }
 
 /** Runs `tsnats --server <url> ...args` with a pipe (not a terminal) as stdin. */
