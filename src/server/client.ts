@@ -130,7 +130,8 @@ export class Client implements ParserHandler, SubOwner {
       if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("not an object");
       c = v as Record<string, unknown>;
     } catch {
-      this.sendErr("Unknown Protocol Operation");
+      // nats-server closes on undecodable CONNECT JSON without an -ERR.
+      this.server.log.debug(`${this.label()} - bad CONNECT JSON`);
       this.close(CloseReason.ProtocolViolation);
       return;
     }
@@ -241,7 +242,7 @@ export class Client implements ParserHandler, SubOwner {
   protocolError(kind: ProtoErrorKind, detail: string): void {
     switch (kind) {
       case ProtoErrorKind.MaxControlLine:
-        this.sendErr("Maximum Control Line Exceeded");
+        this.sendErr("maximum control line exceeded"); // nats-server's exact (lower-case) text
         this.close(CloseReason.MaxControlLine);
         return;
       case ProtoErrorKind.MaxPayload:

@@ -196,17 +196,18 @@ function matchLevel<S extends SubLike>(
   psubs: S[],
   qmap: Map<string, S[]>,
 ): void {
+  // Result order follows nats-server (fwc, deeper levels, then the literal node before
+  // the '*' node of the last level) so deliveries of one message go out in the same order.
   if (level.fwc) addNode(level.fwc, psubs, qmap);
   const last = i === tokens.length - 1;
-  if (level.pwc) {
-    if (last) addNode(level.pwc, psubs, qmap);
-    else if (level.pwc.next) matchLevel(level.pwc.next, tokens, i + 1, psubs, qmap);
-  }
   const n = level.nodes.get(tokens[i]!);
-  if (n) {
-    if (last) addNode(n, psubs, qmap);
-    else if (n.next) matchLevel(n.next, tokens, i + 1, psubs, qmap);
+  if (last) {
+    if (n) addNode(n, psubs, qmap);
+    if (level.pwc) addNode(level.pwc, psubs, qmap);
+    return;
   }
+  if (level.pwc?.next) matchLevel(level.pwc.next, tokens, i + 1, psubs, qmap);
+  if (n?.next) matchLevel(n.next, tokens, i + 1, psubs, qmap);
 }
 
 function addNode<S extends SubLike>(n: Node<S>, psubs: S[], qmap: Map<string, S[]>): void {
