@@ -66,7 +66,8 @@ export class Parser {
         const nl = buf.indexOf(LF, i);
         if (nl < 0) {
           const have = (this.partialLine ? this.partialLine.length : 0) + (n - i);
-          if (have > this.limits.maxControlLineBytes) {
+          // A CR that ends this read belongs to the line terminator, not to the line.
+          if (have - (buf[n - 1] === CR ? 1 : 0) > this.limits.maxControlLineBytes) {
             this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
             return;
           }
@@ -74,21 +75,22 @@ export class Parser {
           this.partialLine = this.partialLine ? Buffer.concat([this.partialLine, rest]) : Buffer.from(rest);
           return;
         }
-        let line: Buffer;
+        let line = buf;
+        let ls = i;
+        let end = nl;
         if (this.partialLine) {
           line = Buffer.concat([this.partialLine, buf.subarray(i, nl)]);
           this.partialLine = null;
-        } else {
-          line = buf.subarray(i, nl);
+          ls = 0;
+          end = line.length;
         }
         i = nl + 1;
-        let end = line.length;
-        if (end > 0 && line[end - 1] === CR) end--;
-        if (end > this.limits.maxControlLineBytes) {
+        if (end > ls && line[end - 1] === CR) end--;
+        if (end - ls > this.limits.maxControlLineBytes) {
           this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
           return;
         }
-        this.control(line, end);
+        this.control(line, ls, end);
       } else {
         // Payload plus its CRLF.
         const need = this.pTotal + 2;
@@ -156,33 +158,34 @@ export class Parser {
     return count;
   }
 
-  private control(line: Buffer, end: number): void {
+  // The line is line[ls, end) (without CRLF); `line` may be the whole read buffer.
+  private control(line: Buffer, ls: number, end: number): void {
     // Verb: letters up to the first space/tab, matched case-insensitively (| 0x20).
-    let v = 0;
+    let v = ls;
     while (v < end && line[v] !== 32 && line[v] !== 9) v++;
-    const c0 = (line[0] ?? 0) | 0x20;
-    const c1 = (line[1] ?? 0) | 0x20;
-    switch (v) {
+    const c0 = (line[ls] ?? 0) | 0x20;
+    const c1 = (line[ls + 1] ?? 0) | 0x20;
+    switch (v - ls) {
       case 3: {
-        const c2 = (line[2] ?? 0) | 0x20;
-        if (c0 === 112 && c1 === 117 && c2 === 98) return this.pub(line, v, end); // PUB
-        if (c0 === 115 && c1 === 117 && c2 === 98) return this.sub(line, v, end); // SUB
-        if (line[0] === 43 && c1 === 111 && c2 === 107) return; // +OK from a client is ignored
+        const c2 = (line[ls + 2] ?? 0) | 0x20;
+        if (c0 === 112 && c1 === 117 && c2 === 98) return this.pub(line, ls, v, end); // PUB
+        if (c0 === 115 && c1 === 117 && c2 === 98) return this.sub(line, ls, v, end); // SUB
+        if (line[ls] === 43 && c1 === 111 && c2 === 107) return; // +OK from a client is ignored
         break;
       }
       case 4: {
-        const w = line.toString("latin1", 0, 4).toUpperCase();
+        const w = line.toString("latin1", ls, ls + 4).toUpperCase();
         if (w === "PING") return this.h.processPing();
         if (w === "PONG") return this.h.processPong();
-        if (w === "HPUB") return this.hpub(line, v, end);
+        if (w === "HPUB") return this.hpub(line, ls, v, end);
         if (w === "INFO" || w === "-ERR") return; // tolerated from clients, as nats-server does
         break;
       }
       case 5:
-        if (line.toString("latin1", 0, 5).toUpperCase() === "UNSUB") return this.unsub(line, v, end);
+        if (line.toString("latin1", ls, ls + 5).toUpperCase() === "UNSUB") return this.unsub(line, ls, v, end);
         break;
       case 7:
-        if (line.toString("latin1", 0, 7).toUpperCase() === "CONNECT") {
+        if (line.toString("latin1", ls, ls + 7).toUpperCase() === "CONNECT") {
           return this.h.processConnect(line.toString("utf8", v, end).trim());
         }
         break;
@@ -192,7 +195,7 @@ export class Parser {
     this.fail(ProtoErrorKind.UnknownOp, "Unknown Protocol Operation");
   }
 
-  private pub(line: Buffer, start: number, end: number): void {
+  private pub(line: Buffer, ls: number, start: number, end: number): void {
     const n = this.splitArgs(line, start, end);
     let size: number;
     if (n === 2) {
@@ -204,15 +207,15 @@ export class Parser {
       this.pReply = this.args[1]!;
       size = parseSize(this.args[2]!);
     } else {
-      return this.fail(ProtoErrorKind.BadArgs, "processPub Parse Error: " + line.toString("latin1", 0, end));
+      return this.fail(ProtoErrorKind.BadArgs, "processPub Parse Error: " + line.toString("latin1", ls, end));
     }
-    if (size < 0) return this.fail(ProtoErrorKind.BadArgs, "processPub Bad or Missing Size: " + line.toString("latin1", 0, end));
+    if (size < 0) return this.fail(ProtoErrorKind.BadArgs, "processPub Bad or Missing Size: " + line.toString("latin1", ls, end));
     if (size > this.limits.maxPayloadBytes) return this.fail(ProtoErrorKind.MaxPayload, "Maximum Payload Violation");
     this.pHdrLen = -1;
     this.startPayload(size);
   }
 
-  private hpub(line: Buffer, start: number, end: number): void {
+  private hpub(line: Buffer, ls: number, start: number, end: number): void {
     if (!this.headers) return this.fail(ProtoErrorKind.HeadersNotNegotiated, "HPUB without headers support");
     const n = this.splitArgs(line, start, end);
     let hdr: number;
@@ -228,10 +231,10 @@ export class Parser {
       hdr = parseSize(this.args[2]!);
       total = parseSize(this.args[3]!);
     } else {
-      return this.fail(ProtoErrorKind.BadArgs, "processHeaderPub Parse Error: " + line.toString("latin1", 0, end));
+      return this.fail(ProtoErrorKind.BadArgs, "processHeaderPub Parse Error: " + line.toString("latin1", ls, end));
     }
     if (hdr < 0 || total < 0 || hdr > total) {
-      return this.fail(ProtoErrorKind.BadArgs, "processHeaderPub Bad or Missing Size: " + line.toString("latin1", 0, end));
+      return this.fail(ProtoErrorKind.BadArgs, "processHeaderPub Bad or Missing Size: " + line.toString("latin1", ls, end));
     }
     if (total > this.limits.maxPayloadBytes) return this.fail(ProtoErrorKind.MaxPayload, "Maximum Payload Violation");
     this.pHdrLen = hdr;
@@ -245,22 +248,22 @@ export class Parser {
     this.state = S_PAYLOAD;
   }
 
-  private sub(line: Buffer, start: number, end: number): void {
+  private sub(line: Buffer, ls: number, start: number, end: number): void {
     const n = this.splitArgs(line, start, end);
     if (n === 2) return this.h.processSub(this.args[0]!, "", this.args[1]!);
     if (n === 3) return this.h.processSub(this.args[0]!, this.args[1]!, this.args[2]!);
-    this.fail(ProtoErrorKind.BadArgs, "processSub Parse Error: " + line.toString("latin1", 0, end));
+    this.fail(ProtoErrorKind.BadArgs, "processSub Parse Error: " + line.toString("latin1", ls, end));
   }
 
-  private unsub(line: Buffer, start: number, end: number): void {
+  private unsub(line: Buffer, ls: number, start: number, end: number): void {
     const n = this.splitArgs(line, start, end);
     if (n === 1) return this.h.processUnsub(this.args[0]!, 0);
     if (n === 2) {
       const max = parseSize(this.args[1]!);
-      if (max < 0) return this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", 0, end));
+      if (max < 0) return this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", ls, end));
       return this.h.processUnsub(this.args[0]!, max);
     }
-    this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", 0, end));
+    this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", ls, end));
   }
 }
 
