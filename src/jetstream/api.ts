@@ -207,7 +207,7 @@ export class ApiRouter {
     } catch (e) {
       if (e instanceof Fail || e instanceof JsApiError) {
         // Go's non-omitempty fields still appear next to the error.
-        const extra = type === ApiType.StreamPurge ? { purged: 0 } : {};
+        const extra = ERROR_EXTRAS[type] ?? {};
         this.respond(reply, { type, error: e.apiError, ...extra });
         return;
       }
@@ -495,6 +495,14 @@ export class ApiRouter {
     return { success: true };
   }
 }
+
+/** Go's non-omitempty fields that nats-server still sends next to an error. */
+const ERROR_EXTRAS: Record<string, Record<string, unknown>> = {
+  [ApiType.StreamPurge]: { purged: 0 },
+  [ApiType.StreamInfo]: { total: 0, offset: 0, limit: 0 },
+  [ApiType.StreamNames]: { total: 0, offset: 0, limit: 0, streams: null },
+  [ApiType.StreamList]: { total: 0, offset: 0, limit: 0, streams: null },
+};
 
 function responseType(t: string[]): string {
   const [a, b, c] = t;
