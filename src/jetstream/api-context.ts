@@ -17,7 +17,8 @@ export interface ConsumerApiContext {
   readonly serverName: string;
   readonly serverId: string;
   readonly maxPayloadBytes: number;
-  /** A stream by name, or undefined when there is none. */
+  /** A stream by name, or undefined when there is none. Its addConsumer() throws a
+   *  JsApiError (10026, maximum consumers limit reached) when max_consumers is reached. */
   getStream(name: string): StreamHandle | undefined;
   /** Names of all streams (sorted). */
   streamNames(): string[];

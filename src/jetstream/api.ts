@@ -201,18 +201,31 @@ export class ApiRouter {
     }
     const type = responseType(t);
     if (this.refuseApiLevel(hdr, reply, false, type)) return;
+    let resp: Record<string, unknown>;
     try {
       const out = await this.stream(t, payload);
-      this.respond(reply, { type, ...out });
+      resp = { type, ...out };
     } catch (e) {
-      if (e instanceof Fail || e instanceof JsApiError) {
-        // Go's non-omitempty fields still appear next to the error.
-        const extra = ERROR_EXTRAS[type] ?? {};
-        this.respond(reply, { type, error: e.apiError, ...extra });
-        return;
-      }
-      throw e;
+      if (!(e instanceof Fail || e instanceof JsApiError)) throw e;
+      // Go's non-omitempty fields still appear next to the error.
+      resp = { type, error: e.apiError, ...(ERROR_EXTRAS[type] ?? {}) };
     }
+    this.respond(reply, resp);
+    this.audit(rest, payload, resp);
+  }
+
+  /** $JS.EVENT.ADVISORY.API, only built when someone listens. */
+  private audit(rest: string, payload: Buffer, resp: Record<string, unknown>): void {
+    const subject = "$JS.EVENT.ADVISORY.API";
+    if (!this.svc.deps.bus.hasInterest(subject)) return;
+    this.svc.advisory(subject, {
+      type: ApiType.ApiAudit,
+      server: this.svc.deps.serverName,
+      client: {},
+      subject: API_PREFIX + rest,
+      request: payload.toString("utf8"),
+      response: JSON.stringify(resp),
+    });
   }
 
   private consumer(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): void {

@@ -179,8 +179,8 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
     if (!Array.isArray(srcs)) invalidJson(`json: cannot unmarshal ${goType(srcs)} into Go struct field .sources`);
     c.sources = srcs.map((s) => sourceOf(s, "sources"));
   }
-  c.compression = enumVal(o, "compression", ["none", "s2"] as const, "none");
-  if (o["compression"] === "") c.compression = "none";
+  // jsm.go sends "" for an unset compression.
+  c.compression = o["compression"] === "" ? "none" : enumVal(o, "compression", ["none", "s2"] as const, "none");
   c.first_seq = int(o, "first_seq");
   if (isObj(o["subject_transform"])) c.subject_transform = transformOf(o["subject_transform"], "subject_transform");
   const rp = o["republish"];
