@@ -29,7 +29,12 @@ const dec = new TextDecoder();
 
 export async function jsApi<T>(nc: NatsConnection, subject: string, body: unknown, timeoutMs: number): Promise<T> {
   const payload = body === undefined ? new Uint8Array(0) : enc.encode(JSON.stringify(body));
-  const msg = await nc.request(subject, payload, { timeout: timeoutMs });
+  let msg;
+  try {
+    msg = await nc.request(subject, payload, { timeout: timeoutMs });
+  } catch (e) {
+    throw requestError(e, subject);
+  }
   const text = dec.decode(msg.data);
   if (text === "") {
     const status = msg.headers?.code;
@@ -38,4 +43,17 @@ export async function jsApi<T>(nc: NatsConnection, subject: string, body: unknow
   const parsed = JSON.parse(text) as T & { error?: ApiErrorBody };
   if (parsed.error !== undefined) throw new ApiError(parsed.error);
   return parsed;
+}
+
+/** Clearer words for the two ways an API request fails without an answer. */
+export function requestError(e: unknown, subject: string): Error {
+  const err = e as Error;
+  const text = `${err.name} ${err.message}`.toLowerCase();
+  if (text.includes("no responders") || text.includes("503")) {
+    return new CliError(
+      subject.startsWith("$JS.") ? `JetStream is not available: no responders for ${subject}` : `no responders for ${subject}`,
+    );
+  }
+  if (text.includes("timeout")) return new CliError(`request timed out: no reply on ${subject}`);
+  return err;
 }

@@ -6,6 +6,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Command } from "commander";
 import { loadContext, selectedContext } from "./context.js";
+import { CliError } from "./output.js";
 import { parseDuration } from "./parse.js";
 
 export interface GlobalOpts {
@@ -63,7 +64,11 @@ export async function openConnection(s: ConnSettings, name = "tsnats"): Promise<
   if (s.user !== "") opts.user = s.user;
   if (s.password !== "") opts.pass = s.password;
   if (s.token !== "") opts.token = s.token;
-  return connect(opts);
+  try {
+    return await connect(opts);
+  } catch (e) {
+    throw new CliError(`could not connect to ${s.servers.join(",")}: ${(e as Error).message}`);
+  }
 }
 
 export interface Session {

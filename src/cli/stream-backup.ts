@@ -47,22 +47,24 @@ export function registerBackup(str: Command): void {
           const dataFile = path.join(target, "stream.tar.s2");
           const fd = fs.openSync(dataFile, "w", 0o600);
           const inbox = createInbox();
+          let resp: SnapshotResponse = { config: {}, state: {} };
           let bytes = 0;
           let chunks = 0;
           const started = Date.now();
           let bar = progressBar("Backup", 1, false);
+          let idle: NodeJS.Timeout | undefined;
+          let fail: (e: Error) => void = () => undefined;
+          const armIdle = (): void => {
+            if (idle !== undefined) clearTimeout(idle);
+            idle = setTimeout(() => fail(new CliError("backup timed out waiting for data")), IDLE_LIMIT_MS);
+          };
+          let sub: ReturnType<typeof s.nc.subscribe> | undefined;
           const finished = new Promise<void>((resolve, reject) => {
-            let idle = setTimeout(() => reject(new CliError("backup timed out waiting for data")), IDLE_LIMIT_MS);
-            const sub = s.nc.subscribe(inbox, {
+            fail = reject;
+            sub = s.nc.subscribe(inbox, {
               callback: (err, m) => {
-                if (err !== null) {
-                  clearTimeout(idle);
-                  reject(err);
-                  return;
-                }
-                clearTimeout(idle);
+                if (err !== null) return reject(err);
                 if (m.data.length === 0) {
-                  sub.unsubscribe();
                   const code = m.headers?.code ?? 0;
                   if (code !== 0 && code !== 204) reject(new CliError(`backup failed: ${code} ${m.headers?.description ?? ""}`));
                   else resolve();
@@ -74,31 +76,36 @@ export function registerBackup(str: Command): void {
                 bar.set(bytes);
                 // The server waits for these acks before it sends more (its flow control window).
                 if (m.reply !== undefined && m.reply !== "") m.respond();
-                idle = setTimeout(() => reject(new CliError("backup timed out waiting for data")), IDLE_LIMIT_MS);
+                armIdle();
               },
             });
           });
-          await s.nc.flush();
-          const req = {
-            deliver_subject: inbox,
-            no_consumers: o.consumers === false,
-            jsck: o.check === true,
-            chunk_size: o.chunkSize !== undefined ? parseBytes(o.chunkSize, "chunk size") : DEFAULT_CHUNK_BYTES,
-          };
-          const resp = await jsApi<SnapshotResponse>(s.nc, `$JS.API.STREAM.SNAPSHOT.${stream}`, req, s.settings.timeoutMs);
-          const expected = Number(resp.state["bytes"] ?? 0);
-          out(`Starting backup of Stream "${stream}" with ${ibytes(expected)}`);
-          bar = progressBar("Backup", Math.max(expected, 1), o.progress !== false, "bytes");
           try {
+            await s.nc.flush();
+            const req = {
+              deliver_subject: inbox,
+              no_consumers: o.consumers === false,
+              jsck: o.check === true,
+              chunk_size: o.chunkSize !== undefined ? parseBytes(o.chunkSize, "chunk size") : DEFAULT_CHUNK_BYTES,
+            };
+            resp = await jsApi<SnapshotResponse>(s.nc, `$JS.API.STREAM.SNAPSHOT.${stream}`, req, s.settings.timeoutMs);
+            const expected = Number(resp.state["bytes"] ?? 0);
+            out(`Starting backup of Stream "${stream}" with ${ibytes(expected)}`);
+            bar = progressBar("Backup", Math.max(expected, 1), o.progress !== false, "bytes");
+            armIdle();
             await finished;
           } finally {
+            if (idle !== undefined) clearTimeout(idle);
+            sub?.unsubscribe();
             fs.closeSync(fd);
+            // A failure before the snapshot started leaves this promise unobserved.
+            finished.catch(() => undefined);
           }
           bar.done();
           fs.writeFileSync(path.join(target, "backup.json"), JSON.stringify({ config: resp.config, state: resp.state }, null, 2), { mode: 0o600 });
           out();
           out(
-            `Received ${ibytes(bytes)} compressed data in ${comma(chunks)} chunks for stream "${stream}" in ${Date.now() - started}ms, ${ibytes(expected)} uncompressed `,
+            `Received ${ibytes(bytes)} compressed data in ${comma(chunks)} chunks for stream "${stream}" in ${Date.now() - started}ms, ${ibytes(Number(resp.state["bytes"] ?? 0))} uncompressed `,
           );
         });
       },
