@@ -281,7 +281,7 @@ export class ApiRouter {
       return rest;
     }
     if (a !== "STREAM") fail("JSBadRequestErr");
-    switch (b) {
+    switch (b ?? "") {
       case "CREATE":
         return this.create(c ?? "", payload);
       case "UPDATE":
@@ -520,7 +520,7 @@ const ERROR_EXTRAS: Record<string, Record<string, unknown>> = {
 function responseType(t: string[]): string {
   const [a, b, c] = t;
   if (a === "INFO") return ApiType.AccountInfo;
-  switch (b) {
+  switch (b ?? "") {
     case "CREATE":
       return ApiType.StreamCreate;
     case "UPDATE":

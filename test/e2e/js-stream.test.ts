@@ -55,13 +55,13 @@ async function rejects(p: Promise<unknown>, code: number): Promise<void> {
   assert.fail(`expected error ${code}`);
 }
 
-test("account info", async () => {
+void test("account info", async () => {
   const ai = await jsm.getAccountInfo();
   assert.equal(typeof ai.memory, "number");
   assert.equal(ai.limits.max_memory, -1);
 });
 
-test("streams add/info/update/list/names/purge/delete", async () => {
+void test("streams add/info/update/list/names/purge/delete", async () => {
   const si = await jsm.streams.add({ name: "ORDERS", subjects: ["orders.>"], max_msgs_per_subject: 10 });
   assert.equal(si.config.name, "ORDERS");
   assert.equal(si.config.duplicate_window, 120_000_000_000);
@@ -87,7 +87,7 @@ test("streams add/info/update/list/names/purge/delete", async () => {
   await rejects(jsm.streams.info("ORDERS"), 10059);
 });
 
-test("bad input gives exact codes and loses nothing", async () => {
+void test("bad input gives exact codes and loses nothing", async () => {
   await jsm.streams.add({ name: "KEEP", subjects: ["keep.>"] });
   await js.publish("keep.a", "1");
   await rejects(jsm.streams.add({ name: "OVERLAP", subjects: ["keep.a"] }), 10065);
@@ -102,7 +102,7 @@ test("bad input gives exact codes and loses nothing", async () => {
   await jsm.streams.delete("KEEP");
 });
 
-test("publish options: msgID, expect lastMsgID/lastSequence/lastSubjectSequence/streamName, ttl", async () => {
+void test("publish options: msgID, expect lastMsgID/lastSequence/lastSubjectSequence/streamName, ttl", async () => {
   await jsm.streams.add({ name: "P", subjects: ["p.>"], allow_msg_ttl: true });
   let pa = await js.publish("p.a", "1", { msgID: "a" });
   assert.equal(pa.seq, 1);
@@ -129,7 +129,7 @@ test("publish options: msgID, expect lastMsgID/lastSequence/lastSubjectSequence/
   await jsm.streams.delete("P");
 });
 
-test("getMessage, deleteMessage and direct get", async () => {
+void test("getMessage, deleteMessage and direct get", async () => {
   await jsm.streams.add({ name: "G", subjects: ["g.>"], allow_direct: true });
   await js.publish("g.a", "a1");
   await js.publish("g.b", "b1");
@@ -158,7 +158,7 @@ test("getMessage, deleteMessage and direct get", async () => {
   await jsm.streams.delete("G");
 });
 
-test("nats 2.x client: manager and publish", async () => {
+void test("nats 2.x client: manager and publish", async () => {
   const c2 = await nats2.connect({ servers: srv.url });
   try {
     const m2 = await c2.jetstreamManager();
@@ -178,7 +178,7 @@ test("nats 2.x client: manager and publish", async () => {
   }
 });
 
-test("restart on the same store dir keeps data and dedup", async () => {
+void test("restart on the same store dir keeps data and dedup", async () => {
   await jsm.streams.add({ name: "DUR", subjects: ["dur.>"] });
   for (let i = 0; i < 10; i++) await js.publish("dur.x", String(i), { msgID: `id${i}` });
   await shutdown();
@@ -193,7 +193,7 @@ test("restart on the same store dir keeps data and dedup", async () => {
   await jsm.streams.delete("DUR");
 });
 
-test("mirror and source created before the origin", async () => {
+void test("mirror and source created before the origin", async () => {
   await jsm.streams.add({ name: "MIR", mirror: { name: "ORIG" } });
   await jsm.streams.add({ name: "SRC", subjects: ["src.local"], sources: [{ name: "ORIG", filter_subject: "orig.a" }] });
   await jsm.streams.add({ name: "ORIG", subjects: ["orig.>"] });

@@ -129,7 +129,7 @@ async function same(subject: string, body: unknown = "", hdr?: Record<string, st
 
 const t = haveNats ? test : test.skip;
 
-t("stream create / info / names / list / update / delete replies match", async () => {
+void t("stream create / info / names / list / update / delete replies match", async () => {
   await same("$JS.API.STREAM.CREATE.S", { name: "S", subjects: ["s.>"], max_msgs_per_subject: 5, allow_direct: true });
   await same("$JS.API.STREAM.CREATE.S", { name: "S", subjects: ["s.>"], max_msgs_per_subject: 5, allow_direct: true });
   await same("$JS.API.STREAM.CREATE.S", { name: "S", subjects: ["other"] });
@@ -158,7 +158,7 @@ t("stream create / info / names / list / update / delete replies match", async (
   await same("$JS.API.STREAM.DELETE.NOPE");
 });
 
-t("publish acks, expected headers, msg get/delete, purge and direct get replies match", async () => {
+void t("publish acks, expected headers, msg get/delete, purge and direct get replies match", async () => {
   const pub = async (subj: string, hdr?: Record<string, string>): Promise<void> => {
     const a = await req(ncRef, subj, "payload", hdr);
     const b = await req(ncOurs, subj, "payload", hdr);

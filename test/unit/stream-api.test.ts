@@ -5,7 +5,7 @@ import { headerValue } from "../../src/protocol/headers.js";
 
 type J = Record<string, any>;
 
-test("create, info, publish, dedup, get", async () => {
+void test("create, info, publish, dedup, get", async () => {
   const h = await startJs();
   try {
     const r: J = await h.bus.api("$JS.API.STREAM.CREATE.S", { name: "S", subjects: ["s.>"], allow_direct: true });

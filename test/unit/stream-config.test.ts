@@ -29,7 +29,7 @@ function code(fn: () => unknown): number {
   return 0;
 }
 
-test("defaults are filled as nats-server does", () => {
+void test("defaults are filled as nats-server does", () => {
   const c = check({ name: "ORDERS" });
   assert.deepEqual(c.subjects, ["ORDERS"]);
   assert.equal(c.max_msgs, -1);
@@ -52,7 +52,7 @@ test("defaults are filled as nats-server does", () => {
   assert.equal(m.allow_rollup_hdrs, true);
 });
 
-test("wire encoding follows nats-server's omitempty", () => {
+void test("wire encoding follows nats-server's omitempty", () => {
   const w = configToWire(check({ name: "S", subjects: ["a.>"] }), false);
   assert.deepEqual(Object.keys(w).slice(0, 14), [
     "name",
@@ -77,7 +77,7 @@ test("wire encoding follows nats-server's omitempty", () => {
   assert.equal((dyn["metadata"] as Record<string, string>)["_nats.level"], "1");
 });
 
-test("unknown fields are ignored, wrong types are invalid JSON (10025)", () => {
+void test("unknown fields are ignored, wrong types are invalid JSON (10025)", () => {
   assert.equal(check({ name: "S", some_future_field: 1 }).name, "S");
   assert.equal(code(() => check({ name: "S", max_age: "1s" })), 10025);
   assert.equal(code(() => check({ name: "S", retention: "bogus" })), 10025);
@@ -85,7 +85,7 @@ test("unknown fields are ignored, wrong types are invalid JSON (10025)", () => {
   assert.equal(code(() => check({ name: "S", no_ack: "yes" })), 10025);
 });
 
-test("invalid configs give nats-server's codes", () => {
+void test("invalid configs give nats-server's codes", () => {
   for (const name of ["", "a.b", "a*", "a>", "a b", "a\tb"]) assert.equal(code(() => check({ name })), 10052, name);
   assert.equal(code(() => check({ name: "x".repeat(256) })), 10052);
   assert.equal(code(() => check({ name: "S", num_replicas: -1 })), 10133);
@@ -135,7 +135,7 @@ test("invalid configs give nats-server's codes", () => {
   assert.equal(code(() => check({ name: "B", subjects: ["b"], sources: [{ name: "A" }] }, cyc)), 10052);
 });
 
-test("update rules", () => {
+void test("update rules", () => {
   const old = check({ name: "S", subjects: ["a"], deny_delete: true });
   const upd = (o: Record<string, unknown>) => checkStreamUpdate(old, check({ name: "S", subjects: ["a"], deny_delete: true, ...o }));
   assert.equal(code(() => upd({ storage: "memory" })), 10052);
@@ -156,14 +156,14 @@ test("update rules", () => {
   assert.equal(code(() => checkStreamUpdate(ttl, check({ name: "T" }))), 10052);
 });
 
-test("sameConfig ignores _nats metadata", () => {
+void test("sameConfig ignores _nats metadata", () => {
   const a = check({ name: "S" });
   const b = check({ name: "S", metadata: { "_nats.req.level": "0" } });
   assert.equal(sameConfig(a, b), true);
   assert.equal(sameConfig(a, check({ name: "S", max_msgs: 5 })), false);
 });
 
-test("subject transforms", () => {
+void test("subject transforms", () => {
   assert.equal(SubjectTransform.create("a.*.*", "b.$2.$1").apply("a.x.y"), "b.y.x");
   assert.equal(SubjectTransform.create("a.*", "b.{{wildcard(1)}}").apply("a.x"), "b.x");
   assert.equal(SubjectTransform.create("a.>", "b.>").apply("a.x.y"), "b.x.y");
@@ -181,7 +181,7 @@ test("subject transforms", () => {
   assert.throws(() => SubjectTransform.create("a.*", "b.{{nope(1)}}"));
 });
 
-test("time helpers", () => {
+void test("time helpers", () => {
   assert.equal(rfc3339Ns(0), "0001-01-01T00:00:00Z");
   assert.equal(rfc3339Ns(1_700_000_000_000_000_000), "2023-11-14T22:13:20Z");
   assert.equal(rfc3339Ns(1_700_000_000_500_000_000), "2023-11-14T22:13:20.5Z");
@@ -197,7 +197,7 @@ test("time helpers", () => {
   assert.ok(Number.isNaN(parseMsgTtlSec("x")));
 });
 
-test("dedup window expires ids by time", () => {
+void test("dedup window expires ids by time", () => {
   const d = new DedupWindow(1000);
   d.add("a", 1, 100);
   d.add("b", 2, 600);

@@ -36,7 +36,7 @@ function setup(domain = ""): { bus: FakeBus; store: HeldSyncStore; stream: Strea
   return { bus, store, stream, clock };
 }
 
-test("PubAcks leave only after the sync, and many publishes share one sync", async () => {
+void test("PubAcks leave only after the sync, and many publishes share one sync", async () => {
   const { bus, store } = setup();
   const acks: string[] = [];
   bus.subscribe("reply.*", (_s, _r, _h, d) => acks.push(d.toString()));
@@ -56,7 +56,7 @@ test("PubAcks leave only after the sync, and many publishes share one sync", asy
   assert.equal(acks.length, 101);
 });
 
-test("a failed sync answers every waiting publisher with an error", async () => {
+void test("a failed sync answers every waiting publisher with an error", async () => {
   const { bus, store } = setup();
   const acks: string[] = [];
   bus.subscribe("reply.*", (_s, _r, _h, d) => acks.push(d.toString()));
@@ -68,7 +68,7 @@ test("a failed sync answers every waiting publisher with an error", async () => 
   assert.equal(e.error.err_code, 10077);
 });
 
-test("domain appears in PubAcks and the API answers on $JS.<domain>.API", async () => {
+void test("domain appears in PubAcks and the API answers on $JS.<domain>.API", async () => {
   const { bus, store } = setup("hub");
   const acks: string[] = [];
   bus.subscribe("r", (_s, _r, _h, d) => acks.push(d.toString()));
@@ -87,7 +87,7 @@ test("domain appears in PubAcks and the API answers on $JS.<domain>.API", async 
   }
 });
 
-test("advisories and /jsz", async () => {
+void test("advisories and /jsz", async () => {
   const h = await startJs();
   try {
     const seen: string[] = [];
@@ -114,7 +114,7 @@ test("advisories and /jsz", async () => {
   }
 });
 
-test("max_age is driven by the injected clock", async () => {
+void test("max_age is driven by the injected clock", async () => {
   const clock = new ManualClock();
   const h = await startJs({}, clock);
   try {
@@ -130,7 +130,7 @@ test("max_age is driven by the injected clock", async () => {
   }
 });
 
-test("mirror keeps origin sequences across deleted messages; source transforms", async () => {
+void test("mirror keeps origin sequences across deleted messages; source transforms", async () => {
   const h = await startJs();
   try {
     await h.bus.api("$JS.API.STREAM.CREATE.O", { name: "O", subjects: ["o.>"] });

@@ -36,7 +36,7 @@ async function waitFor(cond: () => Promise<boolean> | boolean, what: string, ms 
 }
 
 for (const storage of ["file", "memory"]) {
-  test(`expected-* headers and their error codes (${storage})`, () =>
+  void test(`expected-* headers and their error codes (${storage})`, () =>
     withJs(async (h) => {
       await create(h, { name: "S", subjects: ["s.>"], storage });
       const p = (subj: string, hdr: [string, string][] = []) => h.bus.pub(subj, "x", hdr);
@@ -82,7 +82,7 @@ for (const storage of ["file", "memory"]) {
     }));
 }
 
-test("publish without reply is stored; no_ack sends nothing", () =>
+void test("publish without reply is stored; no_ack sends nothing", () =>
   withJs(async (h) => {
     await create(h, { name: "S", subjects: ["s"] });
     await create(h, { name: "N", subjects: ["n"], no_ack: true });
@@ -93,7 +93,7 @@ test("publish without reply is stored; no_ack sends nothing", () =>
     assert.equal((await info(h, "S")).state.messages, 1);
   }));
 
-test("max_msg_size, discard new and per-subject limits", () =>
+void test("max_msg_size, discard new and per-subject limits", () =>
   withJs(async (h) => {
     await create(h, { name: "S", subjects: ["s.>"], max_msg_size: 10 });
     let r: J = await h.bus.pub("s.a", "0123456789ABC");
@@ -129,7 +129,7 @@ test("max_msg_size, discard new and per-subject limits", () =>
     assert.equal(so.first_seq, 3);
   }));
 
-test("rollup sub and all", () =>
+void test("rollup sub and all", () =>
   withJs(async (h) => {
     await create(h, { name: "R", subjects: ["r.>"], allow_rollup_hdrs: true });
     for (let i = 0; i < 3; i++) await h.bus.pub("r.a", String(i));
@@ -146,7 +146,7 @@ test("rollup sub and all", () =>
     assert.equal(st.first_seq, 6);
   }));
 
-test("purge options, msg delete, sealed, deny flags", () =>
+void test("purge options, msg delete, sealed, deny flags", () =>
   withJs(async (h) => {
     await create(h, { name: "S", subjects: ["s.>"] });
     for (let i = 1; i <= 10; i++) await h.bus.pub(i % 2 ? "s.odd" : "s.even", String(i));
@@ -187,7 +187,7 @@ test("purge options, msg delete, sealed, deny flags", () =>
     assert.equal(r.error.err_code, 10109);
   }));
 
-test("API errors: names, json, mismatch, overlap, replicas, not found, api level", () =>
+void test("API errors: names, json, mismatch, overlap, replicas, not found, api level", () =>
   withJs(async (h) => {
     await create(h, { name: "S", subjects: ["s.>"] });
     const c = async (subj: string, body: unknown) => ((await h.bus.api(subj, body)) as J).error?.err_code;
@@ -218,7 +218,7 @@ test("API errors: names, json, mismatch, overlap, replicas, not found, api level
     assert.equal((await info(h, "S")).config.subjects[0], "s.>");
   }));
 
-test("names, list, paging and subject filter", () =>
+void test("names, list, paging and subject filter", () =>
   withJs(async (h) => {
     for (const n of ["C", "A", "B"]) await create(h, { name: n, subjects: [`${n.toLowerCase()}.>`], storage: "memory" });
     let r: J = await h.bus.api("$JS.API.STREAM.NAMES");
@@ -233,14 +233,14 @@ test("names, list, paging and subject filter", () =>
     assert.deepEqual(r.streams.map((s: J) => s.config.name), ["B", "C"]);
   }));
 
-test("direct get: by seq, last_by_subj, next_by_subj, batch, multi_last, subject form, misses", () =>
+void test("direct get: by seq, last_by_subj, next_by_subj, batch, multi_last, subject form, misses", () =>
   withJs(async (h) => {
     await create(h, { name: "KV", subjects: ["kv.>"], allow_direct: true });
     await h.bus.pub("kv.a", "a1", [["X-User", "u"]]);
     await h.bus.pub("kv.b", "b1");
     await h.bus.pub("kv.a", "a2");
     let got = await h.bus.request("$JS.API.DIRECT.GET.KV", JSON.stringify({ seq: 1 }));
-    let ph = hdrs(got[0]!);
+    const ph = hdrs(got[0]!);
     assert.equal(ph.status, 0);
     assert.equal(headerValue(ph, "X-User"), "u");
     assert.equal(headerValue(ph, "Nats-Subject"), "kv.a");
@@ -284,7 +284,7 @@ test("direct get: by seq, last_by_subj, next_by_subj, batch, multi_last, subject
     assert.equal(none.length, 0);
   }));
 
-test("restart keeps data, config and the dedup window", () =>
+void test("restart keeps data, config and the dedup window", () =>
   withJs(async (h) => {
     await create(h, { name: "S", subjects: ["s.>"], max_msgs_per_subject: 3, description: "d" });
     for (let i = 0; i < 5; i++) await h.bus.pub("s.a", String(i), [["Nats-Msg-Id", `id-${i}`]]);
@@ -302,7 +302,7 @@ test("restart keeps data, config and the dedup window", () =>
     assert.equal(((await info(h, "MEM")) as J).error.err_code, 10059);
   }));
 
-test("first_seq, republish, subject transform", () =>
+void test("first_seq, republish, subject transform", () =>
   withJs(async (h) => {
     await create(h, { name: "F", subjects: ["f"], first_seq: 100 });
     assert.equal((await h.bus.pub("f", "x")).seq, 100);
@@ -323,7 +323,7 @@ test("first_seq, republish, subject transform", () =>
     assert.equal(headerValue(p, "Nats-Last-Sequence"), "1");
   }));
 
-test("mirrors and sources, from streams created later, resuming after restart", () =>
+void test("mirrors and sources, from streams created later, resuming after restart", () =>
   withJs(async (h) => {
     await create(h, { name: "M", mirror: { name: "O" } });
     await create(h, { name: "AGG", subjects: ["agg"], sources: [{ name: "O", filter_subject: "o.a" }, { name: "P" }] });
@@ -377,7 +377,7 @@ class FakeConsumer implements ConsumerHook {
   async stop(): Promise<void> {}
 }
 
-test("interest and workqueue retention through the StreamHandle seam", () =>
+void test("interest and workqueue retention through the StreamHandle seam", () =>
   withJs(async (h) => {
     await create(h, { name: "I", subjects: ["i.>"], retention: "interest", max_consumers: 2 });
     // No consumers: the sequence is used, nothing kept.
@@ -418,7 +418,7 @@ test("interest and workqueue retention through the StreamHandle seam", () =>
     assert.equal(wc.purgedTo, 3);
   }));
 
-test("account storage limits: reservations (10047) and publish (10002)", () =>
+void test("account storage limits: reservations (10047) and publish (10002)", () =>
   withJs(
     async (h) => {
       const r: J = await h.bus.api("$JS.API.STREAM.CREATE.BIG", { name: "BIG", max_bytes: 10_000 });
@@ -434,7 +434,7 @@ test("account storage limits: reservations (10047) and publish (10002)", () =>
     { maxFileStoreBytes: 4096 },
   ));
 
-test("TTL and subject delete markers", () =>
+void test("TTL and subject delete markers", () =>
   withJs(async (h) => {
     await create(h, { name: "T", subjects: ["t.>"], allow_msg_ttl: true, subject_delete_marker_ttl: 1e9 });
     let r: J = await h.bus.pub("t.a", "x", [["Nats-TTL", "1s"]]);
@@ -448,7 +448,7 @@ test("TTL and subject delete markers", () =>
     }, "delete marker", 5000);
   }));
 
-test("max_age expires on the timer", () =>
+void test("max_age expires on the timer", () =>
   withJs(async (h) => {
     await create(h, { name: "A", subjects: ["a"], max_age: 200e6, storage: "memory" });
     await h.bus.pub("a", "1");
