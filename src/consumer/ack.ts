@@ -1,0 +1,128 @@
+// The ack subject of every delivery (ADR-15, v1 layout, 9 tokens):
+//   $JS.ACK.<stream>.<consumer>.<delivery count>.<stream seq>.<consumer seq>.<ts ns>.<pending>
+// and the ack payloads clients publish to it. Built by plain concatenation, once per delivery.
+
+export const ACK_PREFIX = "$JS.ACK.";
+
+export function ackSubject(prefix: string, dc: number, sseq: number, cseq: number, tsNs: number, pending: number): string {
+  // prefix = "$JS.ACK.<stream>.<consumer>." computed once per consumer.
+  return prefix + dc + "." + sseq + "." + cseq + "." + tsString(tsNs) + "." + pending;
+}
+
+/** An int64 ns timestamp without exponent notation (numbers above 2^53 lose the last digits). */
+export function tsString(tsNs: number): string {
+  return Number.isSafeInteger(tsNs) ? String(tsNs) : BigInt(Math.round(tsNs)).toString();
+}
+
+export interface AckTokens {
+  stream: string;
+  consumer: string;
+  dc: number;
+  sseq: number;
+  cseq: number;
+  tsNs: number;
+  pending: number;
+}
+
+/** Parse a v1 (9 tokens) or v2 (11+ tokens) ack subject; null when it is not one. */
+export function parseAckSubject(subject: string): AckTokens | null {
+  if (!subject.startsWith(ACK_PREFIX)) return null;
+  const t = subject.split(".");
+  let i: number;
+  if (t.length === 9) i = 2;
+  else if (t.length >= 11) i = 4;
+  else return null;
+  const nums: number[] = [];
+  for (let k = i + 2; k < i + 7; k++) {
+    const s = t[k]!;
+    if (!/^\d+$/.test(s)) return null;
+    nums.push(Number(s));
+  }
+  return {
+    stream: t[i]!,
+    consumer: t[i + 1]!,
+    dc: nums[0]!,
+    sseq: nums[1]!,
+    cseq: nums[2]!,
+    tsNs: nums[3]!,
+    pending: nums[4]!,
+  };
+}
+
+export const AckKind = {
+  Ack: "ack",
+  Nak: "nak",
+  Progress: "progress",
+  Term: "term",
+  Next: "next",
+} as const;
+export type AckKind = (typeof AckKind)[keyof typeof AckKind];
+
+export interface AckMsg {
+  kind: AckKind;
+  /** -NAK delay in ns (0 = none). */
+  delayNs: number;
+  /** +TERM reason or +NXT request body. */
+  arg: string;
+}
+
+const UNIT_NS: Record<string, number> = { ns: 1, us: 1e3, "µs": 1e3, "μs": 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+
+function parseDurationNs(s: string): number {
+  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/gy;
+  let total = 0;
+  re.lastIndex = 0;
+  if (s.length === 0) return Number.NaN;
+  while (re.lastIndex < s.length) {
+    const m = re.exec(s);
+    if (!m) return Number.NaN;
+    total += Number(m[1]) * UNIT_NS[m[2]!]!;
+  }
+  return total;
+}
+
+/** Decode an ack payload; null for an unknown one (nats-server ignores it). */
+export function parseAck(payload: Buffer): AckMsg | null {
+  const n = payload.length;
+  if (n === 0) return { kind: AckKind.Ack, delayNs: 0, arg: "" };
+  const c0 = payload[0];
+  // Fast paths for the common literal payloads.
+  if (c0 === 0x2b /* + */) {
+    if (n === 4 && payload[1] === 0x41 && payload[2] === 0x43 && payload[3] === 0x4b) return { kind: AckKind.Ack, delayNs: 0, arg: "" };
+  }
+  const s = payload.toString("utf8");
+  const word = s.length >= 4 ? s.slice(0, 4) : s;
+  const rest = s.slice(4).trim();
+  switch (word) {
+    case "+ACK":
+    case "+OK":
+      return { kind: AckKind.Ack, delayNs: 0, arg: "" };
+    case "+WPI":
+      return { kind: AckKind.Progress, delayNs: 0, arg: "" };
+    case "+NXT":
+      return { kind: AckKind.Next, delayNs: 0, arg: rest };
+    case "+TER":
+      if (!s.startsWith("+TERM")) return null;
+      return { kind: AckKind.Term, delayNs: 0, arg: s.slice(5).trim() };
+    case "-NAK": {
+      let delay = 0;
+      if (rest.length > 0) {
+        if (rest.startsWith("{")) {
+          try {
+            const o = JSON.parse(rest) as { delay?: unknown };
+            if (typeof o.delay === "number" && o.delay > 0) delay = o.delay;
+          } catch {
+            delay = 0; // an invalid delay is a plain NAK, as in nats-server
+          }
+        } else {
+          const d = parseDurationNs(rest);
+          if (Number.isFinite(d) && d > 0) delay = d;
+        }
+      }
+      return { kind: AckKind.Nak, delayNs: delay, arg: "" };
+    }
+    default:
+      if (s === "+OK") return { kind: AckKind.Ack, delayNs: 0, arg: "" };
+      return null;
+  }
+}

@@ -1,0 +1,949 @@
+// One consumer: delivery (pull and push), pending set and ack floor, redelivery along
+// ack_wait/backoff off the shared Ticker, max_deliver, max_ack_pending, flow control, idle
+// heartbeats, inactivity, pause and the retention hooks its stream calls (ConsumerHook).
+//
+// Delivery is synchronous: kick() runs the loop until nothing more can go out. It is
+// re-entrant safe (a delivery may route back into this consumer, e.g. a DLQ on the same
+// stream): a nested kick() only marks the loop to run again.
+
+import type { Bus, InternalSubscription } from "../server/bus.js";
+import type { Clock } from "../runtime/clock.js";
+import type { Logger } from "../server/log.js";
+import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
+import type { ConsumerState, ConsumerStore, StoredMsg } from "../storage/types.js";
+import { appendHeaders } from "../protocol/headers.js";
+import { subjectMatches } from "../subjects/subject.js";
+import { rfc3339Ns } from "../stream/time.js";
+import { ACK_PREFIX, AckKind, ackSubject, parseAck, parseAckSubject } from "./ack.js";
+import { consumerConfigToWire, filtersOf, isPush, type ConsumerConfig } from "./config.js";
+import { RedeliveryWheel, type Ticker, type Tickable } from "./wheel.js";
+import {
+  heartbeatStatus,
+  parsePullRequest,
+  pendingStatus,
+  ST_CONSUMER_DELETED,
+  ST_EXCEEDED_MAX_WAITING,
+  ST_FLOW_CONTROL,
+  ST_NO_MESSAGES,
+  ST_PUSH_BASED,
+  WaitingList,
+  type PullRequest,
+} from "./waiting.js";
+import { statusHeaders } from "../protocol/headers.js";
+import { deadLetter } from "./deadletter.js";
+
+const EMPTY = Buffer.alloc(0);
+const FC_WINDOW_START_BYTES = 2 * 1024 * 1024;
+const FC_WINDOW_MAX_BYTES = 32 * 1024 * 1024;
+const ADV = "$JS.EVENT.ADVISORY.CONSUMER.";
+const ADV_TYPE = "io.nats.jetstream.advisory.v1.";
+
+export interface ConsumerEnv {
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  ticker: Ticker;
+  serverName: string;
+  advisory(subject: string, body: Record<string, unknown>): void;
+  /** The consumer removed itself (inactivity); the owner drops it from its registry. */
+  onSelfDelete(c: Consumer): void;
+}
+
+/** A candidate for the next delivery, chosen before committing to it (max_bytes). */
+interface Pick {
+  msg: StoredMsg;
+  redelivery: boolean;
+  dc: number;
+}
+
+export function emptyState(): ConsumerState {
+  return {
+    delivered: { consumerSeq: 0, streamSeq: 0 },
+    ackFloor: { consumerSeq: 0, streamSeq: 0 },
+    pending: new Map(),
+    redelivered: new Map(),
+  };
+}
+
+export class Consumer implements ConsumerHook, Tickable {
+  readonly name: string;
+  cfg: ConsumerConfig;
+  readonly stream: StreamHandle;
+  readonly createdNs: number;
+  private readonly env: ConsumerEnv;
+  private store: ConsumerStore | null;
+  private readonly state: ConsumerState;
+  private filters: string[];
+  private lastActiveNs = 0;
+  private ackActiveNs = 0;
+  private readonly wheel = new RedeliveryWheel();
+  private readonly rdq: number[] = [];
+  private rdqHead = 0;
+  private readonly waiting: WaitingList;
+  private lps: number[] | null = null;
+  private lpsEnd = 0;
+  private startSeq: number;
+  private numPendingCache = -1;
+  private readonly ackPrefix: string;
+  private readonly fcPrefix: string;
+  private subs: InternalSubscription[] = [];
+  private delivering = false;
+  private again = false;
+  private stopped = false;
+  private lastPushMs: number;
+  private lastActivityMs: number;
+  private fcOutstanding = "";
+  private fcSeq = 0;
+  private fcBytes = 0;
+  private fcBytesAtSend = 0;
+  private fcWindow = FC_WINDOW_START_BYTES;
+  private readonly scratch: number[] = [];
+
+  constructor(env: ConsumerEnv, stream: StreamHandle, cfg: ConsumerConfig, createdNs: number, store: ConsumerStore | null, recovered: ConsumerState | null) {
+    this.env = env;
+    this.stream = stream;
+    this.cfg = cfg;
+    this.name = cfg.name;
+    this.createdNs = createdNs;
+    this.store = store;
+    this.filters = filtersOf(cfg);
+    this.waiting = new WaitingList(cfg.max_waiting);
+    this.ackPrefix = ACK_PREFIX + stream.name + "." + cfg.name + ".";
+    this.fcPrefix = "$JS.FC." + stream.name + "." + cfg.name + ".";
+    const now = env.clock.monoMs();
+    this.lastPushMs = now;
+    this.lastActivityMs = now;
+    if (recovered !== null) {
+      this.state = recovered;
+      const ackWaitMs = this.ackWaitMs(1);
+      for (const seq of recovered.pending.keys()) this.wheel.schedule(seq, now + ackWaitMs);
+      this.startSeq = recovered.ackFloor.streamSeq + 1;
+    } else {
+      this.state = emptyState();
+      this.initStart();
+      this.startSeq = this.state.delivered.streamSeq + 1;
+    }
+  }
+
+  /** Subscribe to acks and flow control; call once the consumer is registered. */
+  start(): void {
+    const bus = this.env.bus;
+    this.subs.push(bus.subscribe(this.ackPrefix + ">", this.onAckMsg));
+    if (isPush(this.cfg) && this.cfg.flow_control) this.subs.push(bus.subscribe(this.fcPrefix + "*", this.onFcMsg));
+    this.persist();
+    this.env.ticker.want(this);
+    this.kick();
+  }
+
+  // ---------- start position ----------
+
+  private initStart(): void {
+    const store = this.stream.store;
+    const st = store.state();
+    const c = this.cfg;
+    const d = this.state.delivered;
+    const lastSeq = st.lastSeq;
+    switch (c.deliver_policy) {
+      case "all":
+        d.streamSeq = st.firstSeq > 0 ? st.firstSeq - 1 : 0;
+        break;
+      case "new":
+        d.streamSeq = lastSeq;
+        break;
+      case "last": {
+        let best = 0;
+        for (const f of this.filterList()) {
+          const m = store.loadLastMsg(f);
+          if (m !== null && m.seq > best) best = m.seq;
+        }
+        d.streamSeq = best > 0 ? best - 1 : lastSeq;
+        break;
+      }
+      case "by_start_sequence":
+        d.streamSeq = Math.max(0, c.opt_start_seq - 1);
+        break;
+      case "by_start_time":
+        d.streamSeq = this.seqForTime(c.opt_start_time_ns) - 1;
+        break;
+      case "last_per_subject": {
+        const seqs: number[] = [];
+        for (const f of this.filterList()) {
+          for (const ss of store.subjectsState(f).values()) seqs.push(ss.last);
+        }
+        seqs.sort((a, b) => a - b);
+        this.lps = seqs;
+        this.lpsEnd = lastSeq;
+        d.streamSeq = seqs.length > 0 ? seqs[0]! - 1 : lastSeq;
+        if (seqs.length === 0) this.lps = null;
+        break;
+      }
+    }
+    this.state.ackFloor.streamSeq = d.streamSeq;
+  }
+
+  /** First sequence whose store time is at or after tNs (binary search: times only grow). */
+  private seqForTime(tNs: number): number {
+    const store = this.stream.store;
+    const st = store.state();
+    let lo = Math.max(1, st.firstSeq);
+    let hi = st.lastSeq + 1;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const m = store.loadNextMsg(">", mid);
+      if (m === null || m.tsNs >= tNs) hi = mid;
+      else lo = m.seq + 1 > mid ? Math.max(mid + 1, lo) : mid + 1;
+    }
+    return lo;
+  }
+
+  private filterList(): string[] {
+    return this.filters.length === 0 ? [">"] : this.filters;
+  }
+
+  // ---------- ConsumerHook ----------
+
+  filterMatches(subject: string): boolean {
+    const f = this.filters;
+    if (f.length === 0) return true;
+    for (let i = 0; i < f.length; i++) if (subjectMatches(f[i]!, subject)) return true;
+    return false;
+  }
+
+  needsMessage(seq: number, _subject: string): boolean {
+    if (seq < this.startSeq) return false;
+    if (seq > this.state.delivered.streamSeq) return true;
+    if (this.lps !== null && this.lps.includes(seq)) return true;
+    if (this.cfg.ack_policy === "none") return false;
+    return this.state.pending.has(seq);
+  }
+
+  onStored(seq: number, subject: string): void {
+    if (this.stopped) return;
+    if (!this.filterMatches(subject)) return;
+    if (this.numPendingCache >= 0 && seq > this.state.delivered.streamSeq) this.numPendingCache++;
+    this.kick();
+  }
+
+  onPurged(firstSeq: number): void {
+    if (this.stopped) return;
+    this.numPendingCache = -1;
+    const s = this.state;
+    let changed = false;
+    for (const seq of [...s.pending.keys()]) {
+      if (seq >= firstSeq) break;
+      s.pending.delete(seq);
+      s.redelivered.delete(seq);
+      this.wheel.cancel(seq);
+      changed = true;
+    }
+    if (s.delivered.streamSeq < firstSeq - 1) {
+      s.delivered.streamSeq = firstSeq - 1;
+      changed = true;
+    }
+    if (this.lps !== null) {
+      this.lps = this.lps.filter((q) => q >= firstSeq);
+      if (this.lps.length === 0) this.endLps();
+    }
+    if (changed) {
+      this.updateFloor();
+      this.persist();
+    }
+    this.kick();
+  }
+
+  async stop(deleteState: boolean): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const s of this.subs) s.unsubscribe();
+    this.subs = [];
+    this.env.ticker.drop(this);
+    const bus = this.env.bus;
+    for (const r of this.waiting.clear()) {
+      if (deleteState) bus.publish(r.reply, "", ST_CONSUMER_DELETED, EMPTY);
+      else bus.publish(r.reply, "", pendingStatus(409, "Server Shutdown", r.batch, r.maxBytes), EMPTY);
+    }
+    this.wheel.clear();
+    const st = this.store;
+    this.store = null;
+    if (st !== null) {
+      if (deleteState) await st.delete();
+      else await st.close();
+    }
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  // ---------- config update ----------
+
+  updateConfig(cfg: ConsumerConfig): void {
+    const oldPush = this.cfg.deliver_subject;
+    this.cfg = cfg;
+    this.filters = filtersOf(cfg);
+    this.numPendingCache = -1;
+    if (oldPush !== cfg.deliver_subject) this.lastActivityMs = this.env.clock.monoMs();
+    this.env.ticker.want(this);
+    this.kick();
+  }
+
+  // ---------- delivery ----------
+
+  kick(): void {
+    if (this.stopped) return;
+    if (this.delivering) {
+      this.again = true;
+      return;
+    }
+    this.delivering = true;
+    try {
+      do {
+        this.again = false;
+        this.run();
+      } while (this.again && !this.stopped);
+    } finally {
+      this.delivering = false;
+    }
+  }
+
+  isPaused(): boolean {
+    return this.cfg.pause_until_ns > 0 && this.cfg.pause_until_ns > this.env.clock.nowNs();
+  }
+
+  private run(): void {
+    if (this.isPaused()) return;
+    if (isPush(this.cfg)) this.runPush();
+    else this.runPull();
+  }
+
+  private runPush(): void {
+    const to = this.cfg.deliver_subject;
+    if (!this.env.bus.hasInterest(to)) return;
+    let any = false;
+    for (;;) {
+      if (this.stopped) return;
+      if (this.cfg.flow_control && this.fcOutstanding !== "" && this.fcBytes >= this.fcWindow) break;
+      const p = this.pick();
+      if (p === null) break;
+      const size = this.deliver(p, to);
+      any = true;
+      this.lastPushMs = this.env.clock.monoMs();
+      if (this.cfg.flow_control) {
+        this.fcBytes += size;
+        if (this.fcOutstanding === "" && this.fcBytes >= this.fcWindow / 2) this.sendFlowControl();
+      }
+    }
+    if (any) this.persist();
+  }
+
+  private sendFlowControl(): void {
+    this.fcOutstanding = this.fcPrefix + ++this.fcSeq;
+    this.fcBytesAtSend = this.fcBytes;
+    this.env.bus.publish(this.cfg.deliver_subject, this.fcOutstanding, ST_FLOW_CONTROL, EMPTY);
+  }
+
+  private readonly onFcMsg = (subject: string): void => {
+    if (this.stopped || subject !== this.fcOutstanding) return;
+    this.fcOutstanding = "";
+    this.fcBytes = Math.max(0, this.fcBytes - this.fcBytesAtSend);
+    this.fcWindow = Math.min(FC_WINDOW_MAX_BYTES, this.fcWindow * 2);
+    this.kick();
+  };
+
+  private runPull(): void {
+    const bus = this.env.bus;
+    let any = false;
+    let exhausted = false;
+    while (this.waiting.length > 0 && !this.stopped) {
+      const r = this.waiting.peek()!;
+      if (!bus.hasInterest(r.reply)) {
+        this.waiting.shift();
+        continue;
+      }
+      const p = this.pick();
+      if (p === null) {
+        exhausted = true;
+        break;
+      }
+      if (r.maxBytes > 0) {
+        const size = p.msg.subject.length + this.ackPrefix.length + 40 + (p.msg.hdr?.length ?? 0) + p.msg.data.length;
+        if (size > r.maxBytes) {
+          this.waiting.shift();
+          bus.publish(r.reply, "", pendingStatus(409, "Message Size Exceeds MaxBytes", r.batch, r.maxBytes), EMPTY);
+          continue;
+        }
+      }
+      const size = this.deliver(p, r.reply);
+      any = true;
+      r.batch--;
+      r.delivered++;
+      r.lastMs = this.env.clock.monoMs();
+      if (r.maxBytes > 0) r.maxBytes = Math.max(0, r.maxBytes - size);
+      if (r.batch <= 0) this.waiting.shift();
+      else this.waiting.rotate();
+    }
+    if (exhausted || this.waiting.length > 0) this.finishNoWait();
+    if (any) this.persist();
+  }
+
+  /** no_wait requests without expires end once nothing more is available now. */
+  private finishNoWait(): void {
+    if (this.waiting.length === 0) return;
+    if (this.hasAvailable()) return;
+    const bus = this.env.bus;
+    this.waiting.sweep((r) => {
+      if (!r.noWait || r.expiresAtMs > 0) return false;
+      if (r.delivered === 0) bus.publish(r.reply, "", ST_NO_MESSAGES, EMPTY);
+      else bus.publish(r.reply, "", pendingStatus(408, "Request Timeout", r.batch, r.maxBytes), EMPTY);
+      return true;
+    });
+  }
+
+  /** True when pick() would find something (without side effects beyond skipping). */
+  private hasAvailable(): boolean {
+    return this.pick() !== null;
+  }
+
+  private canDeliverNew(): boolean {
+    const c = this.cfg;
+    if (c.ack_policy === "none" || c.max_ack_pending <= 0) return true;
+    return this.state.pending.size < c.max_ack_pending;
+  }
+
+  /** The next message to deliver: redeliveries first, then new ones. Drops redelivery
+   *  entries that are no longer pending or whose message is gone. */
+  private pick(): Pick | null {
+    const s = this.state;
+    while (this.rdqHead < this.rdq.length) {
+      const seq = this.rdq[this.rdqHead]!;
+      if (!s.pending.has(seq) || this.wheel.has(seq)) {
+        this.rdqHead++;
+        this.compactRdq();
+        continue;
+      }
+      const m = this.stream.store.loadMsg(seq);
+      if (m === null) {
+        this.rdqHead++;
+        this.compactRdq();
+        this.dropPending(seq);
+        continue;
+      }
+      return { msg: m, redelivery: true, dc: (s.redelivered.get(seq) ?? 1) + 1 };
+    }
+    if (!this.canDeliverNew()) return null;
+    if (this.lps !== null) {
+      while (this.lps.length > 0) {
+        const m = this.stream.store.loadMsg(this.lps[0]!);
+        if (m !== null) return { msg: m, redelivery: false, dc: 1 };
+        this.lps.shift();
+      }
+      this.endLps();
+    }
+    const from = s.delivered.streamSeq + 1;
+    const st = this.stream.store.state();
+    if (from > st.lastSeq) return null;
+    let best: StoredMsg | null = null;
+    const fl = this.filterList();
+    for (let i = 0; i < fl.length; i++) {
+      const m = this.stream.store.loadNextMsg(fl[i]!, from);
+      if (m !== null && (best === null || m.seq < best.seq)) best = m;
+    }
+    if (best === null) {
+      // Nothing matches up to the end: remember that so the next look starts later.
+      if (s.delivered.streamSeq < st.lastSeq && this.filters.length > 0) {
+        s.delivered.streamSeq = st.lastSeq;
+        if (this.cfg.ack_policy === "none" || s.pending.size === 0) this.updateFloor();
+      }
+      return null;
+    }
+    return { msg: best, redelivery: false, dc: 1 };
+  }
+
+  private endLps(): void {
+    this.lps = null;
+    if (this.state.delivered.streamSeq < this.lpsEnd) this.state.delivered.streamSeq = this.lpsEnd;
+    this.numPendingCache = -1;
+  }
+
+  private compactRdq(): void {
+    if (this.rdqHead > 1024 && this.rdqHead * 2 > this.rdq.length) {
+      this.rdq.splice(0, this.rdqHead);
+      this.rdqHead = 0;
+    } else if (this.rdqHead === this.rdq.length) {
+      this.rdq.length = 0;
+      this.rdqHead = 0;
+    }
+  }
+
+  /** Send one message; returns its size as counted for max_bytes and flow control. */
+  private deliver(p: Pick, to: string): number {
+    const s = this.state;
+    const m = p.msg;
+    const seq = m.seq;
+    const cseq = ++s.delivered.consumerSeq;
+    if (p.redelivery) {
+      this.rdqHead++;
+      this.compactRdq();
+      s.redelivered.set(seq, p.dc);
+    } else {
+      if (this.lps !== null && this.lps[0] === seq) {
+        this.lps.shift();
+        if (seq > s.delivered.streamSeq) s.delivered.streamSeq = seq;
+        if (this.lps.length === 0) this.endLps();
+        else if (this.numPendingCache > 0) this.numPendingCache--;
+      } else {
+        s.delivered.streamSeq = seq;
+        if (this.numPendingCache > 0) this.numPendingCache--;
+      }
+    }
+    const nowNs = this.env.clock.nowNs();
+    this.lastActiveNs = nowNs;
+    const pending = this.numPendingCache >= 0 ? this.numPendingCache : this.computeNumPending();
+    const reply = ackSubject(this.ackPrefix, p.dc, seq, cseq, m.tsNs, pending);
+    const ackNone = this.cfg.ack_policy === "none";
+    if (!ackNone) {
+      const e = s.pending.get(seq);
+      if (e === undefined) s.pending.set(seq, { cseq, tsNs: nowNs });
+      else {
+        e.cseq = cseq;
+        e.tsNs = nowNs;
+      }
+      this.wheel.schedule(seq, this.env.clock.monoMs() + this.ackWaitMs(p.dc));
+    }
+    let hdr = m.hdr;
+    let data = m.data;
+    if (this.cfg.headers_only) {
+      hdr = appendHeaders(m.hdr, [["Nats-Msg-Size", String(m.data.length)]]);
+      data = EMPTY;
+    }
+    const bus = this.env.bus;
+    if (bus.deliverAs !== undefined) bus.deliverAs(to, m.subject, reply, hdr, data);
+    else bus.publish(to, reply, hdr, data);
+    if (ackNone) {
+      s.ackFloor.consumerSeq = cseq;
+      s.ackFloor.streamSeq = s.delivered.streamSeq;
+      this.ackActiveNs = nowNs;
+      if (this.stream.retention() !== "limits") this.stream.onAck(seq, m.subject);
+    }
+    return m.subject.length + reply.length + (hdr?.length ?? 0) + data.length;
+  }
+
+  private ackWaitMs(dc: number): number {
+    const b = this.cfg.backoff;
+    if (b.length > 0) return b[Math.min(dc - 1, b.length - 1)]! / 1e6;
+    const w = this.cfg.ack_wait;
+    return w > 0 ? w / 1e6 : 30_000;
+  }
+
+  computeNumPending(): number {
+    const store = this.stream.store;
+    let n = 0;
+    if (this.lps !== null) {
+      n += this.lps.length;
+      for (const f of this.filterList()) n += store.numPending(this.lpsEnd + 1, f, false);
+    } else {
+      const from = this.state.delivered.streamSeq + 1;
+      for (const f of this.filterList()) n += store.numPending(from, f, false);
+    }
+    this.numPendingCache = n;
+    return n;
+  }
+
+  // ---------- acks ----------
+
+  private readonly onAckMsg = (subject: string, reply: string, _hdr: Buffer | null, payload: Buffer): void => {
+    if (this.stopped) return;
+    const t = parseAckSubject(subject);
+    if (t === null) return;
+    const a = parseAck(payload);
+    if (a === null) return;
+    this.lastActivityMs = this.env.clock.monoMs();
+    switch (a.kind) {
+      case AckKind.Ack:
+        this.ack(t.sseq);
+        this.ackReply(reply, true);
+        break;
+      case AckKind.Nak:
+        this.nak(t.sseq, t.cseq, a.delayNs);
+        this.ackReply(reply, false);
+        break;
+      case AckKind.Progress:
+        this.progress(t.sseq);
+        this.ackReply(reply, false);
+        break;
+      case AckKind.Term:
+        this.term(t.sseq, t.cseq, a.arg);
+        this.ackReply(reply, true);
+        break;
+      case AckKind.Next:
+        this.ack(t.sseq);
+        if (reply !== "") this.pull(reply, Buffer.from(a.arg, "utf8"));
+        break;
+    }
+  };
+
+  private ackReply(reply: string, durable: boolean): void {
+    if (reply === "") return;
+    const bus = this.env.bus;
+    const st = this.store;
+    if (durable && st !== null) st.sync(() => bus.publish(reply, "", null, EMPTY));
+    else bus.publish(reply, "", null, EMPTY);
+  }
+
+  /** Explicit or cumulative ack of a stream sequence; unknown sequences are ignored. */
+  ack(seq: number): void {
+    const s = this.state;
+    const pol = this.cfg.ack_policy;
+    if (pol === "none") return;
+    const nowNs = this.env.clock.nowNs();
+    if (pol === "all") {
+      if (seq <= s.ackFloor.streamSeq || seq > s.delivered.streamSeq) return;
+      const acked: number[] = [];
+      for (const k of s.pending.keys()) {
+        if (k > seq) break;
+        acked.push(k);
+      }
+      for (const k of acked) this.removePending(k);
+      if (s.pending.size === 0 || [...s.pending.keys()][0]! > seq) {
+        // Everything up to seq is acknowledged, pending or not.
+        s.ackFloor.streamSeq = Math.max(s.ackFloor.streamSeq, seq);
+      }
+      this.updateFloor();
+      this.ackActiveNs = nowNs;
+      this.persist();
+      if (this.stream.retention() !== "limits") for (const k of acked) this.notifyAck(k);
+      this.kick();
+      return;
+    }
+    if (!s.pending.has(seq)) return;
+    this.removePending(seq);
+    this.updateFloor();
+    this.ackActiveNs = nowNs;
+    this.persist();
+    if (this.stream.retention() !== "limits") this.notifyAck(seq);
+    this.kick();
+  }
+
+  private notifyAck(seq: number): void {
+    if (this.stream.retention() === "workqueue") {
+      this.stream.onAck(seq, "");
+      return;
+    }
+    const m = this.stream.store.loadMsg(seq);
+    if (m !== null) this.stream.onAck(seq, m.subject);
+  }
+
+  private removePending(seq: number): void {
+    const s = this.state;
+    s.pending.delete(seq);
+    s.redelivered.delete(seq);
+    this.wheel.cancel(seq);
+  }
+
+  /** A pending message left without an ack (its message is gone, or max_deliver). */
+  private dropPending(seq: number): void {
+    this.removePending(seq);
+    this.updateFloor();
+    this.persist();
+  }
+
+  private updateFloor(): void {
+    const s = this.state;
+    const f = s.ackFloor;
+    if (s.pending.size === 0) {
+      f.consumerSeq = s.delivered.consumerSeq;
+      f.streamSeq = s.delivered.streamSeq;
+      return;
+    }
+    const first = s.pending.entries().next().value as [number, { cseq: number }];
+    const sfl = first[0] - 1;
+    if (sfl > f.streamSeq) f.streamSeq = sfl;
+    const cfl = first[1].cseq - 1;
+    if (cfl > f.consumerSeq && cfl <= s.delivered.consumerSeq) f.consumerSeq = cfl;
+  }
+
+  private nak(seq: number, cseq: number, delayNs: number): void {
+    const s = this.state;
+    if (this.cfg.ack_policy === "none" || !s.pending.has(seq)) return;
+    const dc = s.redelivered.get(seq) ?? 1;
+    this.env.advisory(`${ADV}MSG_NAKED.${this.stream.name}.${this.name}`, {
+      type: ADV_TYPE + "nak",
+      stream: this.stream.name,
+      consumer: this.name,
+      consumer_seq: cseq,
+      stream_seq: seq,
+      deliveries: dc,
+    });
+    if (delayNs > 0) {
+      this.wheel.schedule(seq, this.env.clock.monoMs() + delayNs / 1e6);
+      this.env.ticker.want(this);
+      return;
+    }
+    this.wheel.cancel(seq);
+    this.dueForRedelivery(seq);
+    this.kick();
+  }
+
+  private progress(seq: number): void {
+    const s = this.state;
+    const p = s.pending.get(seq);
+    if (p === undefined) return;
+    p.tsNs = this.env.clock.nowNs();
+    const dc = s.redelivered.get(seq) ?? 1;
+    this.wheel.schedule(seq, this.env.clock.monoMs() + this.ackWaitMs(dc));
+  }
+
+  private term(seq: number, cseq: number, reason: string): void {
+    const s = this.state;
+    if (this.cfg.ack_policy === "none" || !s.pending.has(seq)) return;
+    const dc = s.redelivered.get(seq) ?? 1;
+    const body: Record<string, unknown> = {
+      type: ADV_TYPE + "terminated",
+      stream: this.stream.name,
+      consumer: this.name,
+      consumer_seq: cseq,
+      stream_seq: seq,
+      deliveries: dc,
+    };
+    if (reason !== "") body["reason"] = reason;
+    this.env.advisory(`${ADV}MSG_TERMINATED.${this.stream.name}.${this.name}`, body);
+    this.deadLetter(seq, dc, "term", reason);
+    this.removePending(seq);
+    this.updateFloor();
+    this.persist();
+    if (this.stream.retention() !== "limits") this.notifyAck(seq);
+    this.kick();
+  }
+
+  /** Ack wait passed or NAK: queue for redelivery, or stop at max_deliver. */
+  private dueForRedelivery(seq: number): void {
+    const s = this.state;
+    const dc = s.redelivered.get(seq) ?? 1;
+    const md = this.cfg.max_deliver;
+    if (md > 0 && dc >= md) {
+      this.env.advisory(`${ADV}MAX_DELIVERIES.${this.stream.name}.${this.name}`, {
+        type: ADV_TYPE + "max_deliver",
+        stream: this.stream.name,
+        consumer: this.name,
+        stream_seq: seq,
+        deliveries: dc,
+      });
+      this.deadLetter(seq, dc, "max_deliver", "");
+      this.dropPending(seq);
+      return;
+    }
+    this.rdq.push(seq);
+  }
+
+  private deadLetter(seq: number, dc: number, reason: "max_deliver" | "term", termReason: string): void {
+    const subj = this.cfg.dead_letter_subject;
+    if (subj === "") return;
+    const m = this.stream.store.loadMsg(seq);
+    if (m === null) return;
+    deadLetter(this.env.bus, subj, this.stream.name, this.name, m, dc, reason, termReason);
+  }
+
+  // ---------- pull requests ----------
+
+  /** A MSG.NEXT request (or +NXT). */
+  pull(reply: string, payload: Buffer): void {
+    const bus = this.env.bus;
+    if (this.stopped) return;
+    if (isPush(this.cfg)) {
+      bus.publish(reply, "", ST_PUSH_BASED, EMPTY);
+      return;
+    }
+    const p = parsePullRequest(payload);
+    if (!p.ok) {
+      bus.publish(reply, "", statusHeaders(400, "Bad Request - " + p.error), EMPTY);
+      return;
+    }
+    const q = p.req;
+    const c = this.cfg;
+    if (c.max_batch > 0 && q.batch > c.max_batch) {
+      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestBatch of ${c.max_batch}`), EMPTY);
+      return;
+    }
+    if (c.max_expires > 0 && q.expiresNs > c.max_expires) {
+      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestExpires of ${goDurationShort(c.max_expires)}`), EMPTY);
+      return;
+    }
+    if (c.max_bytes > 0 && q.maxBytes > c.max_bytes) {
+      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestMaxBytes of ${c.max_bytes}`), EMPTY);
+      return;
+    }
+    if (q.hbMs > 0 && q.expiresNs > 0 && q.hbMs * 2 > q.expiresNs / 1e6) {
+      bus.publish(reply, "", statusHeaders(400, "Bad Request - heartbeat value too large"), EMPTY);
+      return;
+    }
+    const now = this.env.clock.monoMs();
+    this.lastActivityMs = now;
+    if (q.noWait && q.expiresNs === 0 && !this.isPaused() && !this.hasAvailable()) {
+      bus.publish(reply, "", ST_NO_MESSAGES, EMPTY);
+      return;
+    }
+    if (this.waiting.isFull()) {
+      this.sweepWaiting(now);
+      if (this.waiting.isFull()) {
+        if (q.hbMs === 0) bus.publish(reply, "", ST_EXCEEDED_MAX_WAITING, EMPTY);
+        return;
+      }
+    }
+    const r: PullRequest = {
+      reply,
+      batch: q.batch,
+      maxBytes: q.maxBytes,
+      expiresAtMs: q.expiresNs > 0 ? now + q.expiresNs / 1e6 : 0,
+      noWait: q.noWait,
+      hbMs: q.hbMs,
+      lastMs: now,
+      delivered: 0,
+    };
+    this.waiting.push(r);
+    this.kick();
+    if (this.waiting.length > 0) this.env.ticker.want(this);
+  }
+
+  /** Drop expired requests (408) and those nobody listens to any more (silently). */
+  private sweepWaiting(now: number): void {
+    const bus = this.env.bus;
+    this.waiting.sweep((r) => {
+      if (r.expiresAtMs > 0 && now >= r.expiresAtMs) {
+        bus.publish(r.reply, "", pendingStatus(408, "Request Timeout", r.batch, r.maxBytes), EMPTY);
+        return true;
+      }
+      return !bus.hasInterest(r.reply);
+    });
+  }
+
+  numWaiting(): number {
+    this.sweepWaiting(this.env.clock.monoMs());
+    return this.waiting.length;
+  }
+
+  // ---------- the tick ----------
+
+  tick(now: number): boolean {
+    if (this.stopped) return false;
+    const bus = this.env.bus;
+    // Redeliveries that are due.
+    const due = this.scratch;
+    due.length = 0;
+    this.wheel.expire(now, due);
+    let redeliver = false;
+    for (const seq of due) {
+      if (!this.state.pending.has(seq)) continue;
+      this.dueForRedelivery(seq);
+      redeliver = true;
+    }
+    due.length = 0;
+    const push = isPush(this.cfg);
+    if (!push && this.waiting.length > 0) {
+      this.sweepWaiting(now);
+      for (const r of this.waiting.all()) {
+        if (r.hbMs > 0 && now - r.lastMs >= r.hbMs) {
+          r.lastMs = now;
+          bus.publish(r.reply, "", heartbeatStatus(this.state.delivered.consumerSeq, this.state.delivered.streamSeq, ""), EMPTY);
+        }
+      }
+    }
+    let bound = false;
+    if (push) {
+      bound = bus.hasInterest(this.cfg.deliver_subject);
+      const hb = this.cfg.idle_heartbeat / 1e6;
+      if (bound && hb > 0 && now - this.lastPushMs >= hb) {
+        this.lastPushMs = now;
+        bus.publish(
+          this.cfg.deliver_subject,
+          "",
+          heartbeatStatus(this.state.delivered.consumerSeq, this.state.delivered.streamSeq, this.fcOutstanding),
+          EMPTY,
+        );
+      }
+    }
+    // Inactivity: ephemerals (and durables with a threshold) go when nobody uses them.
+    const it = this.cfg.inactive_threshold / 1e6;
+    if (it > 0) {
+      const active = push ? bound : this.waiting.length > 0;
+      if (active) this.lastActivityMs = now;
+      else if (now - this.lastActivityMs >= it) {
+        this.env.onSelfDelete(this);
+        return false;
+      }
+    }
+    if (redeliver || push || this.cfg.pause_until_ns > 0) this.kick();
+    return (
+      !this.stopped &&
+      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0)
+    );
+  }
+
+  // ---------- pause ----------
+
+  setPause(untilNs: number): void {
+    this.cfg = { ...this.cfg, pause_until_ns: untilNs };
+    this.env.ticker.want(this);
+    this.kick();
+  }
+
+  // ---------- state and info ----------
+
+  private persist(): void {
+    if (this.store !== null) this.store.update(this.state);
+  }
+
+  /** The store's view for tests. */
+  snapshot(): ConsumerState {
+    return this.state;
+  }
+
+  /** The consumer's store (file consumers); for a durability barrier. */
+  storeOf(): ConsumerStore | null {
+    return this.store;
+  }
+
+  info(type: string): Record<string, unknown> {
+    const s = this.state;
+    const nowNs = this.env.clock.nowNs();
+    const delivered: Record<string, unknown> = { consumer_seq: s.delivered.consumerSeq, stream_seq: s.delivered.streamSeq };
+    if (this.lastActiveNs > 0) delivered["last_active"] = rfc3339Ns(this.lastActiveNs);
+    const ackFloor: Record<string, unknown> = { consumer_seq: s.ackFloor.consumerSeq, stream_seq: s.ackFloor.streamSeq };
+    if (this.ackActiveNs > 0) ackFloor["last_active"] = rfc3339Ns(this.ackActiveNs);
+    const out: Record<string, unknown> = {
+      type,
+      stream_name: this.stream.name,
+      name: this.name,
+      created: rfc3339Ns(this.createdNs),
+      config: consumerConfigToWire(this.cfg, true),
+      delivered,
+      ack_floor: ackFloor,
+      num_ack_pending: s.pending.size,
+      num_redelivered: s.redelivered.size,
+      num_waiting: isPush(this.cfg) ? 0 : this.numWaiting(),
+      num_pending: this.computeNumPending(),
+      cluster: { leader: this.env.serverName },
+    };
+    if (isPush(this.cfg) && this.env.bus.hasInterest(this.cfg.deliver_subject)) out["push_bound"] = true;
+    if (this.isPaused()) {
+      out["paused"] = true;
+      out["pause_remaining"] = this.cfg.pause_until_ns - nowNs;
+    }
+    out["ts"] = rfc3339Ns(nowNs);
+    return out;
+  }
+}
+
+/** Go's time.Duration String() for the common whole units. */
+function goDurationShort(ns: number): string {
+  if (ns % 1e9 === 0) {
+    let s = ns / 1e9;
+    const h = Math.floor(s / 3600);
+    s -= h * 3600;
+    const m = Math.floor(s / 60);
+    s -= m * 60;
+    return (h > 0 ? `${h}h` : "") + (h > 0 || m > 0 ? `${m}m` : "") + `${s}s`;
+  }
+  if (ns < 1e6) return `${ns / 1e3}µs`;
+  if (ns < 1e9) return `${ns / 1e6}ms`;
+  return `${ns / 1e9}s`;
+}

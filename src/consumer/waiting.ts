@@ -1,0 +1,148 @@
+// Pull requests ($JS.API.CONSUMER.MSG.NEXT) and the waiting list that holds them, bounded
+// by max_waiting and served in arrival order.
+
+import { statusHeaders } from "../protocol/headers.js";
+
+export interface PullRequest {
+  reply: string;
+  /** Messages still wanted. */
+  batch: number;
+  /** Bytes still allowed (0 = no byte limit). */
+  maxBytes: number;
+  /** Monotonic deadline in ms (0 = none). */
+  expiresAtMs: number;
+  noWait: boolean;
+  hbMs: number;
+  /** Monotonic time of the last message or heartbeat sent to it. */
+  lastMs: number;
+  /** Messages delivered to it so far. */
+  delivered: number;
+}
+
+export type ParsedPull = { ok: true; req: Omit<PullRequest, "reply" | "lastMs" | "delivered" | "expiresAtMs"> & { expiresNs: number } } | { ok: false; error: string };
+
+/** Empty body = batch 1; a bare integer = batch N; else JSON. */
+export function parsePullRequest(payload: Buffer): ParsedPull {
+  const text = payload.toString("utf8").trim();
+  const base = { batch: 1, maxBytes: 0, expiresNs: 0, noWait: false, hbMs: 0 };
+  if (text.length === 0) return { ok: true, req: base };
+  if (/^\d+$/.test(text)) {
+    const n = Number(text);
+    return { ok: true, req: { ...base, batch: n > 0 ? n : 1 } };
+  }
+  let o: unknown;
+  try {
+    o = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, error: (e as Error).message };
+  }
+  if (typeof o !== "object" || o === null || Array.isArray(o)) return { ok: false, error: "json: cannot unmarshal into Go value of type server.JSApiConsumerGetNextRequest" };
+  const r = o as Record<string, unknown>;
+  const num = (k: string): number | null => {
+    const v = r[k];
+    if (v === undefined || v === null) return 0;
+    if (typeof v !== "number" || !Number.isInteger(v)) return null;
+    return v;
+  };
+  const batch = num("batch");
+  const maxBytes = num("max_bytes");
+  const expires = num("expires");
+  const hb = num("idle_heartbeat");
+  if (batch === null || maxBytes === null || expires === null || hb === null) {
+    return { ok: false, error: "json: cannot unmarshal value into Go struct field JSApiConsumerGetNextRequest" };
+  }
+  const nw = r["no_wait"];
+  if (nw !== undefined && nw !== null && typeof nw !== "boolean") {
+    return { ok: false, error: "json: cannot unmarshal value into Go struct field JSApiConsumerGetNextRequest.no_wait of type bool" };
+  }
+  return {
+    ok: true,
+    req: {
+      batch: batch > 0 ? batch : 1,
+      maxBytes: maxBytes > 0 ? maxBytes : 0,
+      expiresNs: expires > 0 ? expires : 0,
+      noWait: nw === true,
+      hbMs: hb > 0 ? hb / 1e6 : 0,
+    },
+  };
+}
+
+/** FIFO of open requests; removal by identity is O(n) but n <= max_waiting. */
+export class WaitingList {
+  private items: PullRequest[] = [];
+  constructor(public max: number) {}
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  isFull(): boolean {
+    return this.max > 0 && this.items.length >= this.max;
+  }
+
+  push(r: PullRequest): void {
+    this.items.push(r);
+  }
+
+  peek(): PullRequest | undefined {
+    return this.items[0];
+  }
+
+  /** Move the head to the back (round-robin among requests that still want more). */
+  rotate(): void {
+    if (this.items.length > 1) this.items.push(this.items.shift()!);
+  }
+
+  shift(): PullRequest | undefined {
+    return this.items.shift();
+  }
+
+  remove(r: PullRequest): void {
+    const i = this.items.indexOf(r);
+    if (i >= 0) this.items.splice(i, 1);
+  }
+
+  /** Remove every request for which drop(r) is true. */
+  sweep(drop: (r: PullRequest) => boolean): void {
+    let w = 0;
+    for (let i = 0; i < this.items.length; i++) {
+      const r = this.items[i]!;
+      if (!drop(r)) this.items[w++] = r;
+    }
+    this.items.length = w;
+  }
+
+  all(): readonly PullRequest[] {
+    return this.items;
+  }
+
+  clear(): PullRequest[] {
+    const out = this.items;
+    this.items = [];
+    return out;
+  }
+}
+
+/** Status replies to pull requests, with nats-server's exact texts. */
+export function pendingStatus(code: number, text: string, msgs: number, bytes: number): Buffer {
+  return statusHeaders(code, text, [
+    ["Nats-Pending-Messages", String(msgs)],
+    ["Nats-Pending-Bytes", String(bytes)],
+  ]);
+}
+
+export const ST_NO_MESSAGES = statusHeaders(404, "No Messages");
+export const ST_CONSUMER_DELETED = statusHeaders(409, "Consumer Deleted");
+export const ST_EXCEEDED_MAX_WAITING = statusHeaders(409, "Exceeded MaxWaiting");
+export const ST_PUSH_BASED = statusHeaders(409, "Consumer is push based");
+
+export function heartbeatStatus(lastCseq: number, lastSseq: number, stalled: string): Buffer {
+  const e: [string, string][] = [
+    ["Nats-Last-Consumer", String(lastCseq)],
+    ["Nats-Last-Stream", String(lastSseq)],
+  ];
+  if (stalled !== "") e.push(["Nats-Consumer-Stalled", stalled]);
+  return statusHeaders(100, "Idle Heartbeat", e);
+}
+
+export const ST_FLOW_CONTROL = statusHeaders(100, "FlowControl Request");

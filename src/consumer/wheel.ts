@@ -1,0 +1,131 @@
+// Timing without a timer per item (STYLE 7). A Ticker owns the one Clock timer of the
+// consumer layer and runs the `tick` of every consumer that asked for one; a consumer keeps
+// its ack deadlines in a RedeliveryWheel: buckets of sequences by coarse tick number.
+
+import type { Clock, TimerHandle } from "../runtime/clock.js";
+
+export const TICK_MS = 50;
+
+/** Deadlines of sequences, resolved to TICK_MS buckets. */
+export class RedeliveryWheel {
+  private readonly buckets = new Map<number, number[]>();
+  private readonly due = new Map<number, number>(); // seq -> bucket
+  private last = -1; // highest bucket already drained
+  constructor(private readonly tickMs: number = TICK_MS) {}
+
+  get size(): number {
+    return this.due.size;
+  }
+
+  /** (Re)schedule seq to fire at monotonic time atMs (rounded up to a bucket). */
+  schedule(seq: number, atMs: number): void {
+    let b = Math.ceil(atMs / this.tickMs);
+    if (b <= this.last) b = this.last + 1;
+    const prev = this.due.get(seq);
+    if (prev === b) return;
+    this.due.set(seq, b);
+    let list = this.buckets.get(b);
+    if (list === undefined) {
+      list = [];
+      this.buckets.set(b, list);
+    }
+    list.push(seq);
+  }
+
+  cancel(seq: number): void {
+    this.due.delete(seq);
+  }
+
+  has(seq: number): boolean {
+    return this.due.has(seq);
+  }
+
+  clear(): void {
+    this.buckets.clear();
+    this.due.clear();
+  }
+
+  /** Append every sequence whose deadline is at or before nowMs to out, in bucket order
+   *  and, within a bucket, ascending sequence order. */
+  expire(nowMs: number, out: number[]): void {
+    const cur = Math.floor(nowMs / this.tickMs);
+    if (cur <= this.last) return;
+    const from = this.last + 1;
+    this.last = cur;
+    if (this.buckets.size === 0) return;
+    const keys: number[] = [];
+    if (cur - from > this.buckets.size * 4) {
+      for (const k of this.buckets.keys()) if (k <= cur) keys.push(k);
+      keys.sort((a, b) => a - b);
+    } else {
+      for (let k = from; k <= cur; k++) if (this.buckets.has(k)) keys.push(k);
+    }
+    for (const k of keys) {
+      const list = this.buckets.get(k)!;
+      this.buckets.delete(k);
+      const start = out.length;
+      for (const seq of list) {
+        if (this.due.get(seq) === k) {
+          this.due.delete(seq);
+          out.push(seq);
+        }
+      }
+      if (out.length - start > 1) {
+        const part = out.splice(start).sort((a, b) => a - b);
+        for (const s of part) out.push(s);
+      }
+    }
+  }
+}
+
+export interface Tickable {
+  /** Called on every tick while registered; return false to be dropped until the next
+   *  want(). */
+  tick(nowMono: number): boolean;
+}
+
+/** The single coarse timer of the consumer layer. */
+export class Ticker {
+  private readonly active = new Set<Tickable>();
+  private timer: TimerHandle | null = null;
+  constructor(
+    private readonly clock: Clock,
+    private readonly onError: (e: unknown) => void,
+    private readonly tickMs: number = TICK_MS,
+  ) {}
+
+  want(t: Tickable): void {
+    this.active.add(t);
+    if (this.timer === null) this.timer = this.clock.setTimer(this.fire, this.tickMs);
+  }
+
+  drop(t: Tickable): void {
+    this.active.delete(t);
+  }
+
+  get size(): number {
+    return this.active.size;
+  }
+
+  private readonly fire = (): void => {
+    this.timer = null;
+    const now = this.clock.monoMs();
+    for (const t of [...this.active]) {
+      let keep = false;
+      try {
+        keep = t.tick(now);
+      } catch (e) {
+        this.onError(e);
+        keep = false;
+      }
+      if (!keep) this.active.delete(t);
+    }
+    if (this.active.size > 0 && this.timer === null) this.timer = this.clock.setTimer(this.fire, this.tickMs);
+  };
+
+  stop(): void {
+    if (this.timer !== null) this.clock.clearTimer(this.timer);
+    this.timer = null;
+    this.active.clear();
+  }
+}

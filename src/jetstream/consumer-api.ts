@@ -1,0 +1,456 @@
+// $JS.API.CONSUMER.* (the router hands over op and the remaining tokens): CREATE (legacy
+// ephemeral, named, named with filter), DURABLE.CREATE, INFO, NAMES, LIST, DELETE,
+// MSG.NEXT, PAUSE; plus consumer recovery at start (recoverConsumers).
+//
+// Consumers are registered with their stream (StreamHandle.addConsumer); this module keeps
+// no registry of its own beyond the one Ticker per API context.
+
+import { dirname, join } from "node:path";
+import { randomBytes } from "node:crypto";
+import type { ConsumerApiContext } from "./api-context.js";
+import type { StreamHandle } from "./contracts.js";
+import { jsErr, JsApiError, type ApiError, type JsErrName } from "./errors.js";
+import { ApiType } from "./types.js";
+import { getHeader, statusHeaders } from "../protocol/headers.js";
+import { JS_API_LEVEL } from "../version.js";
+import { NodeFs } from "../runtime/fs.js";
+import { FileConsumerStore } from "../storage/index.js";
+import type { ConsumerStore } from "../storage/types.js";
+import { rfc3339Ns, parseRfc3339Ns } from "../stream/time.js";
+import {
+  checkConsumerConfig,
+  checkWorkQueue,
+  consumerConfigToWire,
+  decodeConsumerConfig,
+  filtersOf,
+  sameConsumerConfig,
+  setStaticMetadata,
+  updateError,
+  type ConsumerConfig,
+  type StreamView,
+} from "../consumer/config.js";
+import { Consumer, type ConsumerEnv } from "../consumer/consumer.js";
+import { Ticker } from "../consumer/wheel.js";
+
+const NAMES_LIMIT = 1024;
+const LIST_LIMIT = 256;
+const PAUSE_TYPE = "io.nats.jetstream.api.v1.consumer_pause_response";
+const ADV = "$JS.EVENT.ADVISORY.CONSUMER.";
+const ACTION_TYPE = "io.nats.jetstream.advisory.v1.consumer_action";
+const PAUSE_ADV_TYPE = "io.nats.jetstream.advisory.v1.consumer_pause";
+const EMPTY = Buffer.alloc(0);
+
+type Body = Record<string, unknown>;
+
+interface CtxState {
+  ticker: Ticker;
+  recovered: WeakSet<StreamHandle>;
+}
+
+const perCtx = new WeakMap<ConsumerApiContext, CtxState>();
+
+function stateOf(ctx: ConsumerApiContext): CtxState {
+  let s = perCtx.get(ctx);
+  if (s === undefined) {
+    s = {
+      ticker: new Ticker(ctx.clock, (e) => ctx.log.error(`JetStream consumer timer: ${(e as Error).stack ?? String(e)}`)),
+      recovered: new WeakSet(),
+    };
+    perCtx.set(ctx, s);
+  }
+  return s;
+}
+
+function fail(name: JsErrName, args?: Record<string, string | number>): never {
+  throw new JsApiError(jsErr(name, args));
+}
+
+function parseBody(payload: Buffer): Body | null {
+  const text = payload.toString("utf8").trim();
+  if (text.length === 0) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    fail("JSInvalidJSONErr", { err: (e as Error).message });
+  }
+  if (v === null) return null;
+  if (typeof v !== "object" || Array.isArray(v)) fail("JSInvalidJSONErr", { err: "json: cannot unmarshal into Go value" });
+  return v as Body;
+}
+
+function streamView(st: StreamHandle): StreamView {
+  const w = st.wireConfig();
+  const cl = (w["consumer_limits"] ?? {}) as Record<string, unknown>;
+  return {
+    name: st.name,
+    subjects: Array.isArray(w["subjects"]) ? (w["subjects"] as string[]) : [],
+    retention: st.retention(),
+    num_replicas: typeof w["num_replicas"] === "number" ? w["num_replicas"] : 1,
+    consumer_limits: {
+      inactive_threshold: typeof cl["inactive_threshold"] === "number" ? cl["inactive_threshold"] : 0,
+      max_ack_pending: typeof cl["max_ack_pending"] === "number" ? cl["max_ack_pending"] : 0,
+    },
+  };
+}
+
+/** The consumers of a stream that this layer created. */
+export function consumersOf(st: StreamHandle): Consumer[] {
+  const out: Consumer[] = [];
+  for (const h of st.consumers()) if (h instanceof Consumer) out.push(h);
+  return out;
+}
+
+function findConsumer(st: StreamHandle, name: string): Consumer | undefined {
+  for (const h of st.consumers()) if (h instanceof Consumer && h.name === name) return h;
+  return undefined;
+}
+
+function syncIntervalMs(ctx: ConsumerApiContext): number {
+  const s = ctx.opts.syncIntervalMs;
+  return s === "always" ? 0 : s;
+}
+
+function envFor(ctx: ConsumerApiContext): ConsumerEnv {
+  const cs = stateOf(ctx);
+  return {
+    bus: ctx.bus,
+    clock: ctx.clock,
+    log: ctx.log,
+    ticker: cs.ticker,
+    serverName: ctx.serverName,
+    advisory: (subject, body) => ctx.advisory(subject, body),
+    onSelfDelete: (c) => {
+      removeConsumer(ctx, c);
+    },
+  };
+}
+
+function removeConsumer(ctx: ConsumerApiContext, c: Consumer): void {
+  c.stream.removeConsumer(c.name);
+  c.stop(true).catch((e: unknown) => ctx.log.warn(`deleting consumer '${c.stream.name} > ${c.name}': ${(e as Error).message}`));
+  ctx.advisory(`${ADV}DELETED.${c.stream.name}.${c.name}`, {
+    type: ACTION_TYPE,
+    stream: c.stream.name,
+    consumer: c.name,
+    action: "delete",
+  });
+}
+
+/** Durable consumers of file streams keep their state on disk (unless mem_storage). */
+function openStore(ctx: ConsumerApiContext, st: StreamHandle, cfg: ConsumerConfig): FileConsumerStore | null {
+  if (cfg.durable_name === "" || cfg.mem_storage) return null;
+  const dir = st.consumerDir(cfg.name);
+  if (dir === null) return null;
+  const store = new FileConsumerStore({ dir, fs: new NodeFs(), clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
+  store.open();
+  return store;
+}
+
+function writeConfig(store: ConsumerStore | null, c: Consumer): void {
+  if (store === null) return;
+  store.writeConfig(
+    JSON.stringify({ stream: c.stream.name, name: c.name, created_ns: c.createdNs, config: consumerConfigToWire(c.cfg, false) }),
+  );
+}
+
+function generateName(): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  const b = randomBytes(8);
+  let s = "";
+  for (let i = 0; i < 8; i++) s += alphabet[b[i]! % alphabet.length];
+  return s;
+}
+
+function ensureRecovered(ctx: ConsumerApiContext): void {
+  const cs = stateOf(ctx);
+  for (const n of ctx.streamNames()) {
+    const st = ctx.getStream(n);
+    if (st !== undefined && !cs.recovered.has(st)) recoverConsumers(ctx, st);
+  }
+}
+
+/** Reload the durable consumers stored under a stream's obs/ directory. Idempotent per
+ *  stream; the API also calls it lazily on first use for every stream. */
+export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): number {
+  const cs = stateOf(ctx);
+  if (cs.recovered.has(st)) return 0;
+  cs.recovered.add(st);
+  const probe = st.consumerDir("_");
+  if (probe === null) return 0;
+  const obs = dirname(probe);
+  const fs = new NodeFs();
+  let names: string[];
+  try {
+    names = fs.readdir(obs);
+  } catch {
+    return 0;
+  }
+  let n = 0;
+  for (const name of names.sort()) {
+    if (name.startsWith(".")) continue;
+    if (findConsumer(st, name) !== undefined) continue;
+    try {
+      const store = new FileConsumerStore({ dir: join(obs, name), fs, clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
+      store.open();
+      const raw = store.readConfig();
+      if (raw === null) {
+        void store.close();
+        continue;
+      }
+      const meta = JSON.parse(raw) as { created_ns?: number; config?: unknown };
+      let cfg = decodeConsumerConfig(meta.config);
+      try {
+        cfg = checkConsumerConfig(cfg, streamView(st), false);
+      } catch (e) {
+        ctx.log.warn(`consumer '${st.name} > ${name}' config no longer valid, kept as stored: ${(e as Error).message}`);
+      }
+      const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, store.load());
+      st.addConsumer(c);
+      c.start();
+      n++;
+    } catch (e) {
+      ctx.log.error(`JetStream could not recover consumer '${st.name} > ${name}': ${(e as Error).message}`);
+    }
+  }
+  return n;
+}
+
+function respondErr(ctx: ConsumerApiContext, reply: string, type: string, e: unknown): void {
+  if (e instanceof JsApiError) {
+    ctx.respondError(reply, type, e.apiError);
+    return;
+  }
+  const ae = (e as { apiError?: ApiError }).apiError;
+  if (ae !== undefined) {
+    ctx.respondError(reply, type, ae);
+    return;
+  }
+  throw e;
+}
+
+function apiLevelTooHigh(hdr: Buffer | null): boolean {
+  if (hdr === null) return false;
+  const v = getHeader(hdr, "Nats-Required-Api-Level");
+  if (v === undefined) return false;
+  const n = Number.parseInt(v, 10);
+  return !(Number.isFinite(n) && n <= JS_API_LEVEL);
+}
+
+export function handleConsumerApi(
+  ctx: ConsumerApiContext,
+  op: string,
+  tokens: string[],
+  reply: string,
+  hdr: Buffer | null,
+  payload: Buffer,
+): void {
+  ensureRecovered(ctx);
+  if (op === "MSG") {
+    if (tokens[0] !== "NEXT" || reply === "") return;
+    if (apiLevelTooHigh(hdr)) {
+      ctx.bus.publish(reply, "", statusHeaders(412, "Required Api Level"), EMPTY);
+      return;
+    }
+    const st = ctx.getStream(tokens[1] ?? "");
+    const c = st === undefined ? undefined : findConsumer(st, tokens[2] ?? "");
+    if (c === undefined) {
+      // nats-server has nobody subscribed then: the requester sees no responders.
+      ctx.bus.publish(reply, "", statusHeaders(503), EMPTY);
+      return;
+    }
+    c.pull(reply, payload);
+    return;
+  }
+  const type = typeFor(op);
+  if (apiLevelTooHigh(hdr)) {
+    ctx.respondError(reply, type, jsErr("JSRequiredApiLevelErr"));
+    return;
+  }
+  try {
+    switch (op) {
+      case "CREATE":
+        return create(ctx, tokens[0] ?? "", tokens[1] ?? "", tokens.slice(2).join("."), false, tokens.length >= 2, reply, payload);
+      case "DURABLE":
+        if (tokens[0] !== "CREATE") fail("JSBadRequestErr");
+        if (tokens.length < 3) fail("JSConsumerDurableNameNotInSubjectErr");
+        return create(ctx, tokens[1] ?? "", tokens[2] ?? "", "", true, true, reply, payload);
+      case "INFO":
+        return info(ctx, tokens[0] ?? "", tokens[1] ?? "", reply);
+      case "NAMES":
+      case "LIST":
+        return list(ctx, op, tokens[0] ?? "", reply, payload);
+      case "DELETE":
+        return del(ctx, tokens[0] ?? "", tokens[1] ?? "", reply);
+      case "PAUSE":
+        return pause(ctx, tokens[0] ?? "", tokens[1] ?? "", reply, payload);
+      default:
+        fail("JSBadRequestErr");
+    }
+  } catch (e) {
+    respondErr(ctx, reply, type, e);
+  }
+}
+
+function typeFor(op: string): string {
+  switch (op) {
+    case "CREATE":
+    case "DURABLE":
+      return ApiType.ConsumerCreate;
+    case "NAMES":
+      return ApiType.ConsumerNames;
+    case "LIST":
+      return ApiType.ConsumerList;
+    case "DELETE":
+      return ApiType.ConsumerDelete;
+    case "PAUSE":
+      return PAUSE_TYPE;
+    case "INFO":
+      return ApiType.ConsumerInfo;
+    default:
+      return ApiType.ApiError;
+  }
+}
+
+function lookup(ctx: ConsumerApiContext, stream: string): StreamHandle {
+  const st = ctx.getStream(stream);
+  if (st === undefined) fail("JSStreamNotFoundErr");
+  return st;
+}
+
+function create(
+  ctx: ConsumerApiContext,
+  streamName: string,
+  subjName: string,
+  subjFilter: string,
+  durableForm: boolean,
+  named: boolean,
+  reply: string,
+  payload: Buffer,
+): void {
+  const body = parseBody(payload);
+  if (body === null) fail("JSConsumerConfigRequiredErr");
+  const reqStream = body["stream_name"];
+  if (reqStream !== undefined && reqStream !== null && typeof reqStream !== "string") fail("JSInvalidJSONErr", { err: "stream_name" });
+  if ((reqStream ?? "") !== streamName) fail("JSStreamMismatchErr");
+  const actionRaw = body["action"] ?? "";
+  if (typeof actionRaw !== "string" || !["", "create", "update"].includes(actionRaw)) {
+    fail("JSInvalidJSONErr", { err: `can not unmarshal ${JSON.stringify(JSON.stringify(actionRaw))}` });
+  }
+  const action = actionRaw;
+  const pedantic = body["pedantic"] === true;
+  const cfg = decodeConsumerConfig(body["config"]);
+  if (subjName !== "" && /[/\\]/.test(subjName)) fail("JSConsumerNameContainsPathSeparatorsErr");
+  if (durableForm) {
+    if (cfg.durable_name === "") fail("JSConsumerDurableNameNotSetErr");
+    if (cfg.durable_name !== subjName) fail("JSConsumerDurableNameNotMatchSubjectErr");
+  } else if (named) {
+    if (cfg.durable_name !== "" && cfg.durable_name !== subjName) fail("JSConsumerDurableNameNotMatchSubjectErr");
+    if (cfg.name !== "" && cfg.name !== subjName) fail("JSConsumerCreateDurableAndNameMismatch");
+    cfg.name = subjName;
+    if (subjFilter !== "") {
+      if (cfg.filter_subjects.length > 0) fail("JSConsumerMultipleFiltersNotAllowed");
+      if (cfg.filter_subject !== subjFilter) fail("JSConsumerCreateFilterSubjectMismatchErr");
+    }
+  } else {
+    if (cfg.durable_name !== "") fail("JSConsumerEphemeralWithDurableNameErr");
+  }
+  const st = lookup(ctx, streamName);
+  recoverConsumers(ctx, st);
+  const view = streamView(st);
+  if (cfg.name === "" && cfg.durable_name === "") cfg.name = generateName();
+  const checked = checkConsumerConfig(cfg, view, pedantic);
+  setStaticMetadata(checked);
+  const others = consumersOf(st).map((o) => ({ name: o.name, filters: filtersOf(o.cfg) }));
+  const existing = findConsumer(st, checked.name);
+  if (existing !== undefined) {
+    if (action === "create" && !sameConsumerConfig(existing.cfg, checked)) fail("JSConsumerAlreadyExists");
+    if (view.retention === "workqueue") checkWorkQueue(checked, others);
+    const why = updateError(existing.cfg, checked);
+    if (why !== "") fail("JSConsumerCreateErrF", { err: why });
+    checked.pause_until_ns = existing.cfg.pause_until_ns;
+    if (!sameConsumerConfig(existing.cfg, checked)) {
+      existing.updateConfig(checked);
+      writeConfig(existing.storeOf(), existing);
+    }
+    ctx.respond(reply, existing.info(ApiType.ConsumerCreate));
+    return;
+  }
+  if (action === "update") fail("JSConsumerDoesNotExist");
+  if (view.retention === "workqueue") checkWorkQueue(checked, others);
+  if (!ctx.canAddConsumer()) fail("JSMaximumConsumersLimitErr");
+  let store: FileConsumerStore | null;
+  try {
+    store = openStore(ctx, st, checked);
+  } catch (e) {
+    fail("JSConsumerStoreFailedErrF", { err: (e as Error).message });
+  }
+  const c = new Consumer(envFor(ctx), st, checked, ctx.clock.nowNs(), store, null);
+  try {
+    st.addConsumer(c);
+  } catch (e) {
+    if (store !== null) void store.delete();
+    throw e;
+  }
+  writeConfig(store, c);
+  c.start();
+  ctx.advisory(`${ADV}CREATED.${st.name}.${c.name}`, { type: ACTION_TYPE, stream: st.name, consumer: c.name, action: "create" });
+  ctx.respond(reply, c.info(ApiType.ConsumerCreate));
+}
+
+function getConsumer(ctx: ConsumerApiContext, stream: string, name: string): Consumer {
+  const st = lookup(ctx, stream);
+  const c = findConsumer(st, name);
+  if (c === undefined) fail("JSConsumerNotFoundErr");
+  return c;
+}
+
+function info(ctx: ConsumerApiContext, stream: string, name: string, reply: string): void {
+  ctx.respond(reply, getConsumer(ctx, stream, name).info(ApiType.ConsumerInfo));
+}
+
+function del(ctx: ConsumerApiContext, stream: string, name: string, reply: string): void {
+  const c = getConsumer(ctx, stream, name);
+  removeConsumer(ctx, c);
+  ctx.respond(reply, { type: ApiType.ConsumerDelete, success: true });
+}
+
+function list(ctx: ConsumerApiContext, op: string, stream: string, reply: string, payload: Buffer): void {
+  const body = parseBody(payload);
+  let offset = 0;
+  const o = body?.["offset"];
+  if (typeof o === "number" && Number.isInteger(o) && o > 0) offset = o;
+  const st = lookup(ctx, stream);
+  const all = consumersOf(st).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const limit = op === "NAMES" ? NAMES_LIMIT : LIST_LIMIT;
+  const page = all.slice(offset, offset + limit);
+  if (op === "NAMES") {
+    ctx.respond(reply, { type: ApiType.ConsumerNames, total: all.length, offset, limit, consumers: page.map((c) => c.name) });
+  } else {
+    ctx.respond(reply, { type: ApiType.ConsumerList, total: all.length, offset, limit, consumers: page.map((c) => c.info(ApiType.ConsumerInfo)) });
+  }
+}
+
+function pause(ctx: ConsumerApiContext, stream: string, name: string, reply: string, payload: Buffer): void {
+  const body = parseBody(payload);
+  const c = getConsumer(ctx, stream, name);
+  let untilNs = 0;
+  const v = body?.["pause_until"];
+  if (typeof v === "string" && !v.startsWith("0001-01-01")) {
+    untilNs = parseRfc3339Ns(v);
+    if (Number.isNaN(untilNs)) fail("JSInvalidJSONErr", { err: `parsing time ${JSON.stringify(v)}` });
+  } else if (v !== undefined && v !== null && typeof v !== "string") {
+    fail("JSInvalidJSONErr", { err: "json: cannot unmarshal into Go struct field .pause_until of type time.Time" });
+  }
+  const nowNs = ctx.clock.nowNs();
+  if (untilNs > 0 && untilNs <= nowNs) untilNs = 0;
+  c.setPause(untilNs);
+  writeConfig(c.storeOf(), c);
+  const paused = c.isPaused();
+  const adv: Record<string, unknown> = { type: PAUSE_ADV_TYPE, stream: c.stream.name, consumer: c.name, paused };
+  if (paused) adv["pause_until"] = rfc3339Ns(untilNs);
+  ctx.advisory(`${ADV}PAUSE.${c.stream.name}.${c.name}`, adv);
+  const out: Record<string, unknown> = { type: PAUSE_TYPE, paused, pause_until: rfc3339Ns(untilNs) };
+  if (paused) out["pause_remaining"] = untilNs - nowNs;
+  ctx.respond(reply, out);
+}
