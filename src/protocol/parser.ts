@@ -63,6 +63,13 @@ export class Parser {
     const n = buf.length;
     while (i < n && !this.stopped) {
       if (this.state === S_CONTROL) {
+        if (this.partialLine === null) {
+          const next = this.fastPub(buf, i, n);
+          if (next >= 0) {
+            i = next;
+            continue;
+          }
+        }
         const nl = buf.indexOf(LF, i);
         if (nl < 0) {
           const have = (this.partialLine ? this.partialLine.length : 0) + (n - i);
@@ -125,6 +132,97 @@ export class Parser {
         }
       }
     }
+  }
+
+  /**
+   * The common frame "PUB <subject> [reply] <size>\r\n<payload>\r\n" with single spaces, all
+   * of it in this read: scanned in one pass, without indexOf or per-argument strings.
+   * Returns the index after what it consumed, or -1 to let the general path handle the
+   * line (anything unusual, errors, frames split across reads), which re-scans it.
+   */
+  private fastPub(buf: Buffer, i: number, n: number): number {
+    if (i + 6 > n || buf[i + 3] !== 32) return -1;
+    if ((buf[i]! | 0x20) !== 112 || (buf[i + 1]! | 0x20) !== 117 || (buf[i + 2]! | 0x20) !== 98) return -1;
+    const s0 = i + 4;
+    let p = s0;
+    let c = 0;
+    while (p < n) {
+      c = buf[p]!;
+      if (c === 32 || c === 9 || c === CR || c === LF) break;
+      p++;
+    }
+    if (c !== 32 || p === s0 || p >= n) return -1;
+    const s1 = p;
+    // Second token: the reply or the size; sizes are collected while scanning.
+    const t0 = ++p;
+    let size = 0;
+    let digits = true;
+    while (p < n) {
+      c = buf[p]!;
+      if (c === 32 || c === 9 || c === CR || c === LF) break;
+      const d = c - 48;
+      if (d < 0 || d > 9) digits = false;
+      else size = size * 10 + d;
+      p++;
+    }
+    if (p >= n || p === t0) return -1;
+    let r0 = 0;
+    let r1 = 0;
+    if (c === 32) {
+      if (p - t0 > 0) {
+        r0 = t0;
+        r1 = p;
+      }
+      const z0 = ++p;
+      size = 0;
+      digits = true;
+      while (p < n) {
+        c = buf[p]!;
+        if (c === CR || c === 32 || c === 9 || c === LF) break;
+        const d = c - 48;
+        if (d < 0 || d > 9) digits = false;
+        else size = size * 10 + d;
+        p++;
+      }
+      if (p === z0) return -1;
+      if (p - z0 > 9) return -1;
+    } else if (p - t0 > 9) {
+      return -1;
+    }
+    // p is at the end of the size token: it must be CRLF, within the limits.
+    if (c !== CR || !digits || p + 1 >= n || buf[p + 1] !== LF) return -1;
+    if (p - i > this.limits.maxControlLineBytes || size > this.limits.maxPayloadBytes) return -1;
+    const body = p + 2;
+    const end = body + size;
+    if (end + 2 > n || buf[end] !== CR || buf[end + 1] !== LF) return -1;
+    const subject = this.subjectString(buf, s0, s1);
+    const reply = r1 > r0 ? buf.toString("latin1", r0, r1) : "";
+    this.h.processPub(subject, reply, null, buf.subarray(body, end));
+    return end + 2;
+  }
+
+  // The last subject seen, as bytes and as a string: publishers usually repeat subjects,
+  // and reusing the string also lets the sublist cache and per-subscription caches hit by
+  // identity.
+  private readonly lastSubjectBytes = Buffer.alloc(128);
+  private lastSubjectLen = -1;
+  private lastSubject = "";
+
+  private subjectString(buf: Buffer, s: number, e: number): string {
+    const len = e - s;
+    const cache = this.lastSubjectBytes;
+    if (len === this.lastSubjectLen) {
+      let k = 0;
+      while (k < len && cache[k] === buf[s + k]) k++;
+      if (k === len) return this.lastSubject;
+    }
+    const str = buf.toString("latin1", s, e);
+    if (len <= cache.length) {
+      for (let k = 0; k < len; k++) cache[k] = buf[s + k]!;
+      this.lastSubjectLen = len;
+      this.lastSubject = str;
+    }
+    return str;
   }
 
   private deliver(body: Buffer): void {

@@ -281,46 +281,49 @@ export class Client implements ParserHandler, SubOwner {
     sub.delivered++;
     const useHdr = hdr !== null && this.headers;
     const hlen = useHdr ? hdr.length : 0;
-    const total = hlen + payload.length;
-    // Control line: "HMSG " subject " " sid " " reply " " hlen " " total "\r\n"
-    const need = 24 + subject.length + sub.sid.length + reply.length + 2 * 12 + total;
+    const plen = payload.length;
+    const total = hlen + plen;
+    // Control line: "HMSG " subject " " sid " " reply " " hlen " " total "\r\n". Short ASCII
+    // strings are copied with a charCodeAt loop: Buffer.write costs more in its JS/C++
+    // wrappers than the copy itself.
+    const sid = sub.sid;
+    const need = 24 + subject.length + sid.length + reply.length + 2 * 12 + total;
     if (this.outLen + need > this.out.length) this.grow(need);
     const out = this.out;
     let p = this.outLen;
-    if (useHdr) {
-      out[p++] = 72; // H
-    }
+    if (useHdr) out[p++] = 72; // H
     out[p++] = 77; // M
     out[p++] = 83; // S
     out[p++] = 71; // G
     out[p++] = 32;
-    p += out.write(subject, p, "latin1");
+    p = putLatin1(out, p, subject);
     out[p++] = 32;
-    p += out.write(sub.sid, p, "latin1");
+    p = putLatin1(out, p, sid);
     out[p++] = 32;
     if (reply.length > 0) {
-      p += out.write(reply, p, "latin1");
+      p = putLatin1(out, p, reply);
       out[p++] = 32;
     }
     if (useHdr) {
-      p += out.write(String(hlen), p, "latin1");
+      p = putDecimal(out, p, hlen);
       out[p++] = 32;
     }
-    p += out.write(String(total), p, "latin1");
+    p = putDecimal(out, p, total);
     out[p++] = 13;
     out[p++] = 10;
-    if (useHdr) p += hdr.copy(out, p);
-    p += payload.copy(out, p);
+    if (useHdr) p = putBytes(out, p, hdr);
+    p = putBytes(out, p, payload);
     out[p++] = 13;
     out[p++] = 10;
     this.outLen = p;
     this.outMsgs++;
     this.outBytes += total;
-    this.server.stats.outMsgs++;
-    this.server.stats.outBytes += total;
+    const st = this.server.stats;
+    st.outMsgs++;
+    st.outBytes += total;
     if (sub.max > 0 && sub.delivered >= sub.max) this.removeSub(sub);
-    this.markDirty();
-    if (this.outLen + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
+    if (!this.dirty) this.markDirty();
+    if (p > this.server.opts.maxPendingBytes || p + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
   }
 
   private grow(need: number): void {
@@ -434,3 +437,33 @@ export class Client implements ParserHandler, SubOwner {
   }
 }
 
+// Strings on the wire here are subjects, sids and sizes: latin1, short.
+function putLatin1(out: Buffer, p: number, s: string): number {
+  const n = s.length;
+  if (n > 64) return p + out.write(s, p, "latin1");
+  for (let i = 0; i < n; i++) out[p + i] = s.charCodeAt(i);
+  return p + n;
+}
+
+function putDecimal(out: Buffer, p: number, v: number): number {
+  if (v < 10) {
+    out[p] = 48 + v;
+    return p + 1;
+  }
+  let digits = 1;
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+  let q = p + digits - 1;
+  for (let t = v; q >= p; t = Math.floor(t / 10)) out[q--] = 48 + (t % 10);
+  return p + digits;
+}
+
+// Small copies by hand: Buffer.copy's argument checks dominate for a few dozen bytes.
+function putBytes(out: Buffer, p: number, b: Buffer): number {
+  const n = b.length;
+  if (n <= 32) {
+    for (let i = 0; i < n; i++) out[p + i] = b[i]!;
+  } else {
+    out.set(b, p);
+  }
+  return p + n;
+}
