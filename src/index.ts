@@ -26,6 +26,9 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   // Embedded servers default to loopback: tests and apps rarely mean to listen publicly.
   const o = mergeOptions({ host: "127.0.0.1" }, patch);
   if (o.port < 0) o.port = 0;
+  // The monitor listens where the clients do unless told otherwise (nats-server's http_host
+  // defaults to host), so an embedded server with a monitor port stays on loopback too.
+  if (o.httpPort !== 0 && patch.httpHost === undefined) o.httpHost = o.host;
   if (o.jetstream.enabled && o.jetstream.storeDir === "") {
     throw new Error("jetstream.storeDir is required when JetStream is enabled");
   }

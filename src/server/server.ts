@@ -309,7 +309,9 @@ export class Server implements Bus {
       socket.destroy();
       return;
     }
-    if (this.clients.size >= this.opts.maxConnections) {
+    // max_connections 0 in a config file arrives as -1: no limit.
+    const maxConns = this.opts.maxConnections;
+    if (maxConns > 0 && this.clients.size >= maxConns) {
       socket.end("-ERR 'maximum connections exceeded'\r\n");
       this.log.warn("Maximum connections exceeded");
       return;
