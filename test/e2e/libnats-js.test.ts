@@ -1,7 +1,9 @@
 // JetStream through the C client (libnats / nats.c, Debian libnats-dev): the programs in
-// test/fixtures/libnats (js.c streams and publish, consumer.c pull/push/ordered consumers,
-// kv.c KeyValue) run unchanged against tsnats and, when it is installed, nats-server, and
-// must pass the same steps on both. Skipped when libnats-dev is missing.
+// test/fixtures/libnats run unchanged against tsnats and, when it is installed, nats-server,
+// and must print the same steps on both (error steps carry the jsErrCode, so the codes are
+// compared too). js.c: streams and publish options; stream.c: limits, deny/seal, mirror,
+// sources, republish, direct get; consumer.c: pull/push/queue/ordered consumers, acks, flow
+// control; kv.c: KeyValue. Skipped when libnats-dev is missing.
 
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -21,6 +23,12 @@ const PROGRAMS = {
     "connect", "addstream", "addstream-exists", "streaminfo", "updatestream", "publish", "dedup",
     "expectlastseq", "expectations", "publishmsg", "publishasync", "getmsg", "getlastmsg", "deletemsg",
     "streaminfo-subjects", "purge", "streams", "streamnames", "accountinfo", "deletestream", "done",
+  ],
+  stream: [
+    "connect", "discardold", "discardnew 10077", "maxmsgsize 10054", "maxmsgspersubject",
+    "discardnewpersubject 10077", "discardnewpersubject-other", "denydelete 10057", "denypurge 10110",
+    "sealed-publish 10109", "sealed-unseal 10052", "purge-sequence", "deleted-details", "directget", "mirror",
+    "sources", "republish", "publishasync-error 10071", "done",
   ],
   consumer: [
     "connect", "addconsumer", "updateconsumer", "consumerinfo", "consumers", "deleteconsumer", "fetch",
