@@ -8,7 +8,7 @@ import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../server/log.js";
 import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
 import type { StreamStore, StoreLimits } from "../storage/types.js";
-import { encodeHeaders, parseHeaders, appendHeaders } from "../protocol/headers.js";
+import { encodeHeaders, parseHeaders, appendHeaders, getHeader } from "../protocol/headers.js";
 import { fileStoreMsgSize, memStoreMsgSize } from "../storage/index.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../jetstream/errors.js";
 import type { StreamConfig, StreamInfoWire, StreamStateWire, PubAckWire } from "../jetstream/types.js";
@@ -68,6 +68,13 @@ interface ParsedPubHeaders {
   hasSource: boolean;
 }
 
+/** nats-server's rule: a message is a delete marker when it names a marker reason or is a KV purge. */
+function isDeleteMarker(hdr: Buffer): boolean {
+  const reason = getHeader(hdr, HDR_MARKER_REASON);
+  if (reason !== undefined && reason !== "") return true;
+  return getHeader(hdr, "KV-Operation") === "PURGE";
+}
+
 function intHeader(v: string): number {
   if (!/^\d+$/.test(v)) return -2;
   return Number(v);
@@ -98,6 +105,9 @@ export class Stream implements StreamHandle {
   private limitRemoved = false;
   private expiring = false;
   private readonly markerSubjects: string[] = [];
+  /** Sequences holding a delete marker or a KV purge (only while subject delete markers are on):
+   *  when one of those ages out, no new marker replaces it, or markers would renew forever. */
+  private readonly markerSeqs = new Set<number>();
   private readonly storeListeners: (() => void)[] = [];
   private closed = false;
 
@@ -448,6 +458,7 @@ export class Stream implements StreamHandle {
     }
     this.lastMsgId = msgId;
     if (msgId !== "") this.dedup.add(msgId, seq, tsNs);
+    if (hdr !== null && this.cfg.subject_delete_marker_ttl > 0 && isDeleteMarker(hdr)) this.markerSeqs.add(seq);
     if (this.cfg.retention === "interest" && !this.hasInterest(subj)) {
       // No consumer wants it: the sequence is used up but nothing is kept.
       this.store.removeMsg(seq);
@@ -534,9 +545,10 @@ export class Stream implements StreamHandle {
   // ---------- limits, expiry, markers ----------
 
   /** Store callback: a message left because of a limit, an age or a TTL. */
-  onLimitRemove(_seq: number, subject: string): void {
+  onLimitRemove(seq: number, subject: string): void {
     this.limitRemoved = true;
-    if (this.expiring && this.cfg.subject_delete_marker_ttl > 0) this.markerSubjects.push(subject);
+    const wasMarker = this.markerSeqs.size > 0 && this.markerSeqs.delete(seq);
+    if (this.expiring && this.cfg.subject_delete_marker_ttl > 0 && !wasMarker) this.markerSubjects.push(subject);
   }
 
   private afterLimitRemovals(): void {
@@ -600,6 +612,7 @@ export class Stream implements StreamHandle {
     if (opts.keep !== undefined && opts.keep > 0) p.keep = opts.keep;
     const n = this.store.purge(p);
     const first = this.store.state().firstSeq;
+    for (const seq of this.markerSeqs) if (seq < first) this.markerSeqs.delete(seq);
     for (const c of this.consumerMap.values()) c.onPurged(first);
     return n;
   }
