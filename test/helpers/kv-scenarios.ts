@@ -516,10 +516,10 @@ const perKeyTtl: KvScenario = {
     // The marker itself goes away after subject_delete_marker_ttl.
     await kv.delete("short");
     await kv.create("gone", "g", "1s");
-    await until("marker to age out", async () => {
-      const h = await history(kv, "gone");
-      return h.length === 0;
-    }, 15000);
+    await until("the marker to appear", async () => (await kv.get("gone"))?.operation === "PURGE", 15000);
+    await until("the marker to age out", async () => (await kv.get("gone")) === null, 15000);
+    t["gone_history"] = await history(kv, "gone");
+    assert.deepEqual(t["gone_history"], []);
     // purge with a TTL: the purge marker itself expires.
     await kv.put("p", "1");
     await kv.purge("p", { ttl: "1s" });
