@@ -1,6 +1,7 @@
 // Connection settings from flags, environment and saved contexts, and the helpers every
 // command uses to get a connection and a JetStream manager.
-import { connect } from "@nats-io/transport-node";
+import * as fs from "node:fs";
+import { connect, credsAuthenticator } from "@nats-io/transport-node";
 import type { NatsConnection, ConnectionOptions } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
@@ -14,6 +15,7 @@ export interface GlobalOpts {
   user?: string;
   password?: string;
   token?: string;
+  creds?: string;
   context?: string;
   timeout?: string;
   json?: boolean;
@@ -24,6 +26,7 @@ export interface ConnSettings {
   user: string;
   password: string;
   token: string;
+  creds: string;
   timeoutMs: number;
 }
 
@@ -45,6 +48,7 @@ export function resolveSettings(g: GlobalOpts): ConnSettings {
     user: g.user ?? env("NATS_USER") ?? ctx?.user ?? "",
     password: g.password ?? env("NATS_PASSWORD") ?? ctx?.password ?? "",
     token: g.token ?? env("NATS_TOKEN") ?? ctx?.token ?? "",
+    creds: g.creds ?? env("NATS_CREDS") ?? ctx?.creds ?? "",
     timeoutMs: Math.max(1, Math.round(timeoutNs / 1e6)),
   };
 }
@@ -64,6 +68,15 @@ export async function openConnection(s: ConnSettings, name = "tsnats"): Promise<
   if (s.user !== "") opts.user = s.user;
   if (s.password !== "") opts.pass = s.password;
   if (s.token !== "") opts.token = s.token;
+  if (s.creds !== "") {
+    let creds: Uint8Array;
+    try {
+      creds = fs.readFileSync(s.creds);
+    } catch (e) {
+      throw new CliError(`could not read credentials ${s.creds}: ${(e as Error).message}`);
+    }
+    opts.authenticator = credsAuthenticator(creds);
+  }
   try {
     return await connect(opts);
   } catch (e) {

@@ -25,6 +25,7 @@ export interface ConsumerFlags {
   headersOnly?: boolean;
   maxDeliver?: string;
   maxPending?: string;
+  maxOutstanding?: string;
   maxWaiting?: string;
   maxPullBatch?: string;
   maxPullExpire?: string;
@@ -80,7 +81,8 @@ export function addConsumerFlags(cmd: Command, edit: boolean): Command {
     .option("--headers-only", "Deliver only headers and no bodies")
     .option("--no-headers-only", "Deliver headers and bodies")
     .option("--max-deliver <tries>", "Maximum amount of times a message will be delivered")
-    .option("--max-pending <n>", "Maximum pending Acks before consumers are paused");
+    .option("--max-pending <n>", "Maximum pending Acks before consumers are paused")
+    .addOption(new Option("--max-outstanding <n>", "Maximum pending Acks before consumers stop delivering messages").hideHelp());
   if (!edit) cmd.option("--max-waiting <pulls>", "Maximum number of outstanding pulls allowed");
   cmd
     .option("--max-pull-batch <n>", "Maximum size batch size for a pull request to accept")
@@ -158,6 +160,7 @@ export function loadConsumerConfigFile(file: string): WireConsumerConfig {
 /** Builds a new consumer's configuration following natscli's question order and defaults. */
 export async function buildConsumerConfig(name: string | undefined, o: ConsumerFlags): Promise<{ name: string; cfg: WireConsumerConfig }> {
   const ask = interactive(o.defaults === true);
+  if (o.maxPending === undefined && o.maxOutstanding !== undefined) o.maxPending = o.maxOutstanding;
   if (o.config !== undefined) {
     const cfg = loadConsumerConfigFile(o.config);
     if (name !== undefined) {

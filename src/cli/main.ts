@@ -23,7 +23,7 @@ export function buildProgram(): Command {
     .option("--user <user>", "Username or Token (env NATS_USER)")
     .option("--password <password>", "Password (env NATS_PASSWORD)")
     .option("--token <token>", "Token (env NATS_TOKEN)")
-    .option("--creds <file>", "User credentials (stored in contexts; not used for connections yet)")
+    .option("--creds <file>", "User credentials file (env NATS_CREDS)")
     .option("--context <name>", "Configuration context (env NATS_CONTEXT)")
     .option("--timeout <duration>", "Time to wait on responses from NATS", "5s")
     .showSuggestionAfterError(true)

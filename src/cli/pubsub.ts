@@ -257,7 +257,9 @@ async function subJetStream(s: Session, subjects: string[], o: SubOpts, limit: n
     opts["deliver_policy"] = "new";
   }
   log(`Subscribing to JetStream Stream holding messages with subject ${subjects.length > 0 ? subjects.join(", ") : ">"} ${how}`);
-  const c = await ephemeralConsumer(s, stream, opts, subjects);
+  // Older servers insist on a filter for last-per-subject delivery; ">" means all of them.
+  const filters = subjects.length === 0 && opts["deliver_policy"] === "last_per_subject" ? [">"] : subjects;
+  const c = await ephemeralConsumer(s, stream, opts, filters);
   const messages = await c.consume();
   void ctl.done.then(() => messages.stop());
   for await (const m of messages) {

@@ -16,6 +16,7 @@ export interface StreamFlags {
   compression?: string;
   replicas?: string;
   tag?: string[];
+  tags?: string[];
   cluster?: string;
   ack?: boolean;
   retention?: string;
@@ -77,6 +78,7 @@ export function addStreamFlags(cmd: Command, edit: boolean): Command {
     .addOption(new Option("--compression <alg>", "Compression algorithm to use (file storage only)").choices(["none", "s2"]))
     .option("--replicas <n>", "When clustered, how many replicas of the data to create")
     .option("--tag <tag>", "Place the stream on servers that has specific tags (pass multiple times)", collect)
+    .addOption(new Option("--tags <tag>", "Backward compatibility only, use --tag").hideHelp().argParser(collect))
     .option("--cluster <name>", "Place the stream on a specific cluster");
   bool(cmd, "ack", "Acknowledge publishes (default true)");
   cmd
@@ -181,6 +183,7 @@ function sourceOf(spec: string): Record<string, unknown> {
 
 /** Builds a new stream's configuration from flags, a --config file and, on a terminal, prompts. */
 export async function buildStreamConfig(name: string | undefined, o: StreamFlags): Promise<WireStreamConfig> {
+  if (o.tags !== undefined) o.tag = [...(o.tag ?? []), ...o.tags];
   const ask = interactive(o.defaults === true);
   if (o.config !== undefined) {
     const cfg = loadConfigFile(o.config);
@@ -323,6 +326,7 @@ function applyRepublishTransform(cfg: WireStreamConfig, o: StreamFlags): void {
 
 /** `stream edit`: the current configuration with only the flags the user set applied. */
 export function editStreamConfig(current: WireStreamConfig, o: StreamFlags): WireStreamConfig {
+  if (o.tags !== undefined) o.tag = [...(o.tag ?? []), ...o.tags];
   if (o.config !== undefined) {
     const cfg = loadConfigFile(o.config);
     cfg.name = current.name;

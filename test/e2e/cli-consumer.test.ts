@@ -108,6 +108,24 @@ for (const target of TARGETS) {
       assert.match(res.stdout, /^late job$/m);
     });
 
+    it("sub --all, --last, --since, --start-sequence and --last-per-subject read the stream", async () => {
+      const all = await runCli(env, ["sub", "jobs.new", "--all", "--count", "2"]);
+      assert.equal(all.code, 0, all.stderr);
+      assert.match(all.stdout, /^\[#1\] Received JetStream message: stream: JOBS seq: 1 \/ pending: \d+ \/ subject: jobs\.new /m);
+      assert.match(all.stdout, /^job 1$/m);
+      assert.match(all.stdout, /^job 2$/m);
+      const last = await runCli(env, ["sub", "--stream", "JOBS", "--last", "--count", "1", "--raw"]);
+      assert.equal(last.code, 0, last.stderr);
+      assert.equal(last.stdout.trim(), "late job");
+      const since = await runCli(env, ["sub", "--stream", "JOBS", "--since", "1h", "--count", "1", "--raw"]);
+      assert.equal(since.stdout.trim(), "job 1");
+      const seq = await runCli(env, ["sub", "--stream", "JOBS", "--start-sequence", "3", "--count", "1", "--raw"]);
+      assert.equal(seq.stdout.trim(), "job 3");
+      const lps = await runCli(env, ["sub", "--stream", "JOBS", "--last-per-subject", "-T", "--raw"]);
+      assert.equal(lps.code, 0, lps.stderr);
+      assert.deepEqual(lps.stdout.trim().split("\n").sort(), ["job 5", "late job"]);
+    });
+
     it("pause and resume (needs a 2.11 server) report clearly either way", async () => {
       const p = await runCli(env, ["consumer", "pause", "JOBS", "WORKER", "1h", "-f"]);
       if (p.code === 0) {

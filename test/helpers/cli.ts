@@ -52,9 +52,9 @@ export interface RunningServer {
 const LISTEN_RE = /Listening for client connections on [^\s]*:(\d+)/;
 
 /** Starts the target with JetStream on a random port and waits for "Server is ready". */
-export async function startServer(target: Target["name"]): Promise<RunningServer> {
+export async function startServer(target: Target["name"], extraArgs: string[] = []): Promise<RunningServer> {
   const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), `tsnats-cli-${target}-`));
-  const args = ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", storeDir];
+  const args = ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", storeDir, ...extraArgs];
   const proc: ChildProcess =
     target === "nats-server"
       ? spawn("nats-server", args, { stdio: ["ignore", "pipe", "pipe"] })
