@@ -801,7 +801,17 @@ export class Consumer implements ConsumerHook, Tickable {
     };
     this.waiting.push(r);
     this.kick();
-    if (this.waiting.length > 0) this.env.ticker.want(this);
+    if (this.waiting.length > 0) {
+      if (r.expiresAtMs > 0) this.env.ticker.wakeAt(this, r.expiresAtMs);
+      else this.env.ticker.want(this);
+    }
+  }
+
+  /** Ask the ticker to fire when the earliest open request expires. */
+  private wakeForExpiry(): void {
+    let at = Infinity;
+    for (const r of this.waiting.all()) if (r.expiresAtMs > 0 && r.expiresAtMs < at) at = r.expiresAtMs;
+    if (at !== Infinity) this.env.ticker.wakeAt(this, at);
   }
 
   /** Drop expired requests (408) and those nobody listens to any more (silently). */
@@ -846,6 +856,7 @@ export class Consumer implements ConsumerHook, Tickable {
           bus.publish(r.reply, "", heartbeatStatus(this.state.delivered.consumerSeq, this.state.delivered.streamSeq, ""), EMPTY);
         }
       }
+      this.wakeForExpiry();
     }
     let bound = false;
     if (push) {
@@ -895,6 +906,12 @@ export class Consumer implements ConsumerHook, Tickable {
   /** The store's view for tests. */
   snapshot(): ConsumerState {
     return this.state;
+  }
+
+  /** A durable consumer's config and progress for a stream snapshot; null for ephemerals. */
+  exportDurable(): { name: string; createdNs: number; config: Record<string, unknown>; state: ConsumerState } | null {
+    if (this.cfg.durable_name === "") return null;
+    return { name: this.name, createdNs: this.createdNs, config: consumerConfigToWire(this.cfg, false), state: this.state };
   }
 
   /** The consumer's store (file consumers); for a durability barrier. */

@@ -16,7 +16,8 @@ import {
 } from "../stream/config.js";
 import { decodeMsgGet, msgGet, msgGetIsBad } from "../stream/get.js";
 import type { Stream } from "../stream/stream.js";
-import { subjectsCollide } from "../subjects/subject.js";
+import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
+import { Snapshots } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
 import type { JetStreamService } from "./service.js";
 
@@ -101,7 +102,9 @@ export class ApiRouter {
   private pending = 0;
   private consumerApi: HandleConsumerApi | null = null;
   private consumerApiLoaded = false;
+  private recoverConsumersFn: ((ctx: ConsumerApiContext, st: Stream) => number) | null = null;
   readonly ctx: ConsumerApiContext;
+  readonly snapshots: Snapshots;
 
   constructor(private readonly svc: JetStreamService) {
     const d = svc.deps;
@@ -120,6 +123,29 @@ export class ApiRouter {
       canAddConsumer: () => true,
       advisory: (subject, body) => svc.advisory(subject, body),
     };
+    this.snapshots = new Snapshots(
+      svc,
+      (dir) => {
+        const st = svc.loadStreamDir(dir);
+        this.recoverConsumersFn?.(this.ctx, st);
+        return st;
+      },
+      (reply, obj) => this.respond(reply, obj),
+    );
+  }
+
+  /** Bring back every stream's durable consumers (at start, so push consumers deliver
+   *  without waiting for an API request to touch them). */
+  recoverAllConsumers(): void {
+    const fn = this.recoverConsumersFn;
+    if (fn === null) return;
+    for (const st of this.svc.streams.values()) {
+      try {
+        fn(this.ctx, st);
+      } catch (e) {
+        this.svc.deps.log.error(`JetStream could not recover consumers of '${st.name}': ${(e as Error).message}`);
+      }
+    }
   }
 
   async loadConsumerApi(): Promise<void> {
@@ -127,8 +153,12 @@ export class ApiRouter {
     this.consumerApiLoaded = true;
     const spec = "./consumer-api.js";
     try {
-      const mod = (await import(spec)) as { handleConsumerApi?: HandleConsumerApi };
+      const mod = (await import(spec)) as {
+        handleConsumerApi?: HandleConsumerApi;
+        recoverConsumers?: (ctx: ConsumerApiContext, st: Stream) => number;
+      };
       if (typeof mod.handleConsumerApi === "function") this.consumerApi = mod.handleConsumerApi;
+      if (typeof mod.recoverConsumers === "function") this.recoverConsumersFn = mod.recoverConsumers;
     } catch (e) {
       const code = (e as { code?: string }).code;
       if (code !== "ERR_MODULE_NOT_FOUND") this.svc.deps.log.error(`JetStream consumer API failed to load: ${(e as Error).message}`);
@@ -308,10 +338,9 @@ export class ApiRouter {
         this.lookup(d ?? "");
         return fail("JSClusterRequiredErr");
       case "SNAPSHOT":
-        this.lookup(c ?? "");
-        return fail("JSStreamSnapshotErrF", { err: "snapshots are not supported by this server" });
+        return this.snapshot(c ?? "", payload);
       case "RESTORE":
-        return fail("JSStreamRestoreErrF", { err: "restores are not supported by this server" });
+        return this.restore(c ?? "", payload);
       default:
         return fail("JSBadRequestErr");
     }
@@ -327,6 +356,47 @@ export class ApiRouter {
       for (const a of st.cfg.subjects) for (const b of cfg.subjects) if (subjectsCollide(a, b)) return true;
     }
     return false;
+  }
+
+  /** STREAM.SNAPSHOT: nats-server's checks in its order, then the archive streams out. */
+  private snapshot(name: string, payload: Buffer): Record<string, unknown> {
+    if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
+    const st = this.lookup(name);
+    const body = parseBody(payload, true);
+    const deliver = optStr(body, "deliver_subject");
+    if (!isValidLiteralSubject(deliver)) fail("JSSnapshotDeliverSubjectInvalidErr");
+    let chunk = optInt(body, "chunk_size");
+    let window = optInt(body, "window_size");
+    if (chunk <= 0) chunk = 128 * 1024;
+    if (window <= 0) window = 8 * 1024 * 1024;
+    chunk = Math.min(Math.max(1024, chunk), 1024 * 1024, this.svc.deps.maxPayloadBytes);
+    window = Math.max(Math.min(Math.max(1024, window), 32 * 1024 * 1024), chunk);
+    const r = this.snapshots.snapshot(st, { deliverSubject: deliver, noConsumers: optBool(body, "no_consumers"), chunkSize: chunk, windowSize: window });
+    if ("code" in r) throw new Fail(r as ApiError);
+    return r;
+  }
+
+  /** STREAM.RESTORE: the config is checked as a create would check it, before any data. */
+  private restore(name: string, payload: Buffer): Record<string, unknown> {
+    if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
+    const body = parseBody(payload, true) ?? {};
+    const rawCfg = body["config"];
+    const cfgBody = typeof rawCfg === "object" && rawCfg !== null && !Array.isArray(rawCfg) ? { ...(rawCfg as Body) } : {};
+    if ((cfgBody["name"] ?? "") === "") cfgBody["name"] = name;
+    const raw = decodeStreamConfig(cfgBody);
+    if (raw.name !== name) fail("JSStreamMismatchErr");
+    if (/[\\/]/.test(name)) fail("JSStreamNameContainsPathSeparatorsErr");
+    const cfg = checkStreamConfig({ ...raw, sealed: false }, this.others(name), false);
+    cfg.sealed = raw.sealed;
+    if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
+    setStaticMetadata(cfg);
+    if (this.svc.streams.has(name) || this.snapshots.restoring(name)) fail("JSStreamNameExistRestoreFailedErr");
+    const res = this.svc.reservationError(cfg, "");
+    if (res !== null) fail(res);
+    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    const r = this.snapshots.restore(cfg);
+    if ("code" in r) throw new Fail(r as ApiError);
+    return r;
   }
 
   private create(name: string, payload: Buffer): Record<string, unknown> {

@@ -73,6 +73,7 @@ export class JetStreamService {
       }
     }
     await this.router.loadConsumerApi();
+    this.router.recoverAllConsumers();
     this.apiSubs = this.router.subscribe();
     this.sourcing.start();
     const n = this.streams.size;
@@ -85,6 +86,7 @@ export class JetStreamService {
     for (const s of this.apiSubs) s.unsubscribe();
     this.apiSubs = [];
     this.sourcing.stop();
+    this.router.snapshots.stop();
     await this.router.idle();
     for (const st of [...this.streams.values()]) {
       this.removeDirect(st.name);
@@ -110,11 +112,22 @@ export class JetStreamService {
     };
   }
 
-  private recoverStream(dir: string): void {
+  /** Open a stream directory as recovery does (a restored snapshot lands this way). */
+  loadStreamDir(dir: string): Stream {
+    const st = this.recoverStream(dir);
+    if (st === null) throw new Error(`no stream in ${dir}`);
+    return st;
+  }
+
+  writeStreamMeta(dir: string, cfg: StreamConfig, createdNs: number): void {
+    this.writeMeta(dir, cfg, createdNs);
+  }
+
+  private recoverStream(dir: string): Stream | null {
     const raw = this.fs.readFile(join(dir, "meta.json"));
     if (raw === null) {
       this.deps.log.warn(`JetStream skipping stream directory without meta.json: ${dir}`);
-      return;
+      return null;
     }
     const meta = JSON.parse(raw.toString("utf8")) as StoredMeta;
     const cfg = checkStreamConfig(decodeStreamConfig(meta.config), { get: (n) => this.streams.get(n)?.cfg }, false);
@@ -125,6 +138,7 @@ export class JetStreamService {
       `  Restored ${state.msgs} messages for stream '${ACCOUNT} > ${cfg.name}'` +
         (ids > 0 ? ` (${ids} message ids in the duplicate window)` : ""),
     );
+    return st;
   }
 
   private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean): Stream {
