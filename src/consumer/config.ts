@@ -293,8 +293,9 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
   const c: ConsumerConfig = { ...input, backoff: [...input.backoff], filter_subjects: [...input.filter_subjects] };
   // Defaults.
   if (c.max_deliver <= 0) c.max_deliver = -1;
+  if (c.ack_wait === 0 && c.ack_policy !== "none") c.ack_wait = DEFAULT_ACK_WAIT_NS;
   if (c.backoff.length > 0) {
-    if (pedantic && c.ack_wait !== 0 && c.ack_wait !== c.backoff[0]) {
+    if (pedantic && c.ack_wait !== c.backoff[0]) {
       fail("JSPedanticErrF", { err: "first backoff value has to equal batch AckWait" });
     }
     c.ack_wait = c.backoff[0]!;
@@ -304,7 +305,6 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
     c.max_ack_pending = lim > 0 ? lim : DEFAULT_MAX_ACK_PENDING;
   }
   if (c.deliver_subject === "" && c.max_waiting === 0) c.max_waiting = DEFAULT_MAX_WAITING;
-  if (c.ack_wait === 0 && c.ack_policy !== "none") c.ack_wait = DEFAULT_ACK_WAIT_NS;
   if (c.durable_name === "" && c.inactive_threshold === 0) {
     const lim = stream.consumer_limits.inactive_threshold;
     c.inactive_threshold = lim > 0 ? lim : DEFAULT_INACTIVE_THRESHOLD_NS;
@@ -317,8 +317,8 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
   checkName(c.name);
   if (c.num_replicas < 0) fail("JSReplicasCountCannotBeNegative");
   if (c.num_replicas > 0 && c.num_replicas > Math.max(1, stream.num_replicas)) fail("JSConsumerReplicasExceedsStream");
+  for (const b of c.backoff) if (b < 0) fail("JSConsumerBackOffNegativeErr");
   if (c.ack_wait < 0) fail("JSConsumerAckWaitNegativeErr");
-  for (const b of c.backoff) if (b <= 0) fail("JSConsumerBackOffNegativeErr");
   if (c.backoff.length > 0 && c.max_deliver !== -1 && c.backoff.length > c.max_deliver) fail("JSConsumerMaxDeliverBackoffErr");
   if (c.description.length > MAX_DESCRIPTION_LEN) fail("JSConsumerDescriptionTooLongErrF", { max: MAX_DESCRIPTION_LEN });
   if (c.deliver_subject !== "") {
@@ -346,6 +346,7 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
     if (c.deliver_subject === "") fail("JSConsumerDirectRequiresPushErr");
     if (c.durable_name !== "") fail("JSConsumerDirectRequiresEphemeralErr");
   }
+  checkFilters(c);
   checkStart(c);
   if (c.sample_freq !== "") {
     const s = c.sample_freq.endsWith("%") ? c.sample_freq.slice(0, -1) : c.sample_freq;
@@ -357,7 +358,6 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
   let mdLen = 0;
   for (const [k, v] of Object.entries(c.metadata ?? {})) mdLen += k.length + v.length;
   if (mdLen > MAX_METADATA_LEN) fail("JSConsumerMetadataLengthErrF", { limit: "128KB" });
-  checkFilters(c);
   if (c.priority_policy !== "") {
     if (!["overflow", "pinned_client", "prioritized"].includes(c.priority_policy)) {
       invalidJson(`unknown priority policy: ${c.priority_policy}`);
@@ -405,13 +405,13 @@ function checkStart(c: ConsumerConfig): void {
   }
 }
 
+/** nats-server 2.10+: an invalid filter is a stream config error ("invalid subject"). */
 function checkFilters(c: ConsumerConfig): void {
   if (c.filter_subject !== "" && c.filter_subjects.length > 0) fail("JSConsumerDuplicateFilterSubjects");
+  if (c.filter_subject !== "" && !isValidSubject(c.filter_subject)) fail("JSStreamInvalidConfigF", { err: "invalid subject" });
+  for (const f of c.filter_subjects) if (f === "") fail("JSConsumerEmptyFilter");
   const fs = c.filter_subject !== "" ? [c.filter_subject] : c.filter_subjects;
-  for (const f of fs) {
-    if (f === "") fail("JSConsumerEmptyFilter");
-    if (!isValidSubject(f)) fail("JSConsumerCreateErrF", { err: `filter subject ${f} is not a valid subject` });
-  }
+  for (const f of fs) if (!isValidSubject(f)) fail("JSStreamInvalidConfigF", { err: "invalid subject" });
   for (let i = 0; i < fs.length; i++) {
     for (let j = i + 1; j < fs.length; j++) if (subjectsCollide(fs[i]!, fs[j]!)) fail("JSConsumerOverlappingSubjectFilters");
   }

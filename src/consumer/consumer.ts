@@ -449,11 +449,9 @@ export class Consumer implements ConsumerHook, Tickable {
       if (m !== null && (best === null || m.seq < best.seq)) best = m;
     }
     if (best === null) {
-      // Nothing matches up to the end: remember that so the next look starts later.
-      if (s.delivered.streamSeq < st.lastSeq && this.filters.length > 0) {
-        s.delivered.streamSeq = st.lastSeq;
-        if (this.cfg.ack_policy === "none" || s.pending.size === 0) this.updateFloor();
-      }
+      // Nothing matches up to the end: remember that so the next look starts later. The ack
+      // floor stays (nats-server moves it only on acks and deliveries).
+      if (s.delivered.streamSeq < st.lastSeq && this.filters.length > 0) s.delivered.streamSeq = st.lastSeq;
       return null;
     }
     return { msg: best, redelivery: false, dc: 1 };
@@ -560,7 +558,7 @@ export class Consumer implements ConsumerHook, Tickable {
     this.lastActivityMs = this.env.clock.monoMs();
     switch (a.kind) {
       case AckKind.Ack:
-        this.ack(t.sseq);
+        this.ack(t.sseq, t.cseq);
         this.ackReply(reply, true);
         break;
       case AckKind.Nak:
@@ -576,7 +574,7 @@ export class Consumer implements ConsumerHook, Tickable {
         this.ackReply(reply, true);
         break;
       case AckKind.Next:
-        this.ack(t.sseq);
+        this.ack(t.sseq, t.cseq);
         if (reply !== "") this.pull(reply, Buffer.from(a.arg, "utf8"));
         break;
     }
@@ -590,25 +588,26 @@ export class Consumer implements ConsumerHook, Tickable {
     else bus.publish(reply, "", null, EMPTY);
   }
 
-  /** Explicit or cumulative ack of a stream sequence; unknown sequences are ignored. */
-  ack(seq: number): void {
+  /** Explicit or cumulative ack of a stream sequence (cseq: the delivery the ack names);
+   *  unknown sequences are ignored. */
+  ack(seq: number, cseq: number): void {
     const s = this.state;
     const pol = this.cfg.ack_policy;
     if (pol === "none") return;
     const nowNs = this.env.clock.nowNs();
     if (pol === "all") {
-      if (seq <= s.ackFloor.streamSeq || seq > s.delivered.streamSeq) return;
+      const f = s.ackFloor;
+      if (seq <= f.streamSeq || cseq <= f.consumerSeq || seq > s.delivered.streamSeq || cseq > s.delivered.consumerSeq) return;
       const acked: number[] = [];
       for (const k of s.pending.keys()) {
         if (k > seq) break;
         acked.push(k);
       }
       for (const k of acked) this.removePending(k);
-      if (s.pending.size === 0 || [...s.pending.keys()][0]! > seq) {
-        // Everything up to seq is acknowledged, pending or not.
-        s.ackFloor.streamSeq = Math.max(s.ackFloor.streamSeq, seq);
-      }
-      this.updateFloor();
+      // The floor is the acknowledged delivery itself (nats-server: adflr, asflr = dseq, sseq),
+      // not the next pending one minus one.
+      f.consumerSeq = cseq;
+      f.streamSeq = seq;
       this.ackActiveNs = nowNs;
       this.persist();
       if (this.stream.retention() !== "limits") for (const k of acked) this.notifyAck(k);

@@ -254,11 +254,9 @@ export function handleConsumerApi(
     }
     const st = ctx.getStream(tokens[1] ?? "");
     const c = st === undefined ? undefined : findConsumer(st, tokens[2] ?? "");
-    if (c === undefined) {
-      // nats-server has nobody subscribed then: the requester sees no responders.
-      ctx.bus.publish(reply, "", statusHeaders(503), EMPTY);
-      return;
-    }
+    // No such consumer: nats-server stays silent ($JS.API.> has interest, so no 503 either;
+    // the client notices by its request's expiry or missing heartbeats).
+    if (c === undefined) return;
     c.pull(reply, payload);
     return;
   }
@@ -273,7 +271,8 @@ export function handleConsumerApi(
         return create(ctx, tokens[0] ?? "", tokens[1] ?? "", tokens.slice(2).join("."), false, tokens.length >= 2, reply, payload);
       case "DURABLE":
         if (tokens[0] !== "CREATE") fail("JSBadRequestErr");
-        if (tokens.length < 3) fail("JSConsumerDurableNameNotInSubjectErr");
+        // nats-server's handler is on DURABLE.CREATE.*.*: nothing else gets an answer.
+        if (tokens.length !== 3) return;
         return create(ctx, tokens[1] ?? "", tokens[2] ?? "", "", true, true, reply, payload);
       case "INFO":
         return info(ctx, tokens[0] ?? "", tokens[1] ?? "", reply);
@@ -328,8 +327,9 @@ function create(
   reply: string,
   payload: Buffer,
 ): void {
-  const body = parseBody(payload);
-  if (body === null) fail("JSConsumerConfigRequiredErr");
+  // Go decodes an empty request as an error and `null` as a zero request.
+  if (payload.toString("utf8").trim() === "") fail("JSInvalidJSONErr", { err: "unexpected end of JSON input" });
+  const body = parseBody(payload) ?? {};
   const reqStream = body["stream_name"];
   if (reqStream !== undefined && reqStream !== null && typeof reqStream !== "string") fail("JSInvalidJSONErr", { err: "stream_name" });
   if ((reqStream ?? "") !== streamName) fail("JSStreamMismatchErr");
@@ -339,14 +339,16 @@ function create(
   }
   const action = actionRaw;
   const pedantic = body["pedantic"] === true;
-  const cfg = decodeConsumerConfig(body["config"]);
+  // A request without "config" is a zero config, as Go decodes it into a struct value.
+  const cfg = decodeConsumerConfig(body["config"] ?? {});
   if (subjName !== "" && /[/\\]/.test(subjName)) fail("JSConsumerNameContainsPathSeparatorsErr");
+  // The name in the subject wins over config.name (nats-server overwrites it).
   if (durableForm) {
     if (cfg.durable_name === "") fail("JSConsumerDurableNameNotSetErr");
     if (cfg.durable_name !== subjName) fail("JSConsumerDurableNameNotMatchSubjectErr");
+    cfg.name = subjName;
   } else if (named) {
     if (cfg.durable_name !== "" && cfg.durable_name !== subjName) fail("JSConsumerDurableNameNotMatchSubjectErr");
-    if (cfg.name !== "" && cfg.name !== subjName) fail("JSConsumerCreateDurableAndNameMismatch");
     cfg.name = subjName;
     if (subjFilter !== "") {
       if (cfg.filter_subjects.length > 0) fail("JSConsumerMultipleFiltersNotAllowed");
@@ -355,6 +357,8 @@ function create(
   } else {
     if (cfg.durable_name !== "") fail("JSConsumerEphemeralWithDurableNameErr");
   }
+  // A single server (streams refuse replicas > 1 the same way).
+  if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
   const st = lookup(ctx, streamName);
   recoverConsumers(ctx, st);
   const view = streamView(st);
