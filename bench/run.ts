@@ -19,14 +19,15 @@ const resultsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".
 
 const USAGE = `usage: npm run bench -- <core|js|consume|kv|all> [options]
   --duration <s>   seconds per throughput case (default 3)
-  --msgs <n>       stored messages for js recovery/memory and consume (default 1000000;
-                   1 KiB consume uses a tenth)
+  --msgs <n>       stored messages for js recovery/memory and consume, each size
+                   (default 1000000)
   --rtt <n>        round trips for latency cases (default 10000, plus a 10% warm-up)
   --timeout <s>    bound for one case against one server (default 300)
-  --only <name>    tsnats | nats-server`;
+  --only <name>    tsnats | nats-server
+  --cases <regex>  only the cases whose name matches (consume needs its "fill" cases)`;
 
 function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
-  const opts: BenchOptions = { durationS: 3, msgs: 1_000_000, rtt: 10_000, caseTimeoutS: 300, only: null };
+  const opts: BenchOptions = { durationS: 3, msgs: 1_000_000, rtt: 10_000, caseTimeoutS: 300, only: null, filter: null };
   const names: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -52,6 +53,9 @@ function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
         break;
       case "--timeout":
         opts.caseTimeoutS = num();
+        break;
+      case "--cases":
+        opts.filter = value();
         break;
       case "--only": {
         const v = value();
@@ -146,7 +150,8 @@ async function runCase(c: CaseDef, run: CaseRun): Promise<Record<string, number>
 }
 
 async function runSuite(suite: SuiteDef, opts: BenchOptions): Promise<void> {
-  const cases = suite.cases(opts);
+  const only = opts.filter === null ? null : new RegExp(opts.filter);
+  const cases = suite.cases(opts).filter((c) => only === null || only.test(c.name));
   const cells = new Map<string, Record<ServerName, Cell>>();
   const key = (c: CaseDef, label: string): string => `${c.name}\u0000${label}`;
   for (const c of cases) for (const m of c.metrics) cells.set(key(c, m.label), { tsnats: "–", "nats-server": "–" });

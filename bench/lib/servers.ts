@@ -101,8 +101,11 @@ export class ServerProc {
   async launch(readyTimeoutMs = 30_000): Promise<number> {
     const args = ["-a", HOST, "-p", String(this.port)];
     if (this.storeDir !== "") args.push("-js", "-sd", this.storeDir);
+    // TSNATS_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the tsnats node
+    // process only; NODE_OPTIONS refuses --cpu-prof.
+    const nodeFlags = (process.env["TSNATS_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "");
     const [cmd, argv] =
-      this.name === "tsnats" ? [process.execPath, [tsnatsBin, ...args]] : ["nats-server", args];
+      this.name === "tsnats" ? [process.execPath, [...nodeFlags, tsnatsBin, ...args]] : ["nats-server", args];
     const logFd = openSync(this.logPath, "a");
     const t0 = performance.now();
     const child = spawn(cmd, argv, { stdio: ["ignore", logFd, logFd] });

@@ -14,6 +14,8 @@ export interface BenchOptions {
   /** Bound for one case against one server. */
   caseTimeoutS: number;
   only: ServerName | null;
+  /** Run only the cases whose name matches (e.g. "fill|push, ack none"). */
+  filter: string | null;
 }
 
 export interface MetricDef {

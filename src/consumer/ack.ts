@@ -24,29 +24,51 @@ export interface AckTokens {
   pending: number;
 }
 
-/** Parse a v1 (9 tokens) or v2 (11+ tokens) ack subject; null when it is not one. */
+/** Parse a v1 (9 tokens) or v2 (11+ tokens) ack subject; null when it is not one. Runs
+ *  once per ack: one scan for the dots, digits read in place (no split, no regex). */
 export function parseAckSubject(subject: string): AckTokens | null {
   if (!subject.startsWith(ACK_PREFIX)) return null;
-  const t = subject.split(".");
-  let i: number;
-  if (t.length === 9) i = 2;
-  else if (t.length >= 11) i = 4;
-  else return null;
-  const nums: number[] = [];
-  for (let k = i + 2; k < i + 7; k++) {
-    const s = t[k]!;
-    if (!/^\d+$/.test(s)) return null;
-    nums.push(Number(s));
+  // Dot positions after "$JS.ACK." (at most the 12 we can use).
+  const dots = DOTS;
+  let nd = 0;
+  let total = 0;
+  for (let i = ACK_PREFIX.length; i < subject.length; i++) {
+    if (subject.charCodeAt(i) === 0x2e) {
+      if (nd < dots.length) dots[nd++] = i;
+      total++;
+    }
   }
-  return {
-    stream: t[i]!,
-    consumer: t[i + 1]!,
-    dc: nums[0]!,
-    sseq: nums[1]!,
-    cseq: nums[2]!,
-    tsNs: nums[3]!,
-    pending: nums[4]!,
-  };
+  const tokens = total + 3; // "$JS" "ACK" and one more than the dots after them
+  let first: number; // index in dots of the dot ending the stream token
+  if (tokens === 9) first = 0;
+  else if (tokens >= 11) first = 2;
+  else return null;
+  const streamStart = first === 0 ? ACK_PREFIX.length : dots[first - 1]! + 1;
+  const stream = subject.slice(streamStart, dots[first]!);
+  const consumer = subject.slice(dots[first]! + 1, dots[first + 1]!);
+  const dc = digits(subject, dots[first + 1]! + 1, dots[first + 2]!);
+  const sseq = digits(subject, dots[first + 2]! + 1, dots[first + 3]!);
+  const cseq = digits(subject, dots[first + 3]! + 1, dots[first + 4]!);
+  const tsNs = digits(subject, dots[first + 4]! + 1, dots[first + 5]!);
+  const pendEnd = first + 6 < nd ? dots[first + 6]! : subject.length;
+  const pending = digits(subject, dots[first + 5]! + 1, pendEnd);
+  if (dc < 0 || sseq < 0 || cseq < 0 || tsNs < 0 || pending < 0) return null;
+  return { stream, consumer, dc, sseq, cseq, tsNs, pending };
+}
+
+const DOTS: number[] = new Array<number>(12).fill(0);
+
+/** The decimal number in s[from, to), or -1 when empty or not all digits. */
+function digits(s: string, from: number, to: number): number {
+  if (to <= from) return -1;
+  let v = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    v = v * 10 + c;
+  }
+  // Beyond 2^53 the running product rounds differently from Number(); use that instead.
+  return v <= Number.MAX_SAFE_INTEGER ? v : Number(s.slice(from, to));
 }
 
 export const AckKind = {
@@ -81,14 +103,17 @@ function parseDurationNs(s: string): number {
   return total;
 }
 
-/** Decode an ack payload; null for an unknown one (nats-server ignores it). */
-export function parseAck(payload: Buffer): AckMsg | null {
+const PLAIN_ACK: Readonly<AckMsg> = Object.freeze({ kind: AckKind.Ack, delayNs: 0, arg: "" });
+
+/** Decode an ack payload; null for an unknown one (nats-server ignores it). The result is
+ *  read-only (the common +ACK is one shared object). */
+export function parseAck(payload: Buffer): Readonly<AckMsg> | null {
   const n = payload.length;
-  if (n === 0) return { kind: AckKind.Ack, delayNs: 0, arg: "" };
+  if (n === 0) return PLAIN_ACK;
   const c0 = payload[0];
   // Fast paths for the common literal payloads.
   if (c0 === 0x2b /* + */) {
-    if (n === 4 && payload[1] === 0x41 && payload[2] === 0x43 && payload[3] === 0x4b) return { kind: AckKind.Ack, delayNs: 0, arg: "" };
+    if (n === 4 && payload[1] === 0x41 && payload[2] === 0x43 && payload[3] === 0x4b) return PLAIN_ACK;
   }
   const s = payload.toString("utf8");
   const word = s.length >= 4 ? s.slice(0, 4) : s;

@@ -7,7 +7,7 @@
 // stream): a nested kick() only marks the loop to run again.
 
 import type { Bus, InternalSubscription } from "../server/bus.js";
-import type { Clock } from "../runtime/clock.js";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../server/log.js";
 import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
 import type { ConsumerState, ConsumerStore, StoredMsg } from "../storage/types.js";
@@ -98,6 +98,26 @@ export class Consumer implements ConsumerHook, Tickable {
   private fcBytesAtSend = 0;
   private fcWindow = FC_WINDOW_START_BYTES;
   private readonly scratch: number[] = [];
+  // Pending stream sequences in ascending order (deliveries only ever add larger ones);
+  // acked entries are skipped lazily from the head. Finding the oldest pending through the
+  // Map would walk V8's tombstones of every entry deleted since its last rehash.
+  private readonly pendOrder: number[] = [];
+  private pendHead = 0;
+  // The last delivery found its receiver backed up: stop, and look again shortly (the
+  // delivery loop is synchronous, so without this a large stream lands in one client's
+  // outbound buffer at once and the client is closed as a slow consumer).
+  private congested = false;
+  // One clock reading per delivery loop (the loop is bounded by congestion, so it is fresh
+  // to within a few ms): two clock calls per message were a visible share of delivery.
+  private runNowNs = 0;
+  private runMonoMs = 0;
+  // pick()'s result, reused: the caller uses it before the next pick().
+  private readonly picked: Pick = { msg: { seq: 0, subject: "", hdr: null, data: EMPTY, tsNs: 0 }, redelivery: false, dc: 1 };
+  private congestionTimer: TimerHandle | null = null;
+  private readonly onCongestionTimer = (): void => {
+    this.congestionTimer = null;
+    this.kick();
+  };
 
   constructor(env: ConsumerEnv, stream: StreamHandle, cfg: ConsumerConfig, createdNs: number, store: ConsumerStore | null, recovered: ConsumerState | null) {
     this.env = env;
@@ -117,6 +137,8 @@ export class Consumer implements ConsumerHook, Tickable {
       this.state = recovered;
       const ackWaitMs = this.ackWaitMs(1);
       for (const seq of recovered.pending.keys()) this.wheel.schedule(seq, now + ackWaitMs);
+      for (const seq of recovered.pending.keys()) this.pendOrder.push(seq);
+      this.pendOrder.sort((a, b) => a - b);
       this.startSeq = recovered.ackFloor.streamSeq + 1;
     } else {
       this.state = emptyState();
@@ -229,8 +251,10 @@ export class Consumer implements ConsumerHook, Tickable {
     this.numPendingCache = -1;
     const s = this.state;
     let changed = false;
-    for (const seq of [...s.pending.keys()]) {
+    for (let i = this.pendHead; i < this.pendOrder.length; i++) {
+      const seq = this.pendOrder[i]!;
       if (seq >= firstSeq) break;
+      if (!s.pending.has(seq)) continue;
       s.pending.delete(seq);
       s.redelivered.delete(seq);
       this.wheel.cancel(seq);
@@ -257,6 +281,10 @@ export class Consumer implements ConsumerHook, Tickable {
     for (const s of this.subs) s.unsubscribe();
     this.subs = [];
     this.env.ticker.drop(this);
+    if (this.congestionTimer !== null) {
+      this.env.clock.clearTimer(this.congestionTimer);
+      this.congestionTimer = null;
+    }
     const bus = this.env.bus;
     for (const r of this.waiting.clear()) {
       if (deleteState) bus.publish(r.reply, "", ST_CONSUMER_DELETED, EMPTY);
@@ -311,9 +339,13 @@ export class Consumer implements ConsumerHook, Tickable {
   }
 
   private run(): void {
-    if (this.isPaused()) return;
+    if (this.isPaused() || this.congestionTimer !== null) return;
+    this.congested = false;
+    this.runNowNs = this.env.clock.nowNs();
+    this.runMonoMs = this.env.clock.monoMs();
     if (isPush(this.cfg)) this.runPush();
     else this.runPull();
+    if (this.congested && !this.stopped) this.congestionTimer = this.env.clock.setTimer(this.onCongestionTimer, 1);
   }
 
   private runPush(): void {
@@ -327,11 +359,12 @@ export class Consumer implements ConsumerHook, Tickable {
       if (p === null) break;
       const size = this.deliver(p, to);
       any = true;
-      this.lastPushMs = this.env.clock.monoMs();
+      this.lastPushMs = this.runMonoMs;
       if (this.cfg.flow_control) {
         this.fcBytes += size;
         if (this.fcOutstanding === "" && this.fcBytes >= this.fcWindow / 2) this.sendFlowControl();
       }
+      if (this.congested) break;
     }
     if (any) this.persist();
   }
@@ -377,10 +410,11 @@ export class Consumer implements ConsumerHook, Tickable {
       any = true;
       r.batch--;
       r.delivered++;
-      r.lastMs = this.env.clock.monoMs();
+      r.lastMs = this.runMonoMs;
       if (r.maxBytes > 0) r.maxBytes = Math.max(0, r.maxBytes - size);
       if (r.batch <= 0) this.waiting.shift();
       else this.waiting.rotate();
+      if (this.congested) break;
     }
     if (exhausted || this.waiting.length > 0) this.finishNoWait();
     if (any) this.persist();
@@ -428,13 +462,13 @@ export class Consumer implements ConsumerHook, Tickable {
         this.dropPending(seq);
         continue;
       }
-      return { msg: m, redelivery: true, dc: (s.redelivered.get(seq) ?? 1) + 1 };
+      return this.pickedAs(m, true, (s.redelivered.get(seq) ?? 1) + 1);
     }
     if (!this.canDeliverNew()) return null;
     if (this.lps !== null) {
       while (this.lps.length > 0) {
         const m = this.stream.store.loadMsg(this.lps[0]!);
-        if (m !== null) return { msg: m, redelivery: false, dc: 1 };
+        if (m !== null) return this.pickedAs(m, false, 1);
         this.lps.shift();
       }
       this.endLps();
@@ -454,7 +488,7 @@ export class Consumer implements ConsumerHook, Tickable {
       if (s.delivered.streamSeq < st.lastSeq && this.filters.length > 0) s.delivered.streamSeq = st.lastSeq;
       return null;
     }
-    return { msg: best, redelivery: false, dc: 1 };
+    return this.pickedAs(best, false, 1);
   }
 
   private endLps(): void {
@@ -471,6 +505,14 @@ export class Consumer implements ConsumerHook, Tickable {
       this.rdq.length = 0;
       this.rdqHead = 0;
     }
+  }
+
+  private pickedAs(msg: StoredMsg, redelivery: boolean, dc: number): Pick {
+    const p = this.picked;
+    p.msg = msg;
+    p.redelivery = redelivery;
+    p.dc = dc;
+    return p;
   }
 
   /** Send one message; returns its size as counted for max_bytes and flow control. */
@@ -494,19 +536,22 @@ export class Consumer implements ConsumerHook, Tickable {
         if (this.numPendingCache > 0) this.numPendingCache--;
       }
     }
-    const nowNs = this.env.clock.nowNs();
+    const nowNs = this.runNowNs;
     this.lastActiveNs = nowNs;
     const pending = this.numPendingCache >= 0 ? this.numPendingCache : this.computeNumPending();
     const reply = ackSubject(this.ackPrefix, p.dc, seq, cseq, m.tsNs, pending);
     const ackNone = this.cfg.ack_policy === "none";
     if (!ackNone) {
       const e = s.pending.get(seq);
-      if (e === undefined) s.pending.set(seq, { cseq, tsNs: nowNs });
+      if (e === undefined) {
+        s.pending.set(seq, { cseq, tsNs: nowNs });
+        this.pendOrder.push(seq);
+      }
       else {
         e.cseq = cseq;
         e.tsNs = nowNs;
       }
-      this.wheel.schedule(seq, this.env.clock.monoMs() + this.ackWaitMs(p.dc));
+      this.wheel.schedule(seq, this.runMonoMs + this.ackWaitMs(p.dc));
     }
     let hdr = m.hdr;
     let data = m.data;
@@ -515,8 +560,9 @@ export class Consumer implements ConsumerHook, Tickable {
       data = EMPTY;
     }
     const bus = this.env.bus;
-    if (bus.deliverAs !== undefined) bus.deliverAs(to, m.subject, reply, hdr, data);
-    else bus.publish(to, reply, hdr, data);
+    if (bus.deliverAs !== undefined) {
+      if (bus.deliverAs(to, m.subject, reply, hdr, data)) this.congested = true;
+    } else bus.publish(to, reply, hdr, data);
     if (ackNone) {
       s.ackFloor.consumerSeq = cseq;
       s.ackFloor.streamSeq = s.delivered.streamSeq;
@@ -549,9 +595,40 @@ export class Consumer implements ConsumerHook, Tickable {
 
   // ---------- acks ----------
 
+  /** The numbers of a v1 ack subject of this consumer ("<ackPrefix>dc.sseq.cseq.ts.pending"),
+   *  read in place into ackNums; false for anything else (then parseAckSubject decides). */
+  private parseOwnAck(subject: string): boolean {
+    const pre = this.ackPrefix;
+    if (!subject.startsWith(pre)) return false;
+    const t = this.ackNums;
+    let field = 0;
+    let v = 0;
+    let any = false;
+    for (let i = pre.length; i < subject.length; i++) {
+      const c = subject.charCodeAt(i);
+      if (c === 0x2e) {
+        if (!any || field === 4) return false;
+        if (field === 1) t.sseq = v;
+        else if (field === 2) t.cseq = v;
+        field++;
+        v = 0;
+        any = false;
+        continue;
+      }
+      const d = c - 48;
+      if (d < 0 || d > 9) return false;
+      v = v * 10 + d;
+      any = true;
+    }
+    return any && field === 4;
+  }
+
+  private readonly ackNums = { sseq: 0, cseq: 0 };
+
   private readonly onAckMsg = (subject: string, reply: string, _hdr: Buffer | null, payload: Buffer): void => {
     if (this.stopped) return;
-    const t = parseAckSubject(subject);
+    let t: { sseq: number; cseq: number } | null = this.ackNums;
+    if (!this.parseOwnAck(subject)) t = parseAckSubject(subject);
     if (t === null) return;
     const a = parseAck(payload);
     if (a === null) return;
@@ -599,9 +676,10 @@ export class Consumer implements ConsumerHook, Tickable {
       const f = s.ackFloor;
       if (seq <= f.streamSeq || cseq <= f.consumerSeq || seq > s.delivered.streamSeq || cseq > s.delivered.consumerSeq) return;
       const acked: number[] = [];
-      for (const k of s.pending.keys()) {
+      for (let i = this.pendHead; i < this.pendOrder.length; i++) {
+        const k = this.pendOrder[i]!;
         if (k > seq) break;
-        acked.push(k);
+        if (s.pending.has(k)) acked.push(k);
       }
       for (const k of acked) this.removePending(k);
       // The floor is the acknowledged delivery itself (nats-server: adflr, asflr = dseq, sseq),
@@ -646,6 +724,28 @@ export class Consumer implements ConsumerHook, Tickable {
     this.persist();
   }
 
+  /** The oldest pending stream sequence (pending must not be empty). */
+  private firstPending(): number {
+    const order = this.pendOrder;
+    const pending = this.state.pending;
+    let h = this.pendHead;
+    while (h < order.length && !pending.has(order[h]!)) h++;
+    if (h === order.length) {
+      order.length = 0;
+      h = 0;
+    } else if (h > 4096 && h * 2 > order.length) {
+      order.splice(0, h);
+      h = 0;
+    }
+    this.pendHead = h;
+    if (order.length === 0) {
+      // Not tracked (cannot happen unless pending was filled from outside): rebuild.
+      for (const k of pending.keys()) order.push(k);
+      order.sort((a, b) => a - b);
+    }
+    return order[this.pendHead]!;
+  }
+
   private updateFloor(): void {
     const s = this.state;
     const f = s.ackFloor;
@@ -654,10 +754,11 @@ export class Consumer implements ConsumerHook, Tickable {
       f.streamSeq = s.delivered.streamSeq;
       return;
     }
-    const first = s.pending.entries().next().value as [number, { cseq: number }];
-    const sfl = first[0] - 1;
+    const firstSeq = this.firstPending();
+    const first = s.pending.get(firstSeq)!;
+    const sfl = firstSeq - 1;
     if (sfl > f.streamSeq) f.streamSeq = sfl;
-    const cfl = first[1].cseq - 1;
+    const cfl = first.cseq - 1;
     if (cfl > f.consumerSeq && cfl <= s.delivered.consumerSeq) f.consumerSeq = cfl;
   }
 

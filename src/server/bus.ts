@@ -24,8 +24,11 @@ export interface Bus {
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
   /** Route by `deliverSubject` but show `msgSubject` in the MSG line (JetStream deliveries
    *  keep the stored subject while going to an inbox or deliver subject). Optional so that
-   *  test fakes need not implement it; callers fall back to publish(deliverSubject, ...). */
-  deliverAs?(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+   *  test fakes need not implement it; callers fall back to publish(deliverSubject, ...).
+   *  Returns true when a receiving connection is backed up (its outbound backlog is past a
+   *  fraction of the slow-consumer bound): the deliverer should pause and try again shortly
+   *  instead of queueing until the client is cut off. */
+  deliverAs?(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean;
   /** True when at least one subscription (client or internal) matches. */
   hasInterest(subject: string): boolean;
 }

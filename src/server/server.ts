@@ -69,6 +69,9 @@ class InternalOwner implements SubOwner {
     sub.delivered++;
     this.handler(subject, reply, hdr, payload);
   }
+  pendingBytes(): number {
+    return 0;
+  }
 }
 
 export class Server implements Bus {
@@ -389,8 +392,12 @@ export class Server implements Bus {
 
   // ---- routing ----
 
-  /** Route one message to every matching subscription (one member per queue group). */
-  route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, shown = subject): void {
+  /** Largest outbound backlog among the receivers of the last probing route (deliverAs). */
+  private routeBacklogBytes = 0;
+
+  /** Route one message to every matching subscription (one member per queue group).
+   *  probe: record the receivers' largest outbound backlog in routeBacklogBytes. */
+  route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, shown = subject, probe = false): void {
     const r: SublistResult<Subscription> = this.sublist.match(subject);
     let delivered = 0;
     const noEcho = from !== null && !from.echo;
@@ -400,6 +407,7 @@ export class Server implements Bus {
       if (noEcho && sub.owner === from) continue;
       sub.owner.deliverMsg(sub, shown, reply, hdr, payload);
       delivered++;
+      if (probe) this.probeBacklog(sub);
     }
     const qs = r.qsubs;
     for (let g = 0; g < qs.length; g++) {
@@ -412,10 +420,16 @@ export class Server implements Bus {
         if (sub.closed || (noEcho && sub.owner === from)) continue;
         sub.owner.deliverMsg(sub, shown, reply, hdr, payload);
         delivered++;
+        if (probe) this.probeBacklog(sub);
         break;
       }
     }
     if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
+  }
+
+  private probeBacklog(sub: Subscription): void {
+    const b = sub.owner.pendingBytes();
+    if (b > this.routeBacklogBytes) this.routeBacklogBytes = b;
   }
 
   private noResponders(from: Client, subject: string, reply: string): void {
@@ -470,12 +484,16 @@ export class Server implements Bus {
     }
   }
 
-  deliverAs(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
-    this.route(null, deliverSubject, reply, hdr, payload, msgSubject);
+  deliverAs(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean {
+    this.routeBacklogBytes = 0;
+    this.route(null, deliverSubject, reply, hdr, payload, msgSubject, true);
     if (!this.flushScheduled && this.dirtyClients.length > 0) {
       this.flushScheduled = true;
       setImmediate(this.flushBound);
     }
+    // A quarter of the slow-consumer bound: the deliverer pauses well before a client that
+    // reads at all would be cut off.
+    return this.routeBacklogBytes > this.opts.maxPendingBytes / 4;
   }
 
   hasInterest(subject: string): boolean {

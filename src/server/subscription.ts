@@ -8,6 +8,8 @@ export interface SubOwner {
   readonly cid: number;
   readonly echo: boolean;
   deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  /** Outbound bytes queued and not yet taken by the socket (0 for internal owners). */
+  pendingBytes(): number;
 }
 
 export class Subscription implements SubLike {

@@ -149,11 +149,23 @@ export class Sublist<S extends SubLike> {
       this.cacheHits++;
       return cached;
     }
-    const tokens = subject.split(".");
-    // Like nats-server, a subject with an empty token matches nothing (not even '>').
-    for (let i = 0; i < tokens.length; i++) if (tokens[i] === "") return EMPTY_RESULT as SublistResult<S>;
+    // Token ends, not tokens: a token is sliced only where a level has literal children, so
+    // a unique subject under a '>' subscription ($JS.ACK.<stream>.<consumer>.>, reply
+    // inboxes) does not pay for split() into strings nobody looks at.
+    const ends = TOKEN_ENDS;
+    ends.length = 0;
+    let start = 0;
+    for (let i = 0; i < subject.length; i++) {
+      if (subject.charCodeAt(i) !== 0x2e) continue;
+      // Like nats-server, a subject with an empty token matches nothing (not even '>').
+      if (i === start) return EMPTY_RESULT as SublistResult<S>;
+      ends.push(i);
+      start = i + 1;
+    }
+    if (start === subject.length) return EMPTY_RESULT as SublistResult<S>;
+    ends.push(subject.length);
     const acc: MatchAcc<S> = { psubs: [], qmap: null };
-    matchLevel(this.root, tokens, 0, acc);
+    matchLevel(this.root, subject, ends, 0, acc);
     const result: SublistResult<S> = { psubs: acc.psubs, qsubs: acc.qmap === null ? NO_QSUBS : [...acc.qmap.values()] };
     if (this.cache.size >= MAX_CACHE_ENTRIES) {
       // A full cache admits one miss in CACHE_ADMIT_EVERY: unique subjects (reply inboxes,
@@ -210,19 +222,22 @@ interface MatchAcc<S extends SubLike> {
 
 const NO_QSUBS: readonly (readonly never[])[] = Object.freeze([]);
 
-function matchLevel<S extends SubLike>(level: Level<S>, tokens: string[], i: number, acc: MatchAcc<S>): void {
+// Reused by match() (not re-entrant: matching calls nothing outside this module).
+const TOKEN_ENDS: number[] = [];
+
+function matchLevel<S extends SubLike>(level: Level<S>, subject: string, ends: readonly number[], i: number, acc: MatchAcc<S>): void {
   // Result order follows nats-server (fwc, deeper levels, then the literal node before
   // the '*' node of the last level) so deliveries of one message go out in the same order.
   if (level.fwc) addNode(level.fwc, acc);
-  const last = i === tokens.length - 1;
-  const n = level.nodes.size === 0 ? undefined : level.nodes.get(tokens[i]!);
+  const last = i === ends.length - 1;
+  const n = level.nodes.size === 0 ? undefined : level.nodes.get(subject.slice(i === 0 ? 0 : ends[i - 1]! + 1, ends[i]));
   if (last) {
     if (n) addNode(n, acc);
     if (level.pwc) addNode(level.pwc, acc);
     return;
   }
-  if (level.pwc?.next) matchLevel(level.pwc.next, tokens, i + 1, acc);
-  if (n?.next) matchLevel(n.next, tokens, i + 1, acc);
+  if (level.pwc?.next) matchLevel(level.pwc.next, subject, ends, i + 1, acc);
+  if (n?.next) matchLevel(n.next, subject, ends, i + 1, acc);
 }
 
 function addNode<S extends SubLike>(n: Node<S>, acc: MatchAcc<S>): void {

@@ -365,3 +365,56 @@ void test("pull requests racing a consumer delete end with 409 Consumer Deleted,
   assert.deepEqual([...inbox.codes.entries()], [["409 Consumer Deleted", 300]]);
   await stillServing();
 });
+
+void test("a stream larger than max_pending pushed or pulled at once: the client is paced, not cut off", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tsnats-con-pace-"));
+  const MAX_PENDING = 1024 * 1024;
+  const small = await startServer({ port: 0, host: "127.0.0.1", maxPendingBytes: MAX_PENDING, jetstream: { enabled: true, storeDir: dir } });
+  const c = await connect({ servers: small.url });
+  try {
+    const m = await jetstreamManager(c);
+    await m.streams.add({ name: "PACE", subjects: ["pace"] });
+    const N = 8000; // 8 MiB of payload: eight times the slow-consumer bound
+    const js = jetstream(c);
+    const payload = new Uint8Array(1024);
+    const acks: Promise<unknown>[] = [];
+    for (let i = 0; i < N; i++) {
+      acks.push(js.publish("pace", payload));
+      if (acks.length === 256) await Promise.all(acks.splice(0));
+    }
+    await Promise.all(acks);
+    let closed: unknown = null;
+    void c.closed().then((e) => {
+      closed = e ?? "closed";
+    });
+    // Push, ack none: everything queued at once without pacing.
+    let pushed = 0;
+    c.subscribe("pace.deliver", {
+      callback: () => {
+        pushed++;
+      },
+    });
+    await c.flush();
+    await m.consumers.add("PACE", { durable_name: "push", deliver_subject: "pace.deliver", ack_policy: AckPolicy.None });
+    await waitFor(() => pushed === N || closed !== null, `${N} pushed messages`);
+    assert.equal(closed, null, "the subscriber was closed");
+    assert.equal(pushed, N);
+    // Pull, one request for everything.
+    await m.consumers.add("PACE", { durable_name: "pull", ack_policy: AckPolicy.None });
+    const inbox = createInbox();
+    let pulled = 0;
+    c.subscribe(inbox, {
+      callback: (_e, msg) => {
+        if (msg.headers === undefined || msg.headers.code === 0) pulled++;
+      },
+    });
+    c.publish("$JS.API.CONSUMER.MSG.NEXT.PACE.pull", JSON.stringify({ batch: N, expires: 30_000_000_000 }), { reply: inbox });
+    await waitFor(() => pulled === N || closed !== null, `${N} pulled messages`);
+    assert.equal(closed, null, "the puller was closed");
+    assert.equal(pulled, N);
+  } finally {
+    await c.close();
+    await small.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
