@@ -114,6 +114,11 @@ export class Consumer implements ConsumerHook, Tickable {
   // pick()'s result, reused: the caller uses it before the next pick().
   private readonly picked: Pick = { msg: { seq: 0, subject: "", hdr: null, data: EMPTY, tsNs: 0 }, redelivery: false, dc: 1 };
   private congestionTimer: TimerHandle | null = null;
+  private kickQueued = false;
+  private readonly deferredKick = (): void => {
+    this.kickQueued = false;
+    this.kick();
+  };
   private readonly onCongestionTimer = (): void => {
     this.congestionTimer = null;
     this.kick();
@@ -478,8 +483,10 @@ export class Consumer implements ConsumerHook, Tickable {
     if (from > st.lastSeq) return null;
     let best: StoredMsg | null = null;
     const fl = this.filterList();
+    const store = this.stream.store;
     for (let i = 0; i < fl.length; i++) {
-      const m = this.stream.store.loadNextMsg(fl[i]!, from);
+      // Sent at once and not kept: views of the store's cache are fine.
+      const m = store.loadNextMsgTransient !== undefined ? store.loadNextMsgTransient(fl[i]!, from) : store.loadNextMsg(fl[i]!, from);
       if (m !== null && (best === null || m.seq < best.seq)) best = m;
     }
     if (best === null) {
@@ -689,7 +696,7 @@ export class Consumer implements ConsumerHook, Tickable {
       this.ackActiveNs = nowNs;
       this.persist();
       if (this.stream.retention() !== "limits") for (const k of acked) this.notifyAck(k);
-      this.kick();
+      this.kickSoon();
       return;
     }
     if (!s.pending.has(seq)) return;
@@ -698,8 +705,17 @@ export class Consumer implements ConsumerHook, Tickable {
     this.ackActiveNs = nowNs;
     this.persist();
     if (this.stream.retention() !== "limits") this.notifyAck(seq);
-    this.kick();
+    this.kickSoon();
   }
+
+  /** Deliver once the current batch of input is processed: the acks of one socket read
+   *  free room for many messages, which one delivery loop then sends together. */
+  private kickSoon(): void {
+    if (this.kickQueued) return;
+    this.kickQueued = true;
+    queueMicrotask(this.deferredKick);
+  }
+
 
   private notifyAck(seq: number): void {
     if (this.stream.retention() === "workqueue") {

@@ -60,6 +60,9 @@ export interface ClosedClientInfo {
 const MAX_CLOSED_CLIENTS = 10_000;
 const NO_RESPONDERS_HDR = "NATS/1.0 503\r\n";
 
+/** JetStream deliveries pause (deliverAs returns true) past this many queued bytes. */
+const DELIVER_BACKLOG_PAUSE_BYTES = 1024 * 1024;
+
 class InternalOwner implements SubOwner {
   readonly cid = 0;
   readonly echo = true;
@@ -491,9 +494,9 @@ export class Server implements Bus {
       this.flushScheduled = true;
       setImmediate(this.flushBound);
     }
-    // A quarter of the slow-consumer bound: the deliverer pauses well before a client that
-    // reads at all would be cut off.
-    return this.routeBacklogBytes > this.opts.maxPendingBytes / 4;
+    // Well before the slow-consumer bound (a quarter of it at most), and small enough that
+    // the outbound buffer stays a size the socket takes in one go.
+    return this.routeBacklogBytes > Math.min(this.opts.maxPendingBytes / 4, DELIVER_BACKLOG_PAUSE_BYTES);
   }
 
   hasInterest(subject: string): boolean {

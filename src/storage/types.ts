@@ -55,6 +55,10 @@ export interface StreamStore {
   loadMsg(seq: number): StoredMsg | null;
   /** First message with seq >= start whose subject matches filter ("" or ">" = any). */
   loadNextMsg(filter: string, start: number): StoredMsg | null;
+  /** loadNextMsg for a caller that sends the message at once (a consumer's delivery): the
+   *  buffers may be views of the store's read cache instead of copies. They stay valid, but
+   *  keeping them keeps a whole read window alive. Optional. */
+  loadNextMsgTransient?(filter: string, start: number): StoredMsg | null;
   /** Last message whose subject matches filter (wildcards allowed). */
   loadLastMsg(filter: string): StoredMsg | null;
   /** Remove one message; false if it was not there. */

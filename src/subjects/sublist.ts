@@ -24,6 +24,36 @@ class Level<S extends SubLike> {
   nodes: Map<string, Node<S>> = new Map();
   pwc: Node<S> | null = null;
   fwc: Node<S> | null = null;
+  /** The literal children as arrays while there are few (null = rebuild on next use):
+   *  comparing a few keys in place beats slicing the token out and hashing it. */
+  keys: string[] | null = null;
+  vals: Node<S>[] = [];
+}
+
+const SMALL_LEVEL = 8;
+
+/** The literal child for subject[start, end) of level, if any. */
+function childOf<S extends SubLike>(level: Level<S>, subject: string, start: number, end: number): Node<S> | undefined {
+  const m = level.nodes;
+  const size = m.size;
+  if (size === 0) return undefined;
+  if (size > SMALL_LEVEL) return m.get(subject.slice(start, end));
+  let keys = level.keys;
+  if (keys === null) {
+    keys = [];
+    level.vals = [];
+    for (const [k, n] of m) {
+      keys.push(k);
+      level.vals.push(n);
+    }
+    level.keys = keys;
+  }
+  const len = end - start;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (k.length === len && subject.startsWith(k, start)) return level.vals[i];
+  }
+  return undefined;
 }
 
 const MAX_CACHE_ENTRIES = 1024;
@@ -80,6 +110,7 @@ export class Sublist<S extends SubLike> {
         if (!node) {
           node = new Node<S>();
           level.nodes.set(t, node);
+          level.keys = null;
         }
       }
       if (i < tokens.length - 1) level = node.next ??= new Level<S>();
@@ -136,7 +167,10 @@ export class Sublist<S extends SubLike> {
       if (n.psubs.length > 0 || n.qsubs.size > 0 || !nextEmpty) break;
       if (t === "*") lvl.pwc = null;
       else if (t === ">") lvl.fwc = null;
-      else lvl.nodes.delete(t);
+      else {
+        lvl.nodes.delete(t);
+        lvl.keys = null;
+      }
     }
     this.invalidate(sub.subject);
     return true;
@@ -230,7 +264,7 @@ function matchLevel<S extends SubLike>(level: Level<S>, subject: string, ends: r
   // the '*' node of the last level) so deliveries of one message go out in the same order.
   if (level.fwc) addNode(level.fwc, acc);
   const last = i === ends.length - 1;
-  const n = level.nodes.size === 0 ? undefined : level.nodes.get(subject.slice(i === 0 ? 0 : ends[i - 1]! + 1, ends[i]));
+  const n = childOf(level, subject, i === 0 ? 0 : ends[i - 1]! + 1, ends[i]!);
   if (last) {
     if (n) addNode(n, acc);
     if (level.pwc) addNode(level.pwc, acc);

@@ -655,6 +655,12 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const hl = buf.readUInt32LE(p + 8);
     const hasHdr = ((buf[p + 5] as number) & FLAG_HDR) !== 0;
     const h0 = p + REC_HDR + sl;
+    // Read windows are replaced, never written, so a view of one stays valid; the write
+    // buffer is reused and always copied.
+    if (this.transientRead && buf !== this.wbuf) {
+      const end = p + rl - 4;
+      return { seq, subject, hdr: hasHdr ? buf.subarray(h0, h0 + hl) : null, data: buf.subarray(h0 + hl, end), tsNs };
+    }
     // Copy out: a view would pin a whole read window for as long as the caller keeps it.
     const n = rl - REC_OVERHEAD - sl;
     const out = Buffer.allocUnsafe(n);

@@ -415,6 +415,20 @@ export abstract class SeqIndex {
     return seq === 0 ? null : this.loadMsg(seq);
   }
 
+  /** Set while loadNextMsgTransient() reads: readSlot may then return views. */
+  protected transientRead = false;
+
+  loadNextMsgTransient(filter: string, start: number): StoredMsg | null {
+    const seq = this.nextSeq(filter, start);
+    if (seq === 0) return null;
+    this.transientRead = true;
+    try {
+      return this.loadMsg(seq);
+    } finally {
+      this.transientRead = false;
+    }
+  }
+
   /** Sequence of the first message >= start matching filter, or 0. */
   nextSeq(filter: string, start: number): number {
     if (this.msgs === 0) return 0;
