@@ -84,10 +84,13 @@ export interface Tickable {
   tick(nowMono: number): boolean;
 }
 
-/** The single coarse timer of the consumer layer. */
+/** The single timer of the consumer layer: a coarse tick, brought forward when someone
+ *  needs a precise deadline (a pull request's expiry: libnats gives the server only 10 ms
+ *  between the request's expires and its own timeout, so a 408 must not wait for the tick). */
 export class Ticker {
   private readonly active = new Set<Tickable>();
   private timer: TimerHandle | null = null;
+  private timerAtMs = 0;
   constructor(
     private readonly clock: Clock,
     private readonly onError: (e: unknown) => void,
@@ -96,7 +99,14 @@ export class Ticker {
 
   want(t: Tickable): void {
     this.active.add(t);
-    if (this.timer === null) this.timer = this.clock.setTimer(this.fire, this.tickMs);
+    if (this.timer === null) this.arm(this.clock.monoMs() + this.tickMs);
+  }
+
+  /** Like want(), and fire no later than monotonic time atMs. A tickable that still needs
+   *  the deadline after a tick asks again from its tick(). */
+  wakeAt(t: Tickable, atMs: number): void {
+    this.active.add(t);
+    this.arm(atMs);
   }
 
   drop(t: Tickable): void {
@@ -105,6 +115,16 @@ export class Ticker {
 
   get size(): number {
     return this.active.size;
+  }
+
+  /** Make the timer fire at atMs or earlier. */
+  private arm(atMs: number): void {
+    if (this.timer !== null) {
+      if (this.timerAtMs <= atMs) return;
+      this.clock.clearTimer(this.timer);
+    }
+    this.timerAtMs = atMs;
+    this.timer = this.clock.setTimer(this.fire, Math.max(0, atMs - this.clock.monoMs()));
   }
 
   private readonly fire = (): void => {
@@ -120,7 +140,7 @@ export class Ticker {
       }
       if (!keep) this.active.delete(t);
     }
-    if (this.active.size > 0 && this.timer === null) this.timer = this.clock.setTimer(this.fire, this.tickMs);
+    if (this.active.size > 0) this.arm(now + this.tickMs);
   };
 
   stop(): void {
