@@ -14,8 +14,9 @@ export type ProtoErrorKind = (typeof ProtoErrorKind)[keyof typeof ProtoErrorKind
 
 export interface ParserHandler {
   processConnect(json: string): void;
-  /** hdr/payload are views valid only during the call. */
-  processPub(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  /** The payload is buf[start, end). hdr and buf are only valid during the call: the fast
+   *  path hands out the read buffer itself, so that no view is made per message. */
+  processPub(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void;
   processSub(subject: string, queue: string, sid: string): void;
   processUnsub(sid: string, max: number): void;
   processPing(): void;
@@ -107,7 +108,7 @@ export class Parser {
             this.fail(ProtoErrorKind.UnknownOp, "payload not followed by CRLF");
             return;
           }
-          this.deliver(buf.subarray(i, end));
+          this.deliver(buf, i, end);
           i = end + 2;
           this.state = S_CONTROL;
           continue;
@@ -128,7 +129,7 @@ export class Parser {
             return;
           }
           this.state = S_CONTROL;
-          this.deliver(pb.subarray(0, this.pTotal));
+          this.deliver(pb, 0, this.pTotal);
         }
       }
     }
@@ -197,7 +198,7 @@ export class Parser {
     if (end + 2 > n || buf[end] !== CR || buf[end + 1] !== LF) return -1;
     const subject = this.subjectString(buf, s0, s1);
     const reply = r1 > r0 ? buf.toString("latin1", r0, r1) : "";
-    this.h.processPub(subject, reply, null, buf.subarray(body, end));
+    this.h.processPub(subject, reply, null, buf, body, end);
     return end + 2;
   }
 
@@ -225,12 +226,13 @@ export class Parser {
     return str;
   }
 
-  private deliver(body: Buffer): void {
-    if (this.pHdrLen < 0) {
-      this.h.processPub(this.pSubject, this.pReply, null, body);
+  // The payload (after any header block) is buf[start, end).
+  private deliver(buf: Buffer, start: number, end: number): void {
+    if (this.pHdrLen <= 0) {
+      this.h.processPub(this.pSubject, this.pReply, null, buf, start, end);
     } else {
-      const hdr = this.pHdrLen > 0 ? body.subarray(0, this.pHdrLen) : null;
-      this.h.processPub(this.pSubject, this.pReply, hdr, this.pHdrLen > 0 ? body.subarray(this.pHdrLen) : body);
+      const hs = start + this.pHdrLen;
+      this.h.processPub(this.pSubject, this.pReply, buf.subarray(start, hs), buf, hs, end);
     }
   }
 

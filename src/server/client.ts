@@ -13,8 +13,9 @@ const PONG = Buffer.from("PONG\r\n");
 const PING = Buffer.from("PING\r\n");
 const OK = Buffer.from("+OK\r\n");
 const INITIAL_OUT_BYTES = 32 * 1024;
-// Flushes up to this size are copied out so the big buffer can be reused.
-const COPY_FLUSH_MAX_BYTES = 16 * 1024;
+// A buffer handed to a socket that could not take it at once is replaced by one of at most
+// this size (a burst that grew the buffer need not pin that much per client).
+const MAX_REALLOC_OUT_BYTES = 1024 * 1024;
 
 export const CloseReason = {
   ClientClosed: "Client Closed",
@@ -184,17 +185,17 @@ export class Client implements ParserHandler, SubOwner {
     return false;
   }
 
-  processPub(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  processPub(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (!this.requireConnect()) return;
     this.inMsgs++;
-    const size = payload.length + (hdr ? hdr.length : 0);
+    const size = end - start + (hdr ? hdr.length : 0);
     this.inBytes += size;
     this.server.stats.inMsgs++;
     this.server.stats.inBytes += size;
     // Pedantic clients are told about a non-literal subject; the message still flows.
     if (this.pedantic && !(isValidSubject(subject) && isLiteral(subject))) this.sendErr("Invalid Publish Subject");
     if (this.verbose) this.queueRaw(OK);
-    this.server.route(this, subject, reply, hdr, payload);
+    this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false);
   }
 
   processSub(subject: string, queue: string, sid: string): void {
@@ -275,13 +276,13 @@ export class Client implements ParserHandler, SubOwner {
     this.server.sublist.remove(sub);
   }
 
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (this.closed || sub.closed) return;
     if (sub.max > 0 && sub.delivered >= sub.max) return;
     sub.delivered++;
     const useHdr = hdr !== null && this.headers;
     const hlen = useHdr ? hdr.length : 0;
-    const plen = payload.length;
+    const plen = end - start;
     const total = hlen + plen;
     // Control line: "HMSG " subject " " sid " " reply " " hlen " " total "\r\n". Short ASCII
     // strings are copied with a charCodeAt loop: Buffer.write costs more in its JS/C++
@@ -312,7 +313,7 @@ export class Client implements ParserHandler, SubOwner {
     out[p++] = 13;
     out[p++] = 10;
     if (useHdr) p = putBytes(out, p, hdr);
-    p = putBytes(out, p, payload);
+    p = putRange(out, p, buf, start, end);
     out[p++] = 13;
     out[p++] = 10;
     this.outLen = p;
@@ -369,17 +370,14 @@ export class Client implements ParserHandler, SubOwner {
   flush(): void {
     this.dirty = false;
     if (this.closed || this.outLen === 0) return;
-    let chunk: Buffer;
-    if (this.outLen <= COPY_FLUSH_MAX_BYTES) {
-      chunk = Buffer.allocUnsafe(this.outLen);
-      this.out.copy(chunk, 0, 0, this.outLen);
-    } else {
-      chunk = this.out.subarray(0, this.outLen);
-      this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, 1024 * 1024)));
-    }
+    const chunk = this.out.subarray(0, this.outLen);
     this.outLen = 0;
     if (this.server.traceEnabled) this.traceOut(chunk);
-    const ok = this.socket.write(chunk);
+    const socket = this.socket;
+    const ok = socket.write(chunk);
+    // Nothing left in the socket means the kernel took the bytes during write(): the buffer
+    // is ours again. Otherwise the socket holds on to it and we continue in a new one.
+    if (socket.writableLength !== 0) this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, MAX_REALLOC_OUT_BYTES)));
     if (!ok && this.writeBlockedSinceMs === 0) this.writeBlockedSinceMs = this.server.nowMs();
   }
 
@@ -458,6 +456,16 @@ function putDecimal(out: Buffer, p: number, v: number): number {
 }
 
 // Small copies by hand: Buffer.copy's argument checks dominate for a few dozen bytes.
+function putRange(out: Buffer, p: number, b: Buffer, start: number, end: number): number {
+  const n = end - start;
+  if (n <= 32) {
+    for (let i = 0; i < n; i++) out[p + i] = b[start + i]!;
+  } else {
+    out.set(b.subarray(start, end), p);
+  }
+  return p + n;
+}
+
 function putBytes(out: Buffer, p: number, b: Buffer): number {
   const n = b.length;
   if (n <= 32) {

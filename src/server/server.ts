@@ -67,10 +67,10 @@ class InternalOwner implements SubOwner {
   readonly cid = 0;
   readonly echo = true;
   constructor(private readonly handler: InternalHandler) {}
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (sub.closed) return;
     sub.delivered++;
-    this.handler(subject, reply, hdr, payload);
+    this.handler(subject, reply, hdr, start === 0 && end === buf.length ? buf : buf.subarray(start, end));
   }
   pendingBytes(): number {
     return 0;
@@ -401,6 +401,12 @@ export class Server implements Bus {
   /** Route one message to every matching subscription (one member per queue group).
    *  probe: record the receivers' largest outbound backlog in routeBacklogBytes. */
   route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, shown = subject, probe = false): void {
+    this.routeRange(from, subject, reply, hdr, payload, 0, payload.length, shown, probe);
+  }
+
+  /** route() with the payload as buf[start, end): client publishes hand in the read buffer,
+   *  so no view is made per message. */
+  routeRange(from: Client | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean): void {
     const r: SublistResult<Subscription> = this.sublist.match(subject);
     let delivered = 0;
     const noEcho = from !== null && !from.echo;
@@ -408,7 +414,7 @@ export class Server implements Bus {
     for (let i = 0; i < ps.length; i++) {
       const sub = ps[i]!;
       if (noEcho && sub.owner === from) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, payload);
+      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end);
       delivered++;
       if (probe) this.probeBacklog(sub);
     }
@@ -417,11 +423,11 @@ export class Server implements Bus {
       const members = qs[g]!;
       const n = members.length;
       if (n === 0) continue;
-      const start = n === 1 ? 0 : Math.floor(Math.random() * n);
+      const first = n === 1 ? 0 : Math.floor(Math.random() * n);
       for (let k = 0; k < n; k++) {
-        const sub = members[(start + k) % n]!;
+        const sub = members[(first + k) % n]!;
         if (sub.closed || (noEcho && sub.owner === from)) continue;
-        sub.owner.deliverMsg(sub, shown, reply, hdr, payload);
+        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end);
         delivered++;
         if (probe) this.probeBacklog(sub);
         break;
@@ -443,7 +449,7 @@ export class Server implements Bus {
     if (!target) return;
     // nats-server 2.12 adds the original subject as Nats-Subject; older clients ignore it.
     const hdr = Buffer.from(`${NO_RESPONDERS_HDR}Nats-Subject: ${subject}\r\n\r\n`, "latin1");
-    from.deliverMsg(target, reply, "", hdr, EMPTY);
+    from.deliverMsg(target, reply, "", hdr, EMPTY, 0, 0);
   }
 
   markDirty(c: Client): void {

@@ -7,7 +7,8 @@ export interface SubOwner {
   /** Connection id for clients, 0 for internal owners. */
   readonly cid: number;
   readonly echo: boolean;
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  /** The payload is buf[start, end); hdr and buf are only valid during the call. */
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void;
   /** Outbound bytes queued and not yet taken by the socket (0 for internal owners). */
   pendingBytes(): number;
 }

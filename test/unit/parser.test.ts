@@ -12,9 +12,9 @@ class Recorder implements ParserHandler {
   processConnect(json: string): void {
     this.calls.push(["connect", json]);
   }
-  processPub(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
-    // Views are only valid during the call: copy them out.
-    this.calls.push(["pub", subject, reply, hdr === null ? null : hdr.toString("latin1"), payload.toString("latin1")]);
+  processPub(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
+    // Buffers are only valid during the call: copy them out.
+    this.calls.push(["pub", subject, reply, hdr === null ? null : hdr.toString("latin1"), buf.toString("latin1", start, end)]);
   }
   processSub(subject: string, queue: string, sid: string): void {
     this.calls.push(["sub", subject, queue, sid]);
@@ -195,7 +195,7 @@ void test("parser: headers turned on by CONNECT apply to the rest of the same re
         rec.processConnect(json);
         p.headers = true;
       },
-      processPub: (s, rep, hdr, pl) => rec.processPub(s, rep, hdr, pl),
+      processPub: (s, rep, hdr, b, start, end) => rec.processPub(s, rep, hdr, b, start, end),
       processSub: (s, q, sid) => rec.processSub(s, q, sid),
       processUnsub: (sid, m) => rec.processUnsub(sid, m),
       processPing: () => rec.processPing(),
