@@ -549,7 +549,8 @@ export class Consumer implements ConsumerHook, Tickable {
     const reply = ackSubject(this.ackPrefix, p.dc, seq, cseq, m.tsNs, pending);
     const ackNone = this.cfg.ack_policy === "none";
     if (!ackNone) {
-      const e = s.pending.get(seq);
+      // A first delivery is never pending yet: no lookup.
+      const e = p.redelivery ? s.pending.get(seq) : undefined;
       if (e === undefined) {
         s.pending.set(seq, { cseq, tsNs: nowNs });
         this.pendOrder.push(seq);
@@ -699,8 +700,7 @@ export class Consumer implements ConsumerHook, Tickable {
       this.kickSoon();
       return;
     }
-    if (!s.pending.has(seq)) return;
-    this.removePending(seq);
+    if (!this.removePending(seq)) return;
     this.updateFloor();
     this.ackActiveNs = nowNs;
     this.persist();
@@ -716,7 +716,6 @@ export class Consumer implements ConsumerHook, Tickable {
     queueMicrotask(this.deferredKick);
   }
 
-
   private notifyAck(seq: number): void {
     if (this.stream.retention() === "workqueue") {
       this.stream.onAck(seq, "");
@@ -726,11 +725,13 @@ export class Consumer implements ConsumerHook, Tickable {
     if (m !== null) this.stream.onAck(seq, m.subject);
   }
 
-  private removePending(seq: number): void {
+  /** Forget seq's pending entry, delivery count and deadline; false if it was not pending. */
+  private removePending(seq: number): boolean {
     const s = this.state;
-    s.pending.delete(seq);
-    s.redelivered.delete(seq);
+    const had = s.pending.delete(seq);
+    if (s.redelivered.size > 0) s.redelivered.delete(seq);
     this.wheel.cancel(seq);
+    return had;
   }
 
   /** A pending message left without an ack (its message is gone, or max_deliver). */

@@ -3,7 +3,9 @@
 // and must print the same steps on both (error steps carry the jsErrCode, so the codes are
 // compared too). js.c: streams and publish options; stream.c: limits, deny/seal, mirror,
 // sources, republish, direct get; consumer.c: pull/push/queue/ordered consumers, acks, flow
-// control; kv.c: KeyValue. Skipped when libnats-dev is missing.
+// control; delivery.c: deliver/ack policies, nak delay, backoff + max deliver advisory, max ack
+// pending, fetch max bytes, headers only, drain, bind, inactive threshold; kv.c: KeyValue.
+// Skipped when libnats-dev is missing.
 
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -35,6 +37,12 @@ const PROGRAMS = {
     "fetch-timeout", "fetch-partial", "fetch-acked", "fetch-heartbeat", "pull-ephemeral", "nak", "term",
     "inprogress", "redelivery", "push-async", "push-unsubscribe", "push-sync", "push-sync-durable", "queue",
     "ordered", "ordered-reset", "flowcontrol", "heartbeat", "done",
+  ],
+  delivery: [
+    "connect", "deliver-all", "deliver-last", "deliver-last-per-subject", "deliver-start-seq", "deliver-start-time",
+    "deliver-new", "ack-all", "ack-none", "nak-delay", "backoff-config 100", "backoff-maxdeliver",
+    "maxackpending-first 2", "maxackpending", "fetch-maxbytes-small", "fetch-maxbytes 5", "headersonly", "drain",
+    "pull-bind", "inactive-threshold", "done",
   ],
   kv: [
     "connect", "createkv", "bindkv", "put", "get", "create-exists", "update-wrong-rev", "maxvaluesize",
