@@ -1,0 +1,117 @@
+// Shared setup for the consumer e2e tests: one in-process tsnats with JetStream on a temp
+// store, the @nats-io/jetstream clients, bounded waits and advisory collection.
+
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import { startServer, type RunningServer } from "../../src/index.js";
+
+export interface JsEnv {
+  readonly srv: RunningServer;
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly js: JetStreamClient;
+  close(): Promise<void>;
+}
+
+export async function bootJs(prefix: string): Promise<JsEnv> {
+  const dir = mkdtempSync(join(tmpdir(), `tsnats-e2e-${prefix}-`));
+  const srv = await startServer({ port: 0, host: "127.0.0.1", jetstream: { enabled: true, storeDir: dir } });
+  const nc = await connect({ servers: srv.url });
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  return {
+    srv,
+    nc,
+    jsm,
+    js,
+    close: async () => {
+      await nc.close();
+      await srv.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `fn` until it returns true, at most `boundMs`. */
+export async function until(what: string, fn: () => boolean | Promise<boolean>, boundMs = 10_000): Promise<void> {
+  const end = Date.now() + boundMs;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The err_code of a JetStream API error, from @nats-io/jetstream or nats 2.x. */
+export function errCode(e: unknown): number | undefined {
+  const x = e as { api_error?: { err_code?: number }; apiError?: () => { err_code?: number }; code?: unknown };
+  if (typeof x.apiError === "function") return x.apiError().err_code;
+  if (x.api_error?.err_code !== undefined) return x.api_error.err_code;
+  return typeof x.code === "number" ? x.code : undefined;
+}
+
+export async function rejects(p: Promise<unknown>, code: number): Promise<void> {
+  try {
+    await p;
+  } catch (e) {
+    assert.equal(errCode(e), code, String(e));
+    return;
+  }
+  assert.fail(`expected error ${code}`);
+}
+
+/** Collects JSON advisories published on a subject (wildcards allowed). */
+export class Advisories {
+  readonly got: { subject: string; body: Record<string, unknown> }[] = [];
+  private readonly sub: Subscription;
+  constructor(nc: NatsConnection, subject: string) {
+    this.sub = nc.subscribe(subject, {
+      callback: (err: Error | null, m: Msg) => {
+        if (err === null) this.got.push({ subject: m.subject, body: m.json() });
+      },
+    });
+  }
+  async wait(n: number, boundMs = 10_000): Promise<{ subject: string; body: Record<string, unknown> }[]> {
+    await until(`${n} advisories on ${this.sub.getSubject()} (have ${this.got.length})`, () => this.got.length >= n, boundMs);
+    return this.got;
+  }
+  stop(): void {
+    this.sub.unsubscribe();
+  }
+}
+
+/** Fetches from a pull consumer until `n` messages arrived or `boundMs` passed. */
+export async function fetchN(
+  c: { fetch(o: { max_messages: number; expires: number }): Promise<AsyncIterable<JsMsg>> },
+  n: number,
+  boundMs = 5_000,
+): Promise<JsMsg[]> {
+  const out: JsMsg[] = [];
+  const end = Date.now() + boundMs;
+  while (out.length < n) {
+    const left = end - Date.now();
+    if (left < 1_000) break; // nats.js refuses expires below 1 s
+    const it = await c.fetch({ max_messages: n - out.length, expires: Math.min(left, 2_000) });
+    for await (const m of it) out.push(m);
+  }
+  return out;
+}
+
+/** One no_wait pull request: the delivered message's stream sequence, or the status code
+ *  (404 when nothing is available right now). No waiting, so "not yet" is decided exactly. */
+export async function pullNow(nc: NatsConnection, stream: string, consumer: string): Promise<{ seq: number; reply: string } | { status: number }> {
+  const m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify({ batch: 1, no_wait: true }), {
+    timeout: 5_000,
+    noMux: true, // a delivery keeps its stream subject: only a subscription of its own sees it
+  });
+  const reply = m.reply ?? "";
+  if (!reply.startsWith("$JS.ACK.")) return { status: m.headers?.code ?? 0 };
+  const t = reply.split(".");
+  return { seq: Number(t[5]), reply };
+}
+
+export const seqs = (ms: readonly JsMsg[]): number[] => ms.map((m) => m.seq);
