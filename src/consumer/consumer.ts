@@ -438,9 +438,13 @@ export class Consumer implements ConsumerHook, Tickable {
     });
   }
 
-  /** True when pick() would find something (without side effects beyond skipping). */
+  /** True when there is something to deliver, now or once acks make room under
+   *  max_ack_pending: nats-server ends a no_wait request only at the end of the stream, and
+   *  keeps one that max_ack_pending holds back waiting. */
   private hasAvailable(): boolean {
-    return this.pick() !== null;
+    if (this.pick() !== null) return true;
+    if (this.canDeliverNew()) return false;
+    return (this.numPendingCache >= 0 ? this.numPendingCache : this.computeNumPending()) > 0;
   }
 
   private canDeliverNew(): boolean {
@@ -895,7 +899,7 @@ export class Consumer implements ConsumerHook, Tickable {
     }
     const now = this.env.clock.monoMs();
     this.lastActivityMs = now;
-    if (q.noWait && q.expiresNs === 0 && !this.isPaused() && !this.hasAvailable()) {
+    if (q.noWait && q.expiresNs === 0 && !this.hasAvailable()) {
       bus.publish(reply, "", ST_NO_MESSAGES, EMPTY);
       return;
     }

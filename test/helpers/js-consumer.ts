@@ -101,17 +101,25 @@ export async function fetchN(
   return out;
 }
 
-/** One no_wait pull request: the delivered message's stream sequence, or the status code
- *  (404 when nothing is available right now). No waiting, so "not yet" is decided exactly. */
-export async function pullNow(nc: NatsConnection, stream: string, consumer: string): Promise<{ seq: number; reply: string } | { status: number }> {
-  const m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify({ batch: 1, no_wait: true }), {
-    timeout: 5_000,
+/** One raw pull request for one message: its stream sequence and ack subject, or the status
+ *  code that ended the request (404 for no_wait with nothing to deliver, 408 once `expiresMs`
+ *  passed without a delivery). */
+export async function pullOne(
+  nc: NatsConnection,
+  stream: string,
+  consumer: string,
+  req: { no_wait?: boolean; expiresMs?: number },
+): Promise<{ seq: number; reply: string } | { status: number }> {
+  const body: Record<string, unknown> = { batch: 1 };
+  if (req.no_wait === true) body["no_wait"] = true;
+  if (req.expiresMs !== undefined) body["expires"] = req.expiresMs * 1e6;
+  const m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(body), {
+    timeout: (req.expiresMs ?? 0) + 5_000,
     noMux: true, // a delivery keeps its stream subject: only a subscription of its own sees it
   });
   const reply = m.reply ?? "";
   if (!reply.startsWith("$JS.ACK.")) return { status: m.headers?.code ?? 0 };
-  const t = reply.split(".");
-  return { seq: Number(t[5]), reply };
+  return { seq: Number(reply.split(".")[5]), reply };
 }
 
 export const seqs = (ms: readonly JsMsg[]): number[] => ms.map((m) => m.seq);
