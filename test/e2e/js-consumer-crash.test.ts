@@ -1,0 +1,128 @@
+// Durable consumer state survives a SIGKILL of a tsnats child process: delivered, ack floor,
+// pending acks, redelivery counts and num_pending are as they were, messages delivered but
+// not acknowledged are delivered again (with their delivery count going on), acknowledged
+// ones never are.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
+import { AckPolicy, jetstream, jetstreamManager, type ConsumerInfo, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { fetchN, seqs } from "../helpers/js-consumer.js";
+
+let dir = "";
+let child: ChildServer | null = null;
+let nc: NatsConnection | null = null;
+
+async function boot(): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
+  child = await startTsnatsChild(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", dir]);
+  nc = await connect({ servers: child.url, reconnect: false });
+  return { jsm: await jetstreamManager(nc), js: jetstream(nc) };
+}
+
+async function sigkill(): Promise<void> {
+  const c = child;
+  assert.ok(c !== null);
+  c.proc.kill("SIGKILL");
+  assert.equal(await c.exited, "SIGKILL");
+  child = null;
+  await nc?.close().catch(() => undefined);
+  nc = null;
+}
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), "tsnats-e2e-conscrash-"));
+});
+
+after(async () => {
+  await nc?.close().catch(() => undefined);
+  await child?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The parts of consumer info that must survive a restart. */
+function progress(ci: ConsumerInfo): Record<string, unknown> {
+  return {
+    delivered: [ci.delivered.consumer_seq, ci.delivered.stream_seq],
+    ack_floor: [ci.ack_floor.consumer_seq, ci.ack_floor.stream_seq],
+    num_ack_pending: ci.num_ack_pending,
+    num_redelivered: ci.num_redelivered,
+    num_pending: ci.num_pending,
+  };
+}
+
+const ACK_WAIT_MS = 1_500;
+
+void test("durable pull consumers: SIGKILL, restart, state intact, unacked redelivered, acked never", async () => {
+  let { jsm, js } = await boot();
+  await jsm.streams.add({ name: "CR", subjects: ["cr.>"] });
+  for (let i = 1; i <= 20; i++) await js.publish(`cr.${i % 2 === 0 ? "even" : "odd"}`, `m${i}`);
+  await jsm.consumers.add("CR", { durable_name: "D", ack_policy: AckPolicy.Explicit, ack_wait: nanos(ACK_WAIT_MS) });
+  await jsm.consumers.add("CR", { durable_name: "ALL", ack_policy: AckPolicy.All, filter_subject: "cr.odd", ack_wait: nanos(ACK_WAIT_MS) });
+
+  const d = await js.consumers.get("CR", "D");
+  const first = await fetchN(d, 10);
+  assert.deepEqual(seqs(first), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  // 9 is nak'ed and delivered a second time before the crash.
+  first[8]!.nak();
+  const nine = (await d.next({ expires: 2_000 }))!;
+  assert.deepEqual([nine.seq, nine.info.deliveryCount], [9, 2]);
+  // Acked: 1..5 and 8 (ackAck returns once the ack is on disk). Left pending: 6, 7, 9, 10.
+  for (const i of [0, 1, 2, 3, 4, 7]) assert.equal(await first[i]!.ackAck(), true);
+
+  const all = await js.consumers.get("CR", "ALL");
+  const odd = await fetchN(all, 4);
+  assert.deepEqual(seqs(odd), [1, 3, 5, 7]);
+  assert.equal(await odd[1]!.ackAck(), true); // acks 1 and 3
+
+  const beforeD = progress(await d.info());
+  const beforeAll = progress(await all.info());
+  assert.deepEqual(beforeD, {
+    delivered: [11, 10],
+    ack_floor: [5, 5],
+    num_ack_pending: 4,
+    num_redelivered: 1,
+    num_pending: 10,
+  });
+  assert.deepEqual(beforeAll, { delivered: [4, 7], ack_floor: [2, 3], num_ack_pending: 2, num_redelivered: 0, num_pending: 6 });
+  await sigkill();
+
+  ({ jsm, js } = await boot());
+  const d2 = await js.consumers.get("CR", "D");
+  const all2 = await js.consumers.get("CR", "ALL");
+  assert.deepEqual(progress(await d2.info()), beforeD, "D after SIGKILL");
+  assert.deepEqual(progress(await all2.info()), beforeAll, "ALL after SIGKILL");
+  assert.equal((await jsm.streams.info("CR")).state.messages, 20);
+
+  // Everything D still owes: the four pending (after ack_wait) and the ten never delivered.
+  const got: JsMsg[] = await fetchN(d2, 14, 15_000);
+  const bySeq = new Map(got.map((m) => [m.seq, m.info.deliveryCount]));
+  assert.deepEqual(
+    [...bySeq.keys()].sort((a, b) => a - b),
+    [6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20],
+  );
+  assert.equal(got.length, 14, "no message twice");
+  assert.deepEqual([bySeq.get(6), bySeq.get(7), bySeq.get(9), bySeq.get(10), bySeq.get(11)], [2, 2, 3, 2, 1]);
+  for (const m of got) assert.equal(await m.ackAck(), true);
+  // Acked before the crash and now: nothing more comes, even after another ack_wait.
+  assert.equal(await d2.next({ expires: ACK_WAIT_MS + 1_000 }), null);
+  assert.deepEqual(progress(await d2.info()), {
+    delivered: [25, 20],
+    ack_floor: [25, 20],
+    num_ack_pending: 0,
+    num_redelivered: 0,
+    num_pending: 0,
+  });
+
+  // ALL: 5 and 7 come back, then the rest of the odd ones; 1 and 3 never.
+  const rest = await fetchN(all2, 8, 15_000);
+  assert.deepEqual(
+    seqs(rest).sort((a, b) => a - b),
+    [5, 7, 9, 11, 13, 15, 17, 19],
+  );
+  assert.equal(await rest.sort((a, b) => a.seq - b.seq)[7]!.ackAck(), true);
+  const ci = await all2.info();
+  assert.deepEqual([ci.ack_floor.stream_seq, ci.num_ack_pending, ci.num_pending], [19, 0, 0]);
+});
