@@ -502,6 +502,32 @@ export class Consumer implements ConsumerHook, Tickable {
     return this.pickedAs(best, false, 1);
   }
 
+  /** The stream's last sequence when a last_per_subject consumer was created (0 for other
+   *  policies): recorded with the config so that recovery can resume the first phase. */
+  lastPerSubjectEnd(): number {
+    return this.cfg.deliver_policy === "last_per_subject" ? this.lpsEnd : 0;
+  }
+
+  /** After recovery: if the consumer had not got through the last-per-subject phase, rebuild
+   *  what is left of it, the newest message of each subject in (delivered, endSeq]. A subject
+   *  whose newest message at creation was already delivered has none in that range. */
+  resumeLastPerSubject(endSeq: number): void {
+    const d = this.state.delivered.streamSeq;
+    this.lpsEnd = endSeq;
+    if (this.cfg.deliver_policy !== "last_per_subject" || endSeq <= d) return;
+    const last = new Map<string, number>();
+    const store = this.stream.store;
+    for (const f of this.filterList()) {
+      for (let m = store.loadNextMsg(f, d + 1); m !== null && m.seq <= endSeq; m = store.loadNextMsg(f, m.seq + 1)) {
+        last.set(m.subject, m.seq);
+      }
+    }
+    const seqs = [...last.values()].sort((a, b) => a - b);
+    this.lps = seqs.length > 0 ? seqs : null;
+    if (this.lps === null) this.state.delivered.streamSeq = endSeq;
+    this.numPendingCache = -1;
+  }
+
   private endLps(): void {
     this.lps = null;
     if (this.state.delivered.streamSeq < this.lpsEnd) this.state.delivered.streamSeq = this.lpsEnd;

@@ -150,7 +150,13 @@ function openStore(ctx: ConsumerApiContext, st: StreamHandle, cfg: ConsumerConfi
 function writeConfig(store: ConsumerStore | null, c: Consumer): void {
   if (store === null) return;
   store.writeConfig(
-    JSON.stringify({ stream: c.stream.name, name: c.name, created_ns: c.createdNs, config: consumerConfigToWire(c.cfg, false) }),
+    JSON.stringify({
+      stream: c.stream.name,
+      name: c.name,
+      created_ns: c.createdNs,
+      config: consumerConfigToWire(c.cfg, false),
+      lps_end: c.lastPerSubjectEnd(),
+    }),
   );
 }
 
@@ -198,7 +204,7 @@ export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): num
         void store.close();
         continue;
       }
-      const meta = JSON.parse(raw) as { created_ns?: number; config?: unknown };
+      const meta = JSON.parse(raw) as { created_ns?: number; config?: unknown; lps_end?: number };
       let cfg = decodeConsumerConfig(meta.config);
       try {
         cfg = checkConsumerConfig(cfg, streamView(st), false);
@@ -206,6 +212,7 @@ export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): num
         ctx.log.warn(`consumer '${st.name} > ${name}' config no longer valid, kept as stored: ${(e as Error).message}`);
       }
       const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, store.load());
+      if (typeof meta.lps_end === "number" && meta.lps_end > 0) c.resumeLastPerSubject(meta.lps_end);
       st.addConsumer(c);
       c.start();
       n++;

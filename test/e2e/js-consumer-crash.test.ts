@@ -1,14 +1,14 @@
 // Durable consumer state survives a SIGKILL of a tsnats child process: delivered, ack floor,
 // pending acks, redelivery counts and num_pending are as they were, messages delivered but
 // not acknowledged are delivered again (with their delivery count going on), acknowledged
-// ones never are.
+// ones never are; a last_per_subject consumer resumes its first phase where it was.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
-import { AckPolicy, jetstream, jetstreamManager, type ConsumerInfo, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
 import { fetchN, seqs } from "../helpers/js-consumer.js";
 
@@ -77,6 +77,18 @@ void test("durable pull consumers: SIGKILL, restart, state intact, unacked redel
   assert.deepEqual(seqs(odd), [1, 3, 5, 7]);
   assert.equal(await odd[1]!.ackAck(), true); // acks 1 and 3
 
+  // last_per_subject, stopped inside its first phase: newest of each subject, then the rest.
+  await jsm.streams.add({ name: "LPS", subjects: ["lp.>"] });
+  for (const x of ["a", "b", "c", "b", "a", "d", "d"]) await js.publish(`lp.${x}`, x); // newest: c=3 b=4 a=5 d=7
+  await jsm.consumers.add("LPS", { durable_name: "L", ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.LastPerSubject, filter_subject: "lp.>" });
+  const lp = await js.consumers.get("LPS", "L");
+  const lp3 = (await lp.next({ expires: 2_000 }))!;
+  assert.equal(lp3.seq, 3);
+  assert.equal(await lp3.ackAck(), true);
+  await js.publish("lp.e", "e"); // 8, after the consumer was made: delivered too
+  const beforeL = progress(await lp.info());
+  assert.equal(beforeL["num_pending"], 4);
+
   const beforeD = progress(await d.info());
   const beforeAll = progress(await all.info());
   assert.deepEqual(beforeD, {
@@ -95,6 +107,11 @@ void test("durable pull consumers: SIGKILL, restart, state intact, unacked redel
   assert.deepEqual(progress(await d2.info()), beforeD, "D after SIGKILL");
   assert.deepEqual(progress(await all2.info()), beforeAll, "ALL after SIGKILL");
   assert.equal((await jsm.streams.info("CR")).state.messages, 20);
+  const lp2 = await js.consumers.get("LPS", "L");
+  assert.deepEqual(progress(await lp2.info()), beforeL, "L after SIGKILL");
+  const lpRest = await fetchN(lp2, 4);
+  assert.deepEqual(seqs(lpRest), [4, 5, 7, 8], "only the newest of each subject, then what came later");
+  assert.equal(await lp2.next({ expires: 1_000 }), null);
 
   // Everything D still owes: the four pending (after ack_wait) and the ten never delivered.
   const got: JsMsg[] = await fetchN(d2, 14, 15_000);
