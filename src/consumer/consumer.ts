@@ -107,6 +107,14 @@ export class Consumer implements ConsumerHook, Tickable {
   // delivery loop is synchronous, so without this a large stream lands in one client's
   // outbound buffer at once and the client is closed as a slow consumer).
   private congested = false;
+  // replay_policy original: until the consumer has caught up with what the stream held when
+  // it started, each message waits as long after the previous delivery as it was stored
+  // after the previous message (nats-server loopAndGatherMsgs).
+  private replay: boolean;
+  private readonly replayEndSeq: number;
+  private replayLastTsNs = 0;
+  private replayLastMs = 0;
+  private replayHeld = false;
   // One clock reading per delivery loop (the loop is bounded by congestion, so it is fresh
   // to within a few ms): two clock calls per message were a visible share of delivery.
   private runNowNs = 0;
@@ -138,6 +146,8 @@ export class Consumer implements ConsumerHook, Tickable {
     const now = env.clock.monoMs();
     this.lastPushMs = now;
     this.lastActivityMs = now;
+    this.replay = cfg.replay_policy === "original";
+    this.replayEndSeq = this.replay ? stream.store.state().lastSeq : 0;
     if (recovered !== null) {
       this.state = recovered;
       const ackWaitMs = this.ackWaitMs(1);
@@ -154,6 +164,7 @@ export class Consumer implements ConsumerHook, Tickable {
 
   /** Subscribe to acks and flow control; call once the consumer is registered. */
   start(): void {
+    if (this.state.delivered.streamSeq >= this.replayEndSeq) this.replay = false;
     const bus = this.env.bus;
     this.subs.push(bus.subscribe(this.ackPrefix + ">", this.onAckMsg));
     if (isPush(this.cfg) && this.cfg.flow_control) this.subs.push(bus.subscribe(this.fcPrefix + "*", this.onFcMsg));
@@ -361,7 +372,7 @@ export class Consumer implements ConsumerHook, Tickable {
       if (this.stopped) return;
       if (this.cfg.flow_control && this.fcOutstanding !== "" && this.fcBytes >= this.fcWindow) break;
       const p = this.pick();
-      if (p === null) break;
+      if (p === null || this.replayHold(p)) break;
       const size = this.deliver(p, to);
       any = true;
       this.lastPushMs = this.runMonoMs;
@@ -403,6 +414,7 @@ export class Consumer implements ConsumerHook, Tickable {
         exhausted = true;
         break;
       }
+      if (this.replayHold(p)) break;
       if (r.maxBytes > 0) {
         const size = p.msg.subject.length + this.ackPrefix.length + 40 + (p.msg.hdr?.length ?? 0) + p.msg.data.length;
         if (size > r.maxBytes) {
@@ -423,6 +435,25 @@ export class Consumer implements ConsumerHook, Tickable {
     }
     if (exhausted || this.waiting.length > 0) this.finishNoWait();
     if (any) this.persist();
+  }
+
+  /** replay_policy original: true (and a wake-up asked for) while p must still wait. */
+  private replayHold(p: Pick): boolean {
+    if (!this.replay) return false;
+    if (this.replayLastTsNs === 0) return false;
+    const delayMs = (p.msg.tsNs - this.replayLastTsNs) / 1e6;
+    if (delayMs <= 1) return false;
+    const due = this.replayLastMs + delayMs;
+    if (this.env.clock.monoMs() >= due) return false;
+    this.replayHeld = true;
+    this.env.ticker.wakeAt(this, due);
+    return true;
+  }
+
+  private replayDelivered(m: StoredMsg): void {
+    this.replayLastTsNs = m.tsNs;
+    this.replayLastMs = this.env.clock.monoMs();
+    if (this.state.delivered.streamSeq >= this.replayEndSeq) this.replay = false;
   }
 
   /** no_wait requests without expires end once nothing more is available now. */
@@ -601,6 +632,7 @@ export class Consumer implements ConsumerHook, Tickable {
     if (bus.deliverAs !== undefined) {
       if (bus.deliverAs(to, m.subject, reply, hdr, data)) this.congested = true;
     } else bus.publish(to, reply, hdr, data);
+    if (this.replay) this.replayDelivered(m);
     if (ackNone) {
       s.ackFloor.consumerSeq = cseq;
       s.ackFloor.streamSeq = s.delivered.streamSeq;
@@ -1029,10 +1061,12 @@ export class Consumer implements ConsumerHook, Tickable {
         return false;
       }
     }
-    if (redeliver || push || this.cfg.pause_until_ns > 0) this.kick();
+    const held = this.replayHeld;
+    this.replayHeld = false;
+    if (redeliver || push || held || this.cfg.pause_until_ns > 0) this.kick();
     return (
       !this.stopped &&
-      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0)
+      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0 || this.replayHeld)
     );
   }
 

@@ -57,12 +57,30 @@ function childOf<S extends SubLike>(level: Level<S>, subject: string, start: num
 }
 
 const MAX_CACHE_ENTRIES = 1024;
-const CACHE_ADMIT_EVERY = 8; // a power of two
+const SIG_SLOTS = 8192; // a power of two; at most 1/8 filled by MAX_CACHE_ENTRIES keys
+
+/** A cheap signature of a subject: its length and five characters near the end and the
+ *  middle, where unique subjects (inbox ids, ack sequence numbers) differ. */
+function cacheSig(s: string): number {
+  const n = s.length;
+  if (n < 4) return n;
+  const m = n >> 1;
+  let h = n;
+  h = (h * 31 + s.charCodeAt(n - 1)) | 0;
+  h = (h * 31 + s.charCodeAt(n - 2)) | 0;
+  h = (h * 31 + s.charCodeAt(n - 3)) | 0;
+  h = (h * 31 + s.charCodeAt(m)) | 0;
+  h = (h * 31 + s.charCodeAt(m + 1)) | 0;
+  return (h ^ (h >>> 13)) & (SIG_SLOTS - 1);
+}
+const CACHE_ADMIT_EVERY = 64; // a power of two
 const EMPTY_RESULT: SublistResult<never> = Object.freeze({ psubs: Object.freeze([]), qsubs: Object.freeze([]) });
 
 export class Sublist<S extends SubLike> {
   private readonly root = new Level<S>();
   private readonly cache = new Map<string, SublistResult<S>>();
+  /** How many cached keys have each cacheSig(). */
+  private readonly sigCount = new Uint16Array(SIG_SLOTS);
   private count = 0;
   private matches = 0;
   private cacheHits = 0;
@@ -178,7 +196,10 @@ export class Sublist<S extends SubLike> {
 
   match(subject: string): SublistResult<S> {
     this.matches++;
-    const cached = this.cache.get(subject);
+    const sg = cacheSig(subject);
+    // A subject whose signature no cached key has cannot be cached: skip hashing it (unique
+    // subjects such as ack replies then cost a few character reads instead of a full hash).
+    const cached = this.sigCount[sg] === 0 ? undefined : this.cache.get(subject);
     if (cached) {
       this.cacheHits++;
       return cached;
@@ -204,11 +225,13 @@ export class Sublist<S extends SubLike> {
     if (this.cache.size >= MAX_CACHE_ENTRIES) {
       // A full cache admits one miss in CACHE_ADMIT_EVERY: unique subjects (reply inboxes,
       // one per request) then stop churning it, and a subject that keeps coming back still
-      // gets in after a few misses.
+      // gets in after some tens of misses (admitting more often made every 8th unique ack
+      // reply pay for a Map insert and, in turn, sweeps).
       if ((++this.fullMisses & (CACHE_ADMIT_EVERY - 1)) !== 0) return result;
       this.sweepCache();
     }
     this.cache.set(subject, result);
+    this.sigCount[sg]!++;
     return result;
   }
 
@@ -233,18 +256,22 @@ export class Sublist<S extends SubLike> {
   private sweepCache(): void {
     let drop = MAX_CACHE_ENTRIES >>> 2;
     for (const key of this.cache.keys()) {
-      this.cache.delete(key);
+      this.uncache(key);
       if (--drop === 0) break;
     }
+  }
+
+  private uncache(key: string): void {
+    if (this.cache.delete(key)) this.sigCount[cacheSig(key)]!--;
   }
 
   private invalidate(pattern: string): void {
     if (this.cache.size === 0) return;
     if (!pattern.includes("*") && !pattern.includes(">")) {
-      this.cache.delete(pattern);
+      this.uncache(pattern);
       return;
     }
-    for (const key of this.cache.keys()) if (patternMatchesLiteral(pattern, key)) this.cache.delete(key);
+    for (const key of this.cache.keys()) if (patternMatchesLiteral(pattern, key)) this.uncache(key);
   }
 }
 
