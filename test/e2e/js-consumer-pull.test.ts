@@ -1,11 +1,11 @@
 // Pull consumers end to end with @nats-io/jetstream 3.x against an in-process tsnats: fetch,
 // next, consume, ordered consumers, every ack kind, backoff with max_deliver (and its
-// advisory), max_ack_pending, filter_subjects, every deliver policy, consumer info counters,
-// pause/resume and inactive ephemerals.
+// advisory), max_ack_pending, filter_subjects, every deliver policy, replay original, consumer
+// info counters, pause/resume and inactive ephemerals.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { nanos } from "@nats-io/transport-node";
-import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, ReplayPolicy, type JsMsg } from "@nats-io/jetstream";
 import { Advisories, bootJs, fetchN, pullOne, rejects, seqs, until, type JsEnv } from "../helpers/js-consumer.js";
 
 let env: JsEnv;
@@ -328,6 +328,27 @@ void test("deliver policies: all, last, new, by_start_sequence, by_start_time, l
   await rejects(jsm.consumers.add("DP", { ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, opt_start_seq: 2 }), 10094);
   await rejects(jsm.consumers.add("DP", { ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.StartSequence }), 10094);
   await jsm.streams.delete("DP");
+});
+
+void test("replay_policy original spaces deliveries as the messages were stored", async () => {
+  const { jsm, js } = env;
+  await jsm.streams.add({ name: "RP", subjects: ["rp.>"] });
+  await js.publish("rp.x", "1");
+  await new Promise((r) => setTimeout(r, 600));
+  await js.publish("rp.x", "2");
+  await js.publish("rp.x", "3");
+  await jsm.consumers.add("RP", { durable_name: "R", ack_policy: AckPolicy.None, replay_policy: ReplayPolicy.Original });
+  const c = await js.consumers.get("RP", "R");
+  const at: number[] = [];
+  const got: number[] = [];
+  for await (const m of await c.fetch({ max_messages: 3, expires: 5_000 })) {
+    at.push(performance.now());
+    got.push(m.seq);
+  }
+  assert.deepEqual(got, [1, 2, 3]);
+  // Only a lower bound: the server must wait about as long as the publisher did (600 ms).
+  assert.ok(at[1]! - at[0]! >= 400, `message 2 came ${Math.round(at[1]! - at[0]!)} ms after message 1`);
+  await jsm.streams.delete("RP");
 });
 
 void test("ack policy all acknowledges everything below; none needs no acks", async () => {
