@@ -981,8 +981,9 @@ export class Consumer implements ConsumerHook, Tickable {
     this.waiting.push(r);
     this.kick();
     if (this.waiting.length > 0) {
+      // The coarse tick sends idle heartbeats and sweeps; wakeAt makes the 408 punctual.
+      this.env.ticker.want(this);
       if (r.expiresAtMs > 0) this.env.ticker.wakeAt(this, r.expiresAtMs);
-      else this.env.ticker.want(this);
     }
   }
 

@@ -99,7 +99,8 @@ export class Ticker {
 
   want(t: Tickable): void {
     this.active.add(t);
-    if (this.timer === null) this.arm(this.clock.monoMs() + this.tickMs);
+    // arm() only ever moves the timer earlier: a far wakeAt() must not delay the tick.
+    this.arm(this.clock.monoMs() + this.tickMs);
   }
 
   /** Like want(), and fire no later than monotonic time atMs. A tickable that still needs
