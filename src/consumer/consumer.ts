@@ -114,7 +114,12 @@ export class Consumer implements ConsumerHook, Tickable {
   private readonly replayEndSeq: number;
   private replayLastTsNs = 0;
   private replayLastMs = 0;
-  private replayHeld = false;
+  private timeHeld = false;
+  // rate_limit_bps (push): a token bucket of bytes, refilled at bps/8 per second, holding at
+  // most the stream's max_msg_size (else the 1 MiB default payload), as nats-server sizes it.
+  private rlTokens = 0;
+  private rlLastMs = 0;
+  private rlBurst = 0;
   // One clock reading per delivery loop (the loop is bounded by congestion, so it is fresh
   // to within a few ms): two clock calls per message were a visible share of delivery.
   private runNowNs = 0;
@@ -372,8 +377,9 @@ export class Consumer implements ConsumerHook, Tickable {
       if (this.stopped) return;
       if (this.cfg.flow_control && this.fcOutstanding !== "" && this.fcBytes >= this.fcWindow) break;
       const p = this.pick();
-      if (p === null || this.replayHold(p)) break;
+      if (p === null || this.replayHold(p) || this.rateHold(p)) break;
       const size = this.deliver(p, to);
+      if (this.rlBurst > 0) this.rlTokens -= size;
       any = true;
       this.lastPushMs = this.runMonoMs;
       if (this.cfg.flow_control) {
@@ -445,8 +451,34 @@ export class Consumer implements ConsumerHook, Tickable {
     if (delayMs <= 1) return false;
     const due = this.replayLastMs + delayMs;
     if (this.env.clock.monoMs() >= due) return false;
-    this.replayHeld = true;
+    this.timeHeld = true;
     this.env.ticker.wakeAt(this, due);
+    return true;
+  }
+
+  /** rate_limit_bps: true (and a wake-up asked for) while the bucket lacks p's bytes. */
+  private rateHold(p: Pick): boolean {
+    const bps = this.cfg.rate_limit_bps;
+    if (bps <= 0) {
+      this.rlBurst = 0;
+      return false;
+    }
+    const now = this.env.clock.monoMs();
+    const perMs = bps / 8 / 1000;
+    if (this.rlBurst === 0) {
+      const mms = this.stream.wireConfig()["max_msg_size"];
+      this.rlBurst = typeof mms === "number" && mms > 0 ? mms : 1024 * 1024;
+      this.rlTokens = this.rlBurst;
+    } else {
+      this.rlTokens = Math.min(this.rlBurst, this.rlTokens + (now - this.rlLastMs) * perMs);
+    }
+    this.rlLastMs = now;
+    const m = p.msg;
+    // A message bigger than the bucket goes once the bucket is full (never, in nats-server).
+    const need = Math.min(this.rlBurst, m.subject.length + this.ackPrefix.length + 40 + (m.hdr?.length ?? 0) + m.data.length);
+    if (this.rlTokens >= need) return false;
+    this.timeHeld = true;
+    this.env.ticker.wakeAt(this, now + (need - this.rlTokens) / perMs);
     return true;
   }
 
@@ -1062,12 +1094,12 @@ export class Consumer implements ConsumerHook, Tickable {
         return false;
       }
     }
-    const held = this.replayHeld;
-    this.replayHeld = false;
+    const held = this.timeHeld;
+    this.timeHeld = false;
     if (redeliver || push || held || this.cfg.pause_until_ns > 0) this.kick();
     return (
       !this.stopped &&
-      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0 || this.replayHeld)
+      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0 || this.timeHeld)
     );
   }
 

@@ -1,7 +1,7 @@
 // Push consumers end to end: the `nats` 2.x client's js.subscribe (durable, queue group,
 // ordered), @nats-io/jetstream 3.x push consumers (named and ordered), and a plain core
 // subscription on a deliver_subject that sees the raw protocol: ack subjects, idle
-// heartbeats, flow control requests and the stall they cause.
+// heartbeats, flow control requests and the stall they cause; rate_limit_bps.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createInbox, nanos, type Msg } from "@nats-io/transport-node";
@@ -245,4 +245,25 @@ void test("raw flow control: delivery stalls until the FlowControl request is an
   );
   sub.unsubscribe();
   await jsm.streams.delete("FC");
+});
+
+void test("rate_limit_bps paces a push consumer", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "RL", subjects: ["rl.>"], max_msg_size: 10_000 });
+  const payload = new Uint8Array(8_000);
+  for (let i = 0; i < 6; i++) await js.publish("rl.x", payload);
+  const inbox = createInbox();
+  const at: number[] = [];
+  const sub = nc.subscribe(inbox, {
+    callback: () => {
+      at.push(performance.now());
+    },
+  });
+  // 20 KB/s with a 10 KB bucket: 48 KB take about 2 s.
+  await jsm.consumers.add("RL", { durable_name: "R", ack_policy: AckPolicy.None, deliver_subject: inbox, rate_limit_bps: 8 * 20_000 });
+  await until("6 messages", () => at.length === 6, 15_000);
+  // Only a lower bound: the server must not be faster than the limit.
+  assert.ok(at[5]! - at[0]! >= 1_200, `6 messages in ${Math.round(at[5]! - at[0]!)} ms`);
+  sub.unsubscribe();
+  await jsm.streams.delete("RL");
 });
