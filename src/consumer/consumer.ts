@@ -120,6 +120,7 @@ export class Consumer implements ConsumerHook, Tickable {
   private rlTokens = 0;
   private rlLastMs = 0;
   private rlBurst = 0;
+  private sampleAcc = 0;
   // One clock reading per delivery loop (the loop is bounded by congestion, so it is fresh
   // to within a few ms): two clock calls per message were a visible share of delivery.
   private runNowNs = 0;
@@ -737,6 +738,7 @@ export class Consumer implements ConsumerHook, Tickable {
     this.lastActivityMs = this.env.clock.monoMs();
     switch (a.kind) {
       case AckKind.Ack:
+        if (this.cfg.sample_freq !== "") this.sampleAck(t.sseq, t.cseq);
         this.ack(t.sseq, t.cseq);
         this.ackReply(reply, true);
         break;
@@ -753,11 +755,34 @@ export class Consumer implements ConsumerHook, Tickable {
         this.ackReply(reply, true);
         break;
       case AckKind.Next:
+        if (this.cfg.sample_freq !== "") this.sampleAck(t.sseq, t.cseq);
         this.ack(t.sseq, t.cseq);
         if (reply !== "") this.pull(reply, Buffer.from(a.arg, "utf8"));
         break;
     }
   };
+
+  /** sample_freq: an ack metric for that share of the acks of pending messages. Exactly
+   *  every (100/freq)th ack rather than nats-server's random draw: the same share, and
+   *  deterministic. */
+  private sampleAck(seq: number, cseq: number): void {
+    const p = this.state.pending.get(seq);
+    if (p === undefined) return;
+    const freq = Number.parseInt(this.cfg.sample_freq, 10);
+    if (!(freq > 0)) return;
+    this.sampleAcc += Math.min(freq, 100);
+    if (this.sampleAcc < 100) return;
+    this.sampleAcc -= 100;
+    this.env.advisory(`$JS.EVENT.METRIC.CONSUMER.ACK.${this.stream.name}.${this.name}`, {
+      type: "io.nats.jetstream.metric.v1.consumer_ack",
+      stream: this.stream.name,
+      consumer: this.name,
+      consumer_seq: cseq,
+      stream_seq: seq,
+      ack_time: this.env.clock.nowNs() - p.tsNs,
+      deliveries: this.state.redelivered.get(seq) ?? 1,
+    });
+  }
 
   private ackReply(reply: string, durable: boolean): void {
     if (reply === "") return;

@@ -1,7 +1,7 @@
 // Pull consumers end to end with @nats-io/jetstream 3.x against an in-process tsnats: fetch,
 // next, consume, ordered consumers, every ack kind, backoff with max_deliver (and its
-// advisory), max_ack_pending, filter_subjects, every deliver policy, replay original, consumer
-// info counters, pause/resume and inactive ephemerals.
+// advisory), max_ack_pending, filter_subjects, every deliver policy, replay original, ack
+// sampling, consumer info counters, pause/resume and inactive ephemerals.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { nanos } from "@nats-io/transport-node";
@@ -349,6 +349,32 @@ void test("replay_policy original spaces deliveries as the messages were stored"
   // Only a lower bound: the server must wait about as long as the publisher did (600 ms).
   assert.ok(at[1]! - at[0]! >= 400, `message 2 came ${Math.round(at[1]! - at[0]!)} ms after message 1`);
   await jsm.streams.delete("RP");
+});
+
+void test("sample_freq publishes ack metrics for that share of acks", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "SF", subjects: ["sf.>"] });
+  await publish(Array.from({ length: 10 }, () => "sf.x"));
+  const all = new Advisories(nc, "$JS.EVENT.METRIC.CONSUMER.ACK.SF.ALL");
+  const half = new Advisories(nc, "$JS.EVENT.METRIC.CONSUMER.ACK.SF.HALF");
+  await jsm.consumers.add("SF", { durable_name: "ALL", ack_policy: AckPolicy.Explicit, sample_freq: "100%" });
+  await jsm.consumers.add("SF", { durable_name: "HALF", ack_policy: AckPolicy.Explicit, sample_freq: "50" });
+  for (const name of ["ALL", "HALF"]) {
+    const ms = await fetchN(await js.consumers.get("SF", name), 10);
+    for (const m of ms) assert.equal(await m.ackAck(), true);
+  }
+  const got = await all.wait(10);
+  const first = got[0]!.body;
+  assert.equal(first["type"], "io.nats.jetstream.metric.v1.consumer_ack");
+  assert.deepEqual([first["stream"], first["consumer"], first["stream_seq"], first["consumer_seq"], first["deliveries"]], ["SF", "ALL", 1, 1, 1]);
+  assert.ok(typeof first["ack_time"] === "number" && first["ack_time"] > 0);
+  // tsnats samples exactly every (100/freq)th ack (nats-server draws at random).
+  await half.wait(5);
+  await nc.flush();
+  assert.equal(half.got.length, 5);
+  all.stop();
+  half.stop();
+  await jsm.streams.delete("SF");
 });
 
 void test("ack policy all acknowledges everything below; none needs no acks", async () => {
