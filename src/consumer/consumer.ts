@@ -701,8 +701,9 @@ export class Consumer implements ConsumerHook, Tickable {
   /** The numbers of a v1 ack subject of this consumer ("<ackPrefix>dc.sseq.cseq.ts.pending"),
    *  read in place into ackNums; false for anything else (then parseAckSubject decides). */
   private parseOwnAck(subject: string): boolean {
+    // Only our subscription (ackPrefix + ">") delivers here, so the prefix is there already.
     const pre = this.ackPrefix;
-    if (!subject.startsWith(pre)) return false;
+    if (subject.length <= pre.length) return false;
     const t = this.ackNums;
     let field = 0;
     let v = 0;
