@@ -137,9 +137,12 @@ function removeConsumer(ctx: ConsumerApiContext, c: Consumer): void {
   });
 }
 
-/** Durable consumers of file streams keep their state on disk (unless mem_storage). */
+/** Consumers of file streams keep their state on disk unless mem_storage, ephemerals too:
+ *  like nats-server, a restart brings an ephemeral back (its inactivity clock starts again),
+ *  so a client that resubscribes its deliver subject after reconnecting (an ordered push
+ *  consumer, a KV watcher) keeps receiving without waiting out missed heartbeats. */
 function openStore(ctx: ConsumerApiContext, st: StreamHandle, cfg: ConsumerConfig): FileConsumerStore | null {
-  if (cfg.durable_name === "" || cfg.mem_storage) return null;
+  if (cfg.mem_storage) return null;
   const dir = st.consumerDir(cfg.name);
   if (dir === null) return null;
   const store = new FileConsumerStore({ dir, fs: new NodeFs(), clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
@@ -176,7 +179,7 @@ function ensureRecovered(ctx: ConsumerApiContext): void {
   }
 }
 
-/** Reload the durable consumers stored under a stream's obs/ directory. Idempotent per
+/** Reload the consumers stored under a stream's obs/ directory. Idempotent per
  *  stream; the API also calls it lazily on first use for every stream. */
 export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): number {
   const cs = stateOf(ctx);
