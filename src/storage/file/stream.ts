@@ -1,5 +1,9 @@
 // File-backed StreamStore: append-only block files "<n>.blk" in one directory, with the
-// sequence index in memory (the shared SeqIndex plus two columns: offset and record length).
+// sequence index in memory: the shared SeqIndex (subject id and size per message, a byte or
+// two each) plus one checkpoint per CK_SEQS sequences, the offset of the first record of that
+// group. A read walks at most CK_SEQS records from its checkpoint (or one, from the cursor
+// left by the previous read) inside a bounded cache of read windows; timestamps, offsets and
+// lengths are read from the records, not kept per message.
 //
 // Durability: storeMsg encodes into one reused write buffer and returns at once; a flush
 // (setImmediate, or early when the buffer is large) writes the buffer with one write call and
@@ -34,7 +38,12 @@ export const DEFAULT_BLOCK_BYTES = 8 * 1024 * 1024;
 const FLUSH_AT_BYTES = 1024 * 1024;
 const READ_WINDOW_BYTES = 256 * 1024;
 const READ_CACHE_WINDOWS = 4;
+const SMALL_READ_BYTES = 16 * 1024; // a read that does not continue the previous window
 const COMPACT_MIN_BYTES = 64 * 1024;
+const CK_SEQS = 16;
+/** Upper bound of a record's length from its limit size (fileStoreMsgSize is rl - 6, or rl - 2
+ *  with headers): used for the compaction estimate, so nothing per message has to hold rl. */
+const REC_LEN_SLACK = 6;
 
 export class Blk {
   readonly id: number;
@@ -42,6 +51,10 @@ export class Blk {
   fd = -1;
   firstSeq = 0; // first message seq in this block (0: none)
   lastSeq = 0;
+  firstMsgOff = 0; // offset of the first message record (where a group that began earlier is walked from)
+  /** Offset of every message (by seq - firstSeq) when recovery found damage inside this block:
+   *  a walk cannot step over garbage. null for every healthy block. */
+  offs: Uint32Array | null = null;
   live = 0; // live messages
   liveRecBytes = 0;
   size = 0; // bytes including the unwritten part of the write buffer
@@ -100,8 +113,21 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private readonly syncIntervalMs: number;
   private readonly blockSizeBytes: number;
 
-  private offCol: Uint32Array;
-  private lenCol: Uint32Array;
+  // Checkpoints: ckCol[g - ckBase] = offset of the first record stored in seq group g
+  // (g = floor(seq / CK_SEQS)), in the block that holds it.
+  private ckCol = new Uint32Array(256);
+  private ckBase = 0;
+  private ckLastGroup = -1;
+  // The record found by the last locate(): sequential readers continue from it.
+  private curBlk: Blk | null = null;
+  private curSeq = 0;
+  private curOff = 0;
+  // Where locate()/view() left the bytes: rbuf[rp...] is the record.
+  private rbuf: Buffer = Buffer.alloc(0);
+  private rp = 0;
+  private tsMemoSeq = 0;
+  private tsMemoNs = 0;
+  private lastRec: SubjRec | null = null; // recovery: subject of the previous record
 
   private blocks: Blk[] = []; // every block file, by id
   private seqBlocks: Blk[] = []; // blocks holding at least one message record, by seq range
@@ -134,8 +160,6 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.clock = opts.clock;
     this.syncIntervalMs = opts.syncIntervalMs ?? 0;
     this.blockSizeBytes = opts.blockSizeBytes ?? DEFAULT_BLOCK_BYTES;
-    this.offCol = new Uint32Array(1024);
-    this.lenCol = new Uint32Array(1024);
     this.wblk = new Blk(0, "");
     this.flushFn = () => this.flush();
     for (let k = 0; k < READ_CACHE_WINDOWS; k++) this.cache.push({ blk: null, start: 0, buf: Buffer.alloc(0) });
@@ -166,6 +190,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       const isLast = k === ids.length - 1;
       let p = 0;
       let lastMsg = 0;
+      let damaged = false;
+      const msgSeqs: number[] = [];
+      const msgOffs: number[] = [];
       while (p < buf.length) {
         const rl = checkRecord(buf, p);
         if (rl === 0) {
@@ -176,6 +203,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
             break;
           }
           report.dropped.push({ file: blk.path, offset: p, bytes: next - p, reason: "checksum", afterSeq: lastMsg });
+          damaged = true;
           p = next;
           continue;
         }
@@ -185,6 +213,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
           if (seq > this.lastSeq) {
             this.loadMsgRecord(blk, buf, p, rl, seq);
             lastMsg = seq;
+            msgSeqs.push(seq);
+            msgOffs.push(p);
             report.msgs++;
           }
         } else if (kind === KIND_TOMB) {
@@ -203,6 +233,11 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         p += rl;
       }
       blk.size = blk.written = isLast ? p : buf.length;
+      if (damaged && blk.firstSeq !== 0) {
+        const offs = new Uint32Array(blk.lastSeq - blk.firstSeq + 1);
+        for (let j = 0; j < msgSeqs.length; j++) offs[(msgSeqs[j] as number) - blk.firstSeq] = msgOffs[j] as number;
+        blk.offs = offs;
+      }
       if (isLast && p < buf.length) {
         const fd = this.blkFd(blk);
         fs.truncate(fd, p);
@@ -225,6 +260,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (tail !== undefined && tail.size < this.blockSizeBytes) this.wblk = tail;
     else this.wblk = this.newBlock();
     this.loading = false;
+    this.lastRec = null;
     for (const b of [...this.blocks]) if (b !== this.wblk && b.live === 0) this.blockDied(b);
     this.setLimits(this.limits); // limits may have been lowered while the store was closed
     if (this.syncIntervalMs > 0) this.armSyncTimer();
@@ -235,19 +271,54 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private loadMsgRecord(blk: Blk, buf: Buffer, p: number, rl: number, seq: number): void {
     const sl = buf.readUInt16LE(p + 6);
     const hl = buf.readUInt32LE(p + 8);
-    const subject = buf.toString("utf8", p + REC_HDR, p + REC_HDR + sl);
-    const rec = this.internSubject(subject);
-    const dl = rl - REC_OVERHEAD - sl - hl;
-    const i = this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), fileStoreMsgSize(sl, hl, dl), buf.readUInt32LE(p + 28));
-    this.offCol[i] = p;
-    this.lenCol[i] = rl;
-    if (blk.firstSeq === 0) {
-      blk.firstSeq = seq;
-      this.seqBlocks.push(blk);
+    // Runs of one subject are common: compare bytes instead of decoding and hashing each.
+    let rec = this.lastRec;
+    if (rec === null || !sameBytes(rec.bytes, buf, p + REC_HDR, sl)) {
+      rec = this.internSubject(buf.toString("utf8", p + REC_HDR, p + REC_HDR + sl));
+      this.lastRec = rec;
     }
-    blk.lastSeq = seq;
-    blk.live++;
-    blk.liveRecBytes += rl;
+    const dl = rl - REC_OVERHEAD - sl - hl;
+    const size = fileStoreMsgSize(sl, hl, dl);
+    this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), size, buf.readUInt32LE(p + 28));
+    this.noteAppend(blk, seq, p, size);
+  }
+
+  /** Block and checkpoint bookkeeping for a message record at off in w. */
+  private noteAppend(w: Blk, seq: number, off: number, size: number): void {
+    const g = Math.floor(seq / CK_SEQS);
+    if (g !== this.ckLastGroup) {
+      this.ckPut(g, off);
+      this.ckLastGroup = g;
+    }
+    if (w.firstSeq === 0) {
+      w.firstSeq = seq;
+      w.firstMsgOff = off;
+      this.seqBlocks.push(w);
+    }
+    w.lastSeq = seq;
+    w.live++;
+    w.liveRecBytes += size + REC_LEN_SLACK;
+  }
+
+  private ckPut(g: number, off: number): void {
+    let i = g - this.ckBase;
+    if (i < 0) throw new Error(`file store: checkpoint group ${g} below base ${this.ckBase}`);
+    if (i >= this.ckCol.length) {
+      // Groups below the first live message are never looked up again.
+      const newBase = Math.min(g, Math.floor(this.firstSeq / CK_SEQS));
+      const from = newBase - this.ckBase;
+      let len = this.ckCol.length;
+      while (g - newBase >= len) len *= 2;
+      if (len === this.ckCol.length) this.ckCol.copyWithin(0, from);
+      else {
+        const n = new Uint32Array(len);
+        if (from < this.ckCol.length) n.set(this.ckCol.subarray(from));
+        this.ckCol = n;
+      }
+      this.ckBase = newBase;
+      i = g - newBase;
+    }
+    this.ckCol[i] = off;
   }
 
   private blkFd(b: Blk): number {
@@ -266,14 +337,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   // ---- columns ----
-  protected resizeExtra(newCap: number, shift: number, used: number): void {
-    const keep = Math.max(0, used - shift);
-    const o = new Uint32Array(newCap);
-    o.set(this.offCol.subarray(shift, shift + keep));
-    this.offCol = o;
-    const l = new Uint32Array(newCap);
-    l.set(this.lenCol.subarray(shift, shift + keep));
-    this.lenCol = l;
+  protected resizeExtra(): void {
+    // nothing per message beyond the shared columns
   }
 
   // ---- hot path ----
@@ -296,17 +361,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (hdr !== null) hdr.copy(b, p + REC_HDR + sl);
     data.copy(b, p + REC_HDR + sl + hl);
     sealRecord(b, p, rl);
-    const i = this.indexAppend(seq, rec, tsNs, fileStoreMsgSize(sl, hl, dl), ttlSec);
-    this.offCol[i] = w.size;
-    this.lenCol[i] = rl;
+    const size = fileStoreMsgSize(sl, hl, dl);
+    this.indexAppend(seq, rec, tsNs, size, ttlSec);
+    this.noteAppend(w, seq, w.size, size);
     w.size += rl;
-    if (w.firstSeq === 0) {
-      w.firstSeq = seq;
-      this.seqBlocks.push(w);
-    }
-    w.lastSeq = seq;
-    w.live++;
-    w.liveRecBytes += rl;
     this.enforceLimits(rec);
     this.scheduleFlush();
     return seq;
@@ -508,7 +566,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const b = this.blockFor(seq);
     if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
     b.live--;
-    b.liveRecBytes -= this.lenCol[slot] as number;
+    b.liveRecBytes -= (this.sizeCol[slot] as number) + REC_LEN_SLACK;
     if (this.loading) return;
     if (seq >= this.firstSeq) this.appendMarker(KIND_TOMB, seq);
     if (b !== this.wblk) {
@@ -579,16 +637,38 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
     const out = Buffer.allocUnsafe(b.liveRecBytes + tombs.length * REC_OVERHEAD);
     let p = 0;
-    const moves: number[] = [];
-    for (let s = Math.max(b.firstSeq, this.firstSeq); s <= b.lastSeq; s++) {
-      const i = s - this.base;
-      if (this.subjCol[i] === 0) continue;
-      const off = this.offCol[i] as number;
-      const rl = this.lenCol[i] as number;
-      old.copy(out, p, off, off + rl);
-      moves.push(i, p);
-      p += rl;
+    let kept = 0;
+    let prev = 0;
+    let lastG = -1;
+    const cks: number[] = []; // (group, new offset) for groups that begin in this block
+    const lo = Math.max(b.firstSeq, this.firstSeq);
+    for (let q = 0; q < old.length; ) {
+      const rl = checkRecord(old, q);
+      if (rl === 0) {
+        const next = resync(old, q + 1);
+        if (next < 0) break;
+        q = next;
+        continue;
+      }
+      if (old[q + 4] === KIND_MSG) {
+        const s = recSeq(old, q);
+        if (s > prev && s >= lo && s <= b.lastSeq && this.subjCol[s - this.base] !== 0) {
+          if (p + rl > out.length) return; // the size estimate is broken: leave the block as it is
+          old.copy(out, p, q, q + rl);
+          const g = Math.floor(s / CK_SEQS);
+          if (g !== lastG) {
+            lastG = g;
+            if (g * CK_SEQS >= b.firstSeq) cks.push(g, p);
+          }
+          p += rl;
+          prev = s;
+          kept++;
+        }
+      }
+      q += rl;
     }
+    // Every live message must be in the copy; anything else means the disk changed under us.
+    if (kept !== b.live) return;
     for (const t of tombs) {
       writeRecordHeader(out, p, REC_OVERHEAD, KIND_TOMB, 0, 0, 0, t, 0, 0);
       sealRecord(out, p, REC_OVERHEAD);
@@ -603,7 +683,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     fs.rename(tmp, b.path);
     fs.fsyncDirSync(this.dir);
     b.fd = fd;
-    for (let k = 0; k < moves.length; k += 2) this.offCol[moves[k] as number] = moves[k + 1] as number;
+    for (let k = 0; k < cks.length; k += 2) this.ckPut(cks[k] as number, cks[k + 1] as number);
+    b.firstMsgOff = 0;
+    b.offs = null;
     b.size = b.written = p;
     b.dirty = false;
     b.tombs = tombs;
@@ -617,40 +699,103 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   // ---- reads ----
   private dropCache(b: Blk): void {
     for (const c of this.cache) if (c.blk === b) c.blk = null;
+    if (this.curBlk === b) this.curBlk = null;
   }
 
-  protected readSlot(seq: number, slot: number, subject: string, tsNs: number): StoredMsg {
+  /** Make [off, off + len) of block b readable at this.rbuf[this.rp]. */
+  private view(b: Blk, off: number, len: number): void {
+    if (b === this.wblk && off >= b.written) {
+      this.rbuf = this.wbuf;
+      this.rp = off - b.written;
+      return;
+    }
+    const cache = this.cache;
+    let want = SMALL_READ_BYTES;
+    for (let k = 0; k < READ_CACHE_WINDOWS; k++) {
+      const c = cache[k] as CacheWin;
+      if (c.blk !== b || off < c.start) continue;
+      const end = c.start + c.buf.length;
+      if (off + len <= end) {
+        this.rbuf = c.buf;
+        this.rp = off - c.start;
+        return;
+      }
+      // Reading on from the end of a window is a scan: read ahead a lot. A jump reads a little.
+      if (off <= end) want = READ_WINDOW_BYTES;
+    }
+    const n = Math.min(Math.max(len, want), b.written - off);
+    if (n < len) throw new Error(`file store: record at ${off} runs past the end of ${b.path}`);
+    const nb = Buffer.allocUnsafe(n);
+    const got = this.fs.read(this.blkFd(b), nb, 0, n, off);
+    if (got < len) throw new Error(`file store: short read at ${off} in ${b.path}`);
+    const win = cache[this.cacheNext] as CacheWin;
+    this.cacheNext = (this.cacheNext + 1) % READ_CACHE_WINDOWS;
+    win.blk = b;
+    win.start = off;
+    win.buf = got < n ? nb.subarray(0, got) : nb;
+    this.rbuf = win.buf;
+    this.rp = 0;
+  }
+
+  /** Find the record of live message seq in b; leaves it whole at this.rbuf[this.rp]. */
+  private locate(b: Blk, seq: number): void {
+    let off: number;
+    if (b.offs !== null) {
+      off = b.offs[seq - b.firstSeq] as number;
+      this.view(b, off, REC_HDR);
+      this.view(b, off, this.rbuf.readUInt32LE(this.rp));
+      return;
+    }
+    if (this.curBlk === b && this.curSeq <= seq && seq - this.curSeq <= CK_SEQS) off = this.curOff;
+    else {
+      const g = Math.floor(seq / CK_SEQS);
+      off = b.firstSeq <= g * CK_SEQS ? (this.ckCol[g - this.ckBase] as number) : b.firstMsgOff;
+    }
+    for (;;) {
+      if (off + REC_HDR > b.size) break;
+      this.view(b, off, REC_HDR);
+      const buf = this.rbuf;
+      const p = this.rp;
+      const rl = buf.readUInt32LE(p);
+      const kind = buf[p + 4] as number;
+      if (rl < REC_OVERHEAD || rl > MAX_RECORD_BYTES || kind < KIND_MSG || kind > KIND_FLOOR) {
+        throw new Error(`file store: bad record at ${off} in ${b.path} while looking for seq ${seq}`);
+      }
+      if (kind === KIND_MSG) {
+        const s = recSeq(buf, p);
+        if (s === seq) {
+          if (p + rl > buf.length) this.view(b, off, rl);
+          this.curBlk = b;
+          this.curSeq = seq;
+          this.curOff = off;
+          return;
+        }
+        if (s > seq) break;
+      }
+      off += rl;
+    }
+    throw new Error(`file store: seq ${seq} not found in ${b.path}`);
+  }
+
+  protected slotTs(seq: number, _slot: number): number {
+    if (seq === this.tsMemoSeq) return this.tsMemoNs;
     const b = this.blockFor(seq);
     if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
-    const off = this.offCol[slot] as number;
-    const rl = this.lenCol[slot] as number;
-    let buf: Buffer;
-    let p: number;
-    if (b === this.wblk && off >= b.written) {
-      buf = this.wbuf;
-      p = off - b.written;
-    } else {
-      let win: CacheWin | null = null;
-      for (const c of this.cache) {
-        if (c.blk === b && off >= c.start && off + rl <= c.start + c.buf.length) {
-          win = c;
-          break;
-        }
-      }
-      if (win === null) {
-        const len = Math.min(Math.max(rl, READ_WINDOW_BYTES), b.written - off);
-        const nb = Buffer.allocUnsafe(len);
-        const got = this.fs.read(this.blkFd(b), nb, 0, len, off);
-        if (got < rl) throw new Error(`file store: short read of seq ${seq} in ${b.path}`);
-        win = this.cache[this.cacheNext] as CacheWin;
-        this.cacheNext = (this.cacheNext + 1) % READ_CACHE_WINDOWS;
-        win.blk = b;
-        win.start = off;
-        win.buf = nb.subarray(0, got);
-      }
-      buf = win.buf;
-      p = off - win.start;
-    }
+    this.locate(b, seq);
+    const ts = this.rbuf.readDoubleLE(this.rp + 20);
+    this.tsMemoSeq = seq;
+    this.tsMemoNs = ts;
+    return ts;
+  }
+
+  protected readSlot(seq: number, _slot: number, subject: string): StoredMsg {
+    const b = this.blockFor(seq);
+    if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
+    this.locate(b, seq);
+    const buf = this.rbuf;
+    const p = this.rp;
+    const rl = buf.readUInt32LE(p);
+    const tsNs = buf.readDoubleLE(p + 20);
     const sl = buf.readUInt16LE(p + 6);
     const hl = buf.readUInt32LE(p + 8);
     const hasHdr = ((buf[p + 5] as number) & FLAG_HDR) !== 0;
@@ -707,6 +852,12 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   blockCount(): number {
     return this.blocks.length;
   }
+}
+
+function sameBytes(a: Buffer, b: Buffer, p: number, n: number): boolean {
+  if (a.length !== n) return false;
+  for (let i = 0; i < n; i++) if (a[i] !== b[p + i]) return false;
+  return true;
 }
 
 /** Next offset after p where a valid record starts, or -1. */

@@ -1,8 +1,9 @@
 // The in-memory sequence index shared by both stores: columns indexed by (seq - base) plus a
 // per-subject table. It owns every rule about sequences, limits, purge, compact, TTL and
-// counting; the memory and file stores only add where the bytes live. Columns are typed arrays
-// so a stored message costs a few dozen bytes of index, not a JS object (nats-server keeps
-// similarly little per message).
+// counting; the memory and file stores only add where the bytes live (and the timestamp: the
+// file store reads it from the record). The two columns here are typed arrays that start one
+// byte wide and widen only when a subject id or a size needs it, so a file-stored message
+// costs about 2-3 bytes of index (nats-server keeps no per-message state for cold blocks).
 import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
 import { isAllFilter, isLiteralSubject, subjectMatches } from "../subjects.js";
 
@@ -30,14 +31,26 @@ const CHUNK = 4096;
 const MATCH_YES = 1;
 const MATCH_NO = 2;
 
+/** An unsigned column as narrow as its largest value allows. */
+export type UintCol = Uint8Array | Uint16Array | Uint32Array;
+
+function widthFor(v: number): number {
+  return v <= 0xff ? 0xff : v <= 0xffff ? 0xffff : 0xffffffff;
+}
+
+function allocCol(max: number, n: number): UintCol {
+  return max === 0xff ? new Uint8Array(n) : max === 0xffff ? new Uint16Array(n) : new Uint32Array(n);
+}
+
 export const unlimitedLimits: StoreLimits = { maxMsgs: -1, maxBytes: -1, maxAgeMs: 0, maxMsgsPerSubject: -1 };
 
 export abstract class SeqIndex {
   protected base = 1; // seq stored in slot 0
   protected cap: number;
-  protected subjCol: Uint32Array; // subject id, 0 = no message in this slot
-  protected tsCol: Float64Array;
-  protected sizeCol: Uint32Array; // bytes counted for limits / state
+  protected subjCol: UintCol; // subject id, 0 = no message in this slot
+  protected sizeCol: UintCol; // bytes counted for limits / state
+  private subjMax = 0xff; // largest value the current column width holds
+  private sizeMax = 0xff;
 
   protected firstSeq = 0;
   protected lastSeq = 0;
@@ -61,9 +74,8 @@ export abstract class SeqIndex {
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null, initialCap = 1024) {
     this.cap = initialCap;
-    this.subjCol = new Uint32Array(initialCap);
-    this.tsCol = new Float64Array(initialCap);
-    this.sizeCol = new Uint32Array(initialCap);
+    this.subjCol = new Uint8Array(initialCap);
+    this.sizeCol = new Uint8Array(initialCap);
     this.limits = { ...(limits ?? unlimitedLimits) };
     this.callbacks = callbacks ?? {};
   }
@@ -73,7 +85,9 @@ export abstract class SeqIndex {
   protected abstract resizeExtra(newCap: number, shift: number, used: number): void;
   /** A message left the index (slot still addressable, subject column already 0). */
   protected abstract onRemoved(seq: number, slot: number): void;
-  protected abstract readSlot(seq: number, slot: number, subject: string, tsNs: number): StoredMsg;
+  protected abstract readSlot(seq: number, slot: number, subject: string): StoredMsg;
+  /** Timestamp (ns) of the live message at seq. */
+  protected abstract slotTs(seq: number, slot: number): number;
 
   // ---- subjects ----
   protected internSubject(subject: string): SubjRec {
@@ -169,16 +183,12 @@ export abstract class SeqIndex {
     if (newCap === this.cap) {
       this.subjCol.copyWithin(0, shift, shift + keep);
       this.subjCol.fill(0, keep);
-      this.tsCol.copyWithin(0, shift, shift + keep);
       this.sizeCol.copyWithin(0, shift, shift + keep);
     } else {
-      const s = new Uint32Array(newCap);
+      const s = allocCol(this.subjMax, newCap);
       s.set(this.subjCol.subarray(shift, shift + keep));
       this.subjCol = s;
-      const t = new Float64Array(newCap);
-      t.set(this.tsCol.subarray(shift, shift + keep));
-      this.tsCol = t;
-      const z = new Uint32Array(newCap);
+      const z = allocCol(this.sizeMax, newCap);
       z.set(this.sizeCol.subarray(shift, shift + keep));
       this.sizeCol = z;
     }
@@ -200,8 +210,9 @@ export abstract class SeqIndex {
     if (this.msgs === 0 && seq !== this.base) this.base = seq; // empty: no slot to keep
     if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
     const i = this.ensureSlot(seq);
+    if (rec.id > this.subjMax) this.widenSubj(rec.id);
+    if (size > this.sizeMax) this.widenSize(size);
     this.subjCol[i] = rec.id;
-    this.tsCol[i] = tsNs;
     this.sizeCol[i] = size;
     this.lastSeq = seq;
     this.lastTsNs = tsNs;
@@ -218,6 +229,20 @@ export abstract class SeqIndex {
     rec.msgs++;
     if (ttlSec > 0) this.ttlPush(tsNs + ttlSec * 1e9, seq);
     return i;
+  }
+
+  private widenSubj(v: number): void {
+    this.subjMax = widthFor(v);
+    const c = allocCol(this.subjMax, this.cap);
+    c.set(this.subjCol);
+    this.subjCol = c;
+  }
+
+  private widenSize(v: number): void {
+    this.sizeMax = widthFor(v);
+    const c = allocCol(this.sizeMax, this.cap);
+    c.set(this.sizeCol);
+    this.sizeCol = c;
   }
 
   /** Stretch lastSeq with empty slots (state restored from a floor record). */
@@ -376,7 +401,7 @@ export abstract class SeqIndex {
     let n = 0;
     if (this.limits.maxAgeMs > 0) {
       const cutoff = nowNs - this.limits.maxAgeMs * 1e6;
-      while (this.msgs > 0 && (this.tsCol[this.firstSeq - this.base] as number) <= cutoff) {
+      while (this.msgs > 0 && this.slotTs(this.firstSeq, this.firstSeq - this.base) <= cutoff) {
         this.removeSeq(this.firstSeq, true);
         n++;
       }
@@ -393,7 +418,7 @@ export abstract class SeqIndex {
   /** Earliest time (ns) at which expire() would remove something, or 0 if never. */
   nextExpiryNs(): number {
     let t = 0;
-    if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = (this.tsCol[this.firstSeq - this.base] as number) + this.limits.maxAgeMs * 1e6;
+    if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = this.slotTs(this.firstSeq, this.firstSeq - this.base) + this.limits.maxAgeMs * 1e6;
     if (this.ttlAt.length > 0) {
       const a = this.ttlAt[0] as number;
       if (t === 0 || a < t) t = a;
@@ -407,7 +432,7 @@ export abstract class SeqIndex {
     const id = this.subjCol[i] ?? 0;
     if (id === 0) return null;
     const rec = this.byId[id] as SubjRec;
-    return this.readSlot(seq, i, rec.name, this.tsCol[i] as number);
+    return this.readSlot(seq, i, rec.name);
   }
 
   loadNextMsg(filter: string, start: number): StoredMsg | null {
@@ -558,7 +583,7 @@ export abstract class SeqIndex {
       msgs: this.msgs,
       bytes: this.bytes,
       firstSeq: this.firstSeq,
-      firstTsNs: empty ? 0 : (this.tsCol[this.firstSeq - this.base] as number),
+      firstTsNs: empty ? 0 : this.slotTs(this.firstSeq, this.firstSeq - this.base),
       lastSeq: this.lastSeq,
       lastTsNs: this.lastTsNs,
       numSubjects: this.subjects.size,
@@ -633,7 +658,7 @@ export abstract class SeqIndex {
   seqFromTime(tsNs: number): number {
     for (let s = this.firstSeq; s <= this.lastSeq; s++) {
       const i = s - this.base;
-      if (this.subjCol[i] !== 0 && (this.tsCol[i] as number) >= tsNs) return s;
+      if (this.subjCol[i] !== 0 && this.slotTs(s, i) >= tsNs) return s;
     }
     return this.lastSeq + 1;
   }

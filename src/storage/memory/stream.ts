@@ -12,6 +12,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
   readonly type = StorageType.Memory;
   private payloads: (Buffer | null)[];
   private hdrLens: Uint32Array; // header length inside payload; 0xffffffff = null header
+  private tsCol: Float64Array;
   private closed = false;
   private syncQ: ((err: Error | null) => void)[] = [];
   private readonly drainFn = () => this.drain();
@@ -20,6 +21,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
     super(limits, callbacks, 256);
     this.payloads = new Array<Buffer | null>(256).fill(null);
     this.hdrLens = new Uint32Array(256);
+    this.tsCol = new Float64Array(256);
   }
 
   protected resizeExtra(newCap: number, shift: number, used: number): void {
@@ -30,13 +32,21 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
     const h = new Uint32Array(newCap);
     h.set(this.hdrLens.subarray(shift, shift + keep));
     this.hdrLens = h;
+    const t = new Float64Array(newCap);
+    t.set(this.tsCol.subarray(shift, shift + keep));
+    this.tsCol = t;
+  }
+
+  protected slotTs(_seq: number, slot: number): number {
+    return this.tsCol[slot] as number;
   }
 
   protected onRemoved(_seq: number, slot: number): void {
     this.payloads[slot] = null;
   }
 
-  protected readSlot(seq: number, slot: number, subject: string, tsNs: number): StoredMsg {
+  protected readSlot(seq: number, slot: number, subject: string): StoredMsg {
+    const tsNs = this.tsCol[slot] as number;
     const p = this.payloads[slot] as Buffer;
     const hl = this.hdrLens[slot] as number;
     const hdr = hl === 0xffffffff ? null : p.subarray(0, hl);
@@ -55,6 +65,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
     const i = this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.bytes.length, hl, data.length), ttlSec);
     this.payloads[i] = p;
     this.hdrLens[i] = hdr === null ? 0xffffffff : hl;
+    this.tsCol[i] = tsNs;
     this.enforceLimits(rec);
     return seq;
   }
