@@ -64,11 +64,7 @@ for (const [name, steps] of Object.entries(PROGRAMS)) {
   const fx = buildFixture(name, work.dir);
   const expected = steps.map((s) => `ok ${s}`);
 
-  // delivery.c's nak-delay and max-ack-pending steps race libnats' own short fetch timeouts
-  // on a loaded machine (they failed against nats-server 2.9.10 as well as tsnats in CI
-  // runs), so it runs only when asked for: TSNATS_LIBNATS_DELIVERY=1.
-  const flaky = name === "delivery" && process.env["TSNATS_LIBNATS_DELIVERY"] !== "1" ? "timing-sensitive; set TSNATS_LIBNATS_DELIVERY=1" : false;
-  void test(`libnats ${name}.c against tsnats`, { skip: fx.skip || flaky }, async () => {
+  void test(`libnats ${name}.c against tsnats`, { skip: fx.skip }, async () => {
     assert.equal(fx.buildError, "", `compiling ${name}.c failed:\n${fx.buildError}`);
     const store = tempStore();
     const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: store.dir } });
@@ -82,7 +78,7 @@ for (const [name, steps] of Object.entries(PROGRAMS)) {
     }
   });
 
-  void test(`libnats ${name}.c against nats-server`, { skip: fx.skip || flaky || (natsServer === null ? "nats-server not installed" : false) }, async () => {
+  void test(`libnats ${name}.c against nats-server`, { skip: fx.skip || (natsServer === null ? "nats-server not installed" : false) }, async () => {
     assert.equal(fx.buildError, "", `compiling ${name}.c failed:\n${fx.buildError}`);
     const store = tempStore();
     const srv = await startNatsServerChild(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", store.dir]);
