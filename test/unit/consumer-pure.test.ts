@@ -64,6 +64,22 @@ void test("ticker: one clock timer drives every registered tickable until it dro
   assert.equal(t.size, 0);
 });
 
+void test("ticker: wakeAt brings the one timer forward to a precise deadline, without adding timers", () => {
+  const clock = new ManualClock();
+  const t = new Ticker(clock, () => assert.fail("no errors expected"), 50);
+  const at: number[] = [];
+  const tk = { tick: (now: number) => (at.push(now), at.length < 4) };
+  t.want(tk);
+  t.wakeAt(tk, 7); // earlier than the first tick: fires at 7, not 50
+  t.wakeAt(tk, 30); // later than the armed deadline: no change
+  clock.advance(7);
+  assert.deepEqual(at, [7]);
+  t.wakeAt(tk, 20); // before the next regular tick at 57
+  clock.advance(200);
+  assert.deepEqual(at, [7, 20, 70, 120]);
+  assert.equal(t.size, 0);
+});
+
 void test("pull request parsing: empty, bare number, JSON, bad JSON", () => {
   assert.deepEqual(parsePullRequest(Buffer.alloc(0)), { ok: true, req: { batch: 1, maxBytes: 0, expiresNs: 0, noWait: false, hbMs: 0 } });
   const n = parsePullRequest(Buffer.from("7"));
