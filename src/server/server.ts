@@ -2,6 +2,7 @@
 // One coarse timer drives pings, auth timeouts and write deadlines for every client.
 
 import net from "node:net";
+import { adoptAccepted, inReadBuffer } from "../runtime/net.js";
 import { randomBytes } from "node:crypto";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -70,6 +71,12 @@ class InternalOwner implements SubOwner {
   deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (sub.closed) return;
     sub.delivered++;
+    // A client's message lies in the shared read buffer, which the next read overwrites, and
+    // internal handlers may keep what they get (stores queue records for a group commit).
+    if (inReadBuffer(buf)) {
+      this.handler(subject, reply, hdr === null ? null : Buffer.from(hdr), Buffer.from(buf.subarray(start, end)));
+      return;
+    }
     this.handler(subject, reply, hdr, start === 0 && end === buf.length ? buf : buf.subarray(start, end));
   }
   pendingBytes(): number {
@@ -96,6 +103,9 @@ export class Server implements Bus {
   private listener: net.Server | null = null;
   private nextCid = 1;
   private dirtyClients: Client[] = [];
+  /** Accepted client sockets not yet closed (the listener no longer counts them). */
+  private readonly liveSockets = new Set<net.Socket>();
+  private socketsDrained: (() => void) | null = null;
   private flushScheduled = false;
   private tickTimer: NodeJS.Timeout | null = null;
   private boundPort = 0;
@@ -146,7 +156,8 @@ export class Server implements Bus {
 
     if (o.httpPort !== 0) await this.startMonitor();
 
-    const listener = net.createServer({ noDelay: true }, (s) => this.accept(s));
+    // Paused, so that accept() can move the handle into a socket with a shared read buffer.
+    const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
     this.listener = listener;
     const port = o.port < 0 ? 0 : o.port;
     await new Promise<void>((resolve, reject) => {
@@ -234,6 +245,10 @@ export class Server implements Bus {
     }
     for (const c of this.clients.values()) c.socket.destroy();
     await closed;
+    // The listener does not count adopted sockets: wait for their ends (each bounded by the
+    // destroy timer in Client.close).
+    if (this.liveSockets.size > 0) await new Promise<void>((r) => (this.socketsDrained = r));
+    this.socketsDrained = null;
     for (const f of this.portsFiles) {
       try {
         unlinkSync(f);
@@ -310,34 +325,43 @@ export class Server implements Bus {
 
   // ---- connections ----
 
-  private accept(socket: net.Socket): void {
+  private accept(raw: net.Socket): void {
     if (this.shuttingDown || this.lameDuck) {
-      socket.destroy();
+      raw.destroy();
       return;
     }
     // max_connections 0 in a config file arrives as -1: no limit.
     const maxConns = this.opts.maxConnections;
     if (maxConns > 0 && this.clients.size >= maxConns) {
-      socket.end("-ERR 'maximum connections exceeded'\r\n");
+      raw.resume(); // accepted paused; read so that the peer's FIN closes it
+      raw.end("-ERR 'maximum connections exceeded'\r\n");
       this.log.warn("Maximum connections exceeded");
       return;
     }
+    let client: Client | null = null;
+    const socket = adoptAccepted(raw, (chunk) => {
+      if (client === null) return;
+      client.onData(chunk);
+      this.flushDirty();
+    });
     socket.setNoDelay(true);
     const cid = this.nextCid++;
     const c = new Client(cid, socket, this);
+    client = c;
     this.clients.set(cid, c);
+    this.liveSockets.add(socket);
     this.stats.totalConnections++;
     this.log.debug(`${c.label()} - Client connection created`);
-    socket.on("data", (chunk: Buffer) => {
-      c.onData(chunk);
-      this.flushDirty();
-    });
     socket.on("drain", () => c.onDrain());
     socket.on("error", (err) => {
       this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
       c.close(CloseReason.ReadError);
     });
-    socket.on("close", () => c.close(CloseReason.ClientClosed));
+    socket.on("close", () => {
+      this.liveSockets.delete(socket);
+      c.close(CloseReason.ClientClosed);
+      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
+    });
     c.queueString(`INFO ${this.infoJson(c)}\r\n`);
     this.flushDirty();
   }
