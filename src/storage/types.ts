@@ -70,6 +70,9 @@ export interface StreamStore {
   setLimits(l: StoreLimits): void;
   /** Apply age and TTL expiry as of now; returns how many were removed. */
   expire(nowNs: number): number;
+  /** Earliest time (ns) at which expire() would remove something (max_age or a per-message
+   *  TTL), or 0 if nothing is due ever. */
+  nextExpiryNs(): number;
   state(): StreamStoreState;
   /** Deleted sequences between first and last, for deleted_details. */
   deletedSeqs(): number[];

@@ -28,6 +28,8 @@ export const HDR_ROLLUP = "Nats-Rollup";
 export const HDR_TTL = "Nats-TTL";
 export const HDR_STREAM_SOURCE = "Nats-Stream-Source";
 export const HDR_MARKER_REASON = "Nats-Marker-Reason";
+/** Shortest wait of the expiry timer. */
+const MIN_EXPIRY_MS = 5;
 
 const MAX_HDR_BYTES = 65535;
 
@@ -564,10 +566,18 @@ export class Stream implements StreamHandle {
     if (this.closed) return;
     const cfg = this.cfg;
     if (cfg.max_age <= 0 && !cfg.allow_msg_ttl) return;
-    // One coarse timer per stream: a tenth of max_age, between 50ms and 1s.
+    // One timer per stream, set for the store's next expiry (nats-server removes a message
+    // when its age or TTL is reached, and clients poll for that: nats.js checks a 4 s TTL
+    // within 200 ms), never later than a coarse bound (a tenth of max_age, 50 ms to 1 s)
+    // and never sooner than MIN_EXPIRY_MS, so a stream of distinct deadlines costs at most
+    // a few hundred wakeups a second. A new message never needs an earlier wakeup: TTLs are
+    // whole seconds and the bound is at most 1 s.
     const ageMs = cfg.max_age > 0 ? cfg.max_age / NS_PER_MS : 1000;
-    const every = Math.max(50, Math.min(1000, Math.floor(ageMs / 10)));
-    this.expiryTimer = this.env.clock.setTimer(this.onExpiryTick, every);
+    let ms = Math.max(50, Math.min(1000, Math.floor(ageMs / 10)));
+    const nowNs = this.env.clock.nowNs();
+    const next = this.store.nextExpiryNs();
+    if (next > 0) ms = Math.min(ms, Math.max(MIN_EXPIRY_MS, Math.ceil((next - nowNs) / NS_PER_MS)));
+    this.expiryTimer = this.env.clock.setTimer(this.onExpiryTick, ms);
   }
 
   private readonly onExpiryTick = (): void => {
