@@ -432,8 +432,11 @@ void test("pause holds delivery until resume; info reports paused", async () => 
 });
 
 void test("an unused ephemeral goes after inactive_threshold; a used one stays", async () => {
-  const { jsm, js } = env;
+  const { jsm, js, nc } = env;
   await jsm.streams.add({ name: "EPH", subjects: ["eph.>"] });
+  const created = new Advisories(nc, "$JS.EVENT.ADVISORY.CONSUMER.CREATED.EPH.*");
+  const deleted = new Advisories(nc, "$JS.EVENT.ADVISORY.CONSUMER.DELETED.EPH.*");
+  await nc.flush();
   const idle = await jsm.consumers.add("EPH", { ack_policy: AckPolicy.Explicit, inactive_threshold: nanos(400) });
   const busy = await jsm.consumers.add("EPH", { ack_policy: AckPolicy.Explicit, inactive_threshold: nanos(400) });
   assert.equal(idle.config.durable_name, undefined);
@@ -448,5 +451,16 @@ void test("an unused ephemeral goes after inactive_threshold; a used one stays",
   await rejects(jsm.consumers.info("EPH", idle.name), 10014);
   assert.equal((await jsm.consumers.info("EPH", busy.name)).name, busy.name);
   assert.equal(await waiting, null);
+  // Advisories: two created, then the idle one deleted, in nats-server's consumer_action JSON.
+  const [c1, c2] = await created.wait(2);
+  assert.deepEqual(
+    [c1!.body["type"], c1!.body["stream"], c1!.body["action"], c1!.subject],
+    ["io.nats.jetstream.advisory.v1.consumer_action", "EPH", "create", `$JS.EVENT.ADVISORY.CONSUMER.CREATED.EPH.${idle.name}`],
+  );
+  assert.equal(c2!.body["consumer"], busy.name);
+  const [d1] = await deleted.wait(1);
+  assert.deepEqual([d1!.body["consumer"], d1!.body["action"]], [idle.name, "delete"]);
+  created.stop();
+  deleted.stop();
   await jsm.streams.delete("EPH");
 });
