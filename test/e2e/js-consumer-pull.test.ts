@@ -442,7 +442,7 @@ void test("an unused ephemeral goes after inactive_threshold; a used one stays",
   assert.equal(idle.config.durable_name, undefined);
   assert.equal(idle.config.inactive_threshold, nanos(400));
   const bc = await js.consumers.get("EPH", busy.name);
-  const waiting = bc.next({ expires: 3_000 }); // an open request keeps it active
+  const waiting = bc.next({ expires: 2_000 }); // an open request keeps it active
   await until("idle ephemeral removed", async () => {
     const names: string[] = [];
     for await (const n of jsm.consumers.list("EPH")) names.push(n.name);
