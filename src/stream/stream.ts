@@ -29,9 +29,10 @@ export const HDR_TTL = "Nats-TTL";
 export const HDR_STREAM_SOURCE = "Nats-Stream-Source";
 export const HDR_MARKER_REASON = "Nats-Marker-Reason";
 /** Shortest wait of the expiry timer. */
-const MIN_EXPIRY_MS = 5;
+const MIN_EXPIRY_MS = 50;
 
 const MAX_HDR_BYTES = 65535;
+const ACK_SPLIT = Number(process.env["TSNATS_ACK_SPLIT"] ?? 1e9);
 
 /** What a stream needs from the service around it. */
 export interface StreamEnv {
@@ -507,6 +508,8 @@ export class Stream implements StreamHandle {
     b.replies.push(reply);
     b.seqs.push(seq);
     b.dups.push(dup);
+    // A long read (hundreds of publishes) starts its first fsync before the rest is parsed.
+    if (b.replies.length >= ACK_SPLIT) return this.flushAcks();
     if (!this.flushQueued) {
       this.flushQueued = true;
       // After the current read batch, so every publish parsed from one socket read shares it.
@@ -566,17 +569,19 @@ export class Stream implements StreamHandle {
     if (this.closed) return;
     const cfg = this.cfg;
     if (cfg.max_age <= 0 && !cfg.allow_msg_ttl) return;
-    // One timer per stream, set for the store's next expiry (nats-server removes a message
-    // when its age or TTL is reached, and clients poll for that: nats.js checks a 4 s TTL
-    // within 200 ms), never later than a coarse bound (a tenth of max_age, 50 ms to 1 s)
-    // and never sooner than MIN_EXPIRY_MS, so a stream of distinct deadlines costs at most
-    // a few hundred wakeups a second. A new message never needs an earlier wakeup: TTLs are
-    // whole seconds and the bound is at most 1 s.
+    // One timer per stream, on a coarse interval (a tenth of max_age, 50 ms to 1 s), aimed
+    // at the store's next due message when that falls before the next tick or just after
+    // it: nats-server removes a message when its age or TTL is reached (nats.js checks a
+    // 4 s TTL within 200 ms). Never sooner than MIN_EXPIRY_MS, so a stream expiring all the
+    // time wakes as often as before (nats-server: 250 ms). A new message never needs an
+    // earlier wakeup: TTLs are whole seconds, max_age grows with the stream, the tick is <= 1 s.
     const ageMs = cfg.max_age > 0 ? cfg.max_age / NS_PER_MS : 1000;
-    let ms = Math.max(50, Math.min(1000, Math.floor(ageMs / 10)));
-    const nowNs = this.env.clock.nowNs();
+    let ms = Math.max(MIN_EXPIRY_MS, Math.min(1000, Math.floor(ageMs / 10)));
     const next = this.store.nextExpiryNs();
-    if (next > 0) ms = Math.min(ms, Math.max(MIN_EXPIRY_MS, Math.ceil((next - nowNs) / NS_PER_MS)));
+    if (next > 0) {
+      const untilMs = Math.ceil((next - this.env.clock.nowNs()) / NS_PER_MS);
+      if (untilMs < ms + MIN_EXPIRY_MS) ms = Math.max(MIN_EXPIRY_MS, untilMs);
+    }
     this.expiryTimer = this.env.clock.setTimer(this.onExpiryTick, ms);
   }
 
