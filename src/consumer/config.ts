@@ -300,15 +300,24 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
     }
     c.ack_wait = c.backoff[0]!;
   }
-  if (c.max_ack_pending === 0 && c.ack_policy !== "none") {
-    const lim = stream.consumer_limits.max_ack_pending;
-    c.max_ack_pending = lim > 0 ? lim : DEFAULT_MAX_ACK_PENDING;
+  // The stream's consumer_limits fill both fields for every consumer (any ack policy,
+  // durable or not), as in nats-server; pedantic mode wants them set explicitly.
+  const lims = stream.consumer_limits;
+  if (c.max_ack_pending === 0) {
+    if (pedantic && lims.max_ack_pending > 0) {
+      fail("JSPedanticErrF", { err: "max_ack_pending must be set if it's configured in stream limits" });
+    }
+    c.max_ack_pending = lims.max_ack_pending;
   }
+  if (c.inactive_threshold === 0) {
+    if (pedantic && lims.inactive_threshold > 0) {
+      fail("JSPedanticErrF", { err: "inactive_threshold must be set if it's configured in stream limits" });
+    }
+    c.inactive_threshold = lims.inactive_threshold;
+  }
+  if (c.max_ack_pending === 0 && c.ack_policy !== "none") c.max_ack_pending = DEFAULT_MAX_ACK_PENDING;
   if (c.deliver_subject === "" && c.max_waiting === 0) c.max_waiting = DEFAULT_MAX_WAITING;
-  if (c.durable_name === "" && c.inactive_threshold === 0) {
-    const lim = stream.consumer_limits.inactive_threshold;
-    c.inactive_threshold = lim > 0 ? lim : DEFAULT_INACTIVE_THRESHOLD_NS;
-  }
+  if (c.durable_name === "" && c.inactive_threshold === 0) c.inactive_threshold = DEFAULT_INACTIVE_THRESHOLD_NS;
   if (c.durable_name !== "" && c.name === "") c.name = c.durable_name;
 
   // Validation, in checkConsumerCfg's order.

@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KvEntry } from "@nats-io/kv";
+import { startServer } from "../../src/index.js";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
 import { within } from "../helpers/core-wait.js";
 
@@ -86,5 +87,44 @@ void test("ephemeral push consumer (KV watcher) survives SIGKILL + restart on th
     iter.stop();
   } finally {
     await nc.close();
+  }
+});
+
+// nats.js "jsm - stream consumer limits" and "jsm - consumer pedantic": a stream's
+// consumer_limits fill max_ack_pending and inactive_threshold of every consumer that leaves
+// them unset (durables and any ack policy too); in pedantic mode leaving them unset is an error.
+void test("stream consumer_limits are the defaults of its consumers; pedantic mode wants them set", async () => {
+  const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: tempDir("climits") } });
+  const nc = await connect({ servers: srv.url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({
+      name: "L",
+      subjects: ["l"],
+      storage: "memory",
+      consumer_limits: { max_ack_pending: 20, inactive_threshold: 60e9 },
+    } as Parameters<typeof jsm.streams.add>[0]);
+    const durable = await jsm.consumers.add("L", { durable_name: "d" });
+    assert.equal(durable.config.max_ack_pending, 20);
+    assert.equal(durable.config.inactive_threshold, 60e9);
+    const explicit = await jsm.consumers.add("L", { name: "e", ack_policy: AckPolicy.Explicit, inactive_threshold: 10e9 });
+    assert.equal(explicit.config.max_ack_pending, 20);
+    assert.equal(explicit.config.inactive_threshold, 10e9);
+    await assert.rejects(
+      jsm.consumers.add("L", { name: "p", ack_policy: AckPolicy.Explicit, inactive_threshold: 10e9 }, { pedantic: true }),
+      (e: unknown) =>
+        e instanceof JetStreamApiError &&
+        e.code === 10157 &&
+        e.message === "pedantic mode: max_ack_pending must be set if it's configured in stream limits",
+    );
+    await assert.rejects(
+      jsm.consumers.add("L", { name: "p", ack_policy: AckPolicy.Explicit, max_ack_pending: 5 }, { pedantic: true }),
+      (e: unknown) => e instanceof JetStreamApiError && e.code === 10157 && e.message.includes("inactive_threshold must be set"),
+    );
+    const ok = await jsm.consumers.add("L", { name: "p", ack_policy: AckPolicy.Explicit, max_ack_pending: 5, inactive_threshold: 1e9 }, { pedantic: true });
+    assert.equal(ok.config.max_ack_pending, 5);
+  } finally {
+    await nc.close();
+    await srv.close();
   }
 });
