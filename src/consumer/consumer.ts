@@ -172,7 +172,9 @@ export class Consumer implements ConsumerHook, Tickable {
   start(): void {
     if (this.state.delivered.streamSeq >= this.replayEndSeq) this.replay = false;
     const bus = this.env.bus;
-    this.subs.push(bus.subscribe(this.ackPrefix + ">", this.onAckMsg));
+    // nats-server 2.11: an ack-none consumer has no ack subscription, so an ack sent as a
+    // request gets "no responders" (2.9 answered it).
+    if (this.cfg.ack_policy !== "none") this.subs.push(bus.subscribe(this.ackPrefix + ">", this.onAckMsg));
     if (isPush(this.cfg) && this.cfg.flow_control) this.subs.push(bus.subscribe(this.fcPrefix + "*", this.onFcMsg));
     this.persist();
     this.env.ticker.want(this);

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect } from "@nats-io/transport-node";
+import { connect, errors } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KvEntry } from "@nats-io/kv";
 import { startServer } from "../../src/index.js";
@@ -123,6 +123,30 @@ void test("stream consumer_limits are the defaults of its consumers; pedantic mo
     );
     const ok = await jsm.consumers.add("L", { name: "p", ack_policy: AckPolicy.Explicit, max_ack_pending: 5, inactive_threshold: 1e9 }, { pedantic: true });
     assert.equal(ok.config.max_ack_pending, 5);
+  } finally {
+    await nc.close();
+    await srv.close();
+  }
+});
+
+// nats.js "jsmsg - no ack consumer is ackAck 503": since nats-server 2.11 an ack-none consumer
+// does not subscribe to its ack subjects, so an ack sent as a request gets no responders.
+void test("ack-none consumer: ackAck gets no responders; an explicit-ack consumer confirms", async () => {
+  const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: tempDir("acknone") } });
+  const nc = await connect({ servers: srv.url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: "N", subjects: ["n.>"], storage: "memory" } as Parameters<typeof jsm.streams.add>[0]);
+    const js = jetstream(nc);
+    await js.publish("n.a");
+    await jsm.consumers.add("N", { durable_name: "none", ack_policy: AckPolicy.None });
+    await jsm.consumers.add("N", { durable_name: "exp", ack_policy: AckPolicy.Explicit });
+    const none = await (await js.consumers.get("N", "none")).next({ expires: 2000 });
+    assert.ok(none !== null);
+    await assert.rejects(none.ackAck({ timeout: 2000 }), (e: unknown) => e instanceof errors.RequestError && e.isNoResponders());
+    const exp = await (await js.consumers.get("N", "exp")).next({ expires: 2000 });
+    assert.ok(exp !== null);
+    assert.equal(await exp.ackAck({ timeout: 2000 }), true);
   } finally {
     await nc.close();
     await srv.close();
