@@ -297,10 +297,19 @@ export class Client implements ParserHandler, SubOwner {
     out[p++] = 83; // S
     out[p++] = 71; // G
     out[p++] = 32;
-    p = putLatin1(out, p, subject);
-    out[p++] = 32;
-    p = putLatin1(out, p, sid);
-    out[p++] = 32;
+    // "<subject> <sid> " is the same for every message a literal subscription gets: kept as
+    // bytes on the subscription (wireSubject is the subject they were made for).
+    if (subject === sub.wireSubject) {
+      sub.wireSubject = subject; // the caller's string object: the next compare is by identity
+      let w = sub.wirePrefix;
+      if (w === null) w = sub.wirePrefix = Buffer.from(`${subject} ${sid} `, "latin1");
+      p = putBytes(out, p, w);
+    } else {
+      p = putLatin1(out, p, subject);
+      out[p++] = 32;
+      p = putLatin1(out, p, sid);
+      out[p++] = 32;
+    }
     if (reply.length > 0) {
       p = putLatin1(out, p, reply);
       out[p++] = 32;
@@ -324,7 +333,7 @@ export class Client implements ParserHandler, SubOwner {
     st.outBytes += total;
     if (sub.max > 0 && sub.delivered >= sub.max) this.removeSub(sub);
     if (!this.dirty) this.markDirty();
-    if (p > this.server.opts.maxPendingBytes || p + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
+    if (p + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
   }
 
   private grow(need: number): void {
@@ -443,15 +452,26 @@ function putLatin1(out: Buffer, p: number, s: string): number {
   return p + n;
 }
 
+// v is a size: a non-negative integer below 2^31, so `| 0` truncates like Math.floor.
 function putDecimal(out: Buffer, p: number, v: number): number {
   if (v < 10) {
     out[p] = 48 + v;
     return p + 1;
   }
-  let digits = 1;
-  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+  if (v < 100) {
+    const t = (v / 10) | 0;
+    out[p] = 48 + t;
+    out[p + 1] = 48 + v - t * 10;
+    return p + 2;
+  }
+  let digits = 3;
+  for (let t = v; t >= 1000; t = (t / 10) | 0) digits++;
   let q = p + digits - 1;
-  for (let t = v; q >= p; t = Math.floor(t / 10)) out[q--] = 48 + (t % 10);
+  for (let t = v; q >= p; ) {
+    const d = (t / 10) | 0;
+    out[q--] = 48 + t - d * 10;
+    t = d;
+  }
   return p + digits;
 }
 

@@ -1,6 +1,7 @@
 // A subscription in the index. The owner is either a client connection or an internal
 // handler (JetStream, system services); routing only calls owner.deliverMsg.
 
+import { isLiteral } from "../subjects/subject.js";
 import type { SubLike } from "../subjects/sublist.js";
 
 export interface SubOwner {
@@ -18,10 +19,16 @@ export class Subscription implements SubLike {
   /** 0 = unlimited; otherwise remove after this many deliveries (UNSUB <sid> <max>). */
   max = 0;
   closed = false;
+  /** For client deliveries: the subject wirePrefix ("<subject> <sid> ") was made for; only
+   *  a literal subscription has one, since its messages all carry its own subject. */
+  wireSubject: string | null;
+  wirePrefix: Buffer | null = null;
   constructor(
     readonly owner: SubOwner,
     readonly subject: string,
     readonly queue: string,
     readonly sid: string,
-  ) {}
+  ) {
+    this.wireSubject = isLiteral(subject) ? subject : null;
+  }
 }
