@@ -146,13 +146,32 @@ export class Parser {
     if ((buf[i]! | 0x20) !== 112 || (buf[i + 1]! | 0x20) !== 117 || (buf[i + 2]! | 0x20) !== 98) return -1;
     const s0 = i + 4;
     let p = s0;
-    let c = 0;
-    while (p < n) {
-      c = buf[p]!;
-      if (c === 32 || c === 9 || c === CR || c === LF) break;
-      p++;
+    let c = 32;
+    // The publisher's last subject again (bytes equal, then a space): one compare per byte
+    // instead of a delimiter scan plus a compare. The cache only holds bytes above 32.
+    const clen = this.lastSubjectLen;
+    let same = clen > 0 && s0 + clen < n && buf[s0 + clen] === 32;
+    if (same) {
+      const cache = this.lastSubjectBytes;
+      for (let k = 0; k < clen; k++) {
+        if (cache[k] !== buf[s0 + k]) {
+          same = false;
+          break;
+        }
+      }
     }
-    if (c !== 32 || p === s0 || p >= n) return -1;
+    if (same) {
+      p = s0 + clen;
+    } else {
+      // Space, tab, CR, LF and other control bytes all end the fast path's subject; what is
+      // not a single space is left to the general path.
+      while (p < n) {
+        c = buf[p]!;
+        if (c <= 32) break;
+        p++;
+      }
+      if (c !== 32 || p === s0 || p >= n) return -1;
+    }
     const s1 = p;
     // Second token: the reply or the size; sizes are collected while scanning.
     const t0 = ++p;
@@ -196,7 +215,7 @@ export class Parser {
     const body = p + 2;
     const end = body + size;
     if (end + 2 > n || buf[end] !== CR || buf[end + 1] !== LF) return -1;
-    const subject = this.subjectString(buf, s0, s1);
+    const subject = same ? this.lastSubject : this.subjectString(buf, s0, s1);
     const reply = r1 > r0 ? buf.toString("latin1", r0, r1) : "";
     this.h.processPub(subject, reply, null, buf, body, end);
     return end + 2;
@@ -209,14 +228,10 @@ export class Parser {
   private lastSubjectLen = -1;
   private lastSubject = "";
 
+  // A subject that is not the last one (fastPub compared that already); it becomes the last.
   private subjectString(buf: Buffer, s: number, e: number): string {
     const len = e - s;
     const cache = this.lastSubjectBytes;
-    if (len === this.lastSubjectLen) {
-      let k = 0;
-      while (k < len && cache[k] === buf[s + k]) k++;
-      if (k === len) return this.lastSubject;
-    }
     const str = buf.toString("latin1", s, e);
     if (len <= cache.length) {
       for (let k = 0; k < len; k++) cache[k] = buf[s + k]!;

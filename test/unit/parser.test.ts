@@ -73,6 +73,20 @@ const fixtures: Fixture[] = [
     input: "PUB\tfoo\t\t3\r\nabc\r\nSUB  foo \t q\t 9 \r\nUNSUB\t9\t1\r\n",
     expect: [["pub", "foo", "", null, "abc"], ["sub", "foo", "q", "9"], ["unsub", "9", 1]],
   },
+  {
+    // The fast path reuses the last subject when the same bytes and a space follow.
+    name: "repeated, extended, shortened and tab-separated subjects",
+    input: "PUB foo.bar 1\r\na\r\nPUB foo.bar 1\r\nb\r\nPUB foo.barx 1\r\nc\r\nPUB foo.ba 1\r\nd\r\nPUB foo.ba\t1\r\ne\r\nPUB foo.ba r 1\r\nf\r\n",
+    expect: [
+      ["pub", "foo.bar", "", null, "a"],
+      ["pub", "foo.bar", "", null, "b"],
+      ["pub", "foo.barx", "", null, "c"],
+      ["pub", "foo.ba", "", null, "d"],
+      ["pub", "foo.ba", "", null, "e"],
+      ["pub", "foo.ba", "r", null, "f"],
+    ],
+  },
+  { name: "control byte inside a subject", input: "PUB a\x01b 1\r\nx\r\nPUB a\x01b 1\r\ny\r\n", expect: [["pub", "a\x01b", "", null, "x"], ["pub", "a\x01b", "", null, "y"]] },
   { name: "+OK, INFO and -ERR from a client are ignored", input: "+OK\r\nINFO {}\r\n-ERR 'x'\r\nPING\r\n", expect: [["ping"]] },
   {
     name: "pipelined operations",
