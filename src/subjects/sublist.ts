@@ -87,6 +87,11 @@ export class Sublist<S extends SubLike> {
   private inserts = 0;
   private removes = 0;
   private fullMisses = 0;
+  // The last subject matched and its result: a publisher repeats its subject message after
+  // message, and one compare (by identity, when the parser reuses the string) is cheaper
+  // than the signature and the Map lookup. Cleared by every insert and remove.
+  private lastSubject: string | null = null;
+  private lastResult: SublistResult<S> = EMPTY_RESULT as SublistResult<S>;
 
   get size(): number {
     return this.count;
@@ -196,6 +201,17 @@ export class Sublist<S extends SubLike> {
 
   match(subject: string): SublistResult<S> {
     this.matches++;
+    if (subject === this.lastSubject) {
+      this.cacheHits++;
+      return this.lastResult;
+    }
+    const r = this.matchCached(subject);
+    this.lastSubject = subject;
+    this.lastResult = r;
+    return r;
+  }
+
+  private matchCached(subject: string): SublistResult<S> {
     const sg = cacheSig(subject);
     // A subject whose signature no cached key has cannot be cached: skip hashing it (unique
     // subjects such as ack replies then cost a few character reads instead of a full hash).
@@ -266,6 +282,7 @@ export class Sublist<S extends SubLike> {
   }
 
   private invalidate(pattern: string): void {
+    this.lastSubject = null;
     if (this.cache.size === 0) return;
     if (!pattern.includes("*") && !pattern.includes(">")) {
       this.uncache(pattern);
