@@ -6,7 +6,7 @@
 // no registry of its own beyond the one Ticker per API context.
 
 import { dirname, join } from "node:path";
-import { randomBytes } from "node:crypto";
+import { randomName } from "./ids.js";
 import type { ConsumerApiContext } from "./api-context.js";
 import type { StreamHandle } from "./contracts.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "./errors.js";
@@ -161,14 +161,6 @@ function writeConfig(store: ConsumerStore | null, c: Consumer): void {
       lps_end: c.lastPerSubjectEnd(),
     }),
   );
-}
-
-function generateName(): string {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  const b = randomBytes(8);
-  let s = "";
-  for (let i = 0; i < 8; i++) s += alphabet[b[i]! % alphabet.length];
-  return s;
 }
 
 function ensureRecovered(ctx: ConsumerApiContext): void {
@@ -372,7 +364,7 @@ function create(
   const st = lookup(ctx, streamName);
   recoverConsumers(ctx, st);
   const view = streamView(st);
-  if (cfg.name === "" && cfg.durable_name === "") cfg.name = generateName();
+  if (cfg.name === "" && cfg.durable_name === "") cfg.name = randomName(8);
   const checked = checkConsumerConfig(cfg, view, pedantic);
   setStaticMetadata(checked);
   const others = consumersOf(st).map((o) => ({ name: o.name, filters: filtersOf(o.cfg) }));
