@@ -17,7 +17,7 @@ import {
 import { decodeMsgGet, msgGet, msgGetIsBad } from "../stream/get.js";
 import type { Stream } from "../stream/stream.js";
 import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
-import { Snapshots } from "./snapshot.js";
+import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
 import type { JetStreamService } from "./service.js";
 
@@ -365,13 +365,8 @@ export class ApiRouter {
     const body = parseBody(payload, true);
     const deliver = optStr(body, "deliver_subject");
     if (!isValidLiteralSubject(deliver)) fail("JSSnapshotDeliverSubjectInvalidErr");
-    let chunk = optInt(body, "chunk_size");
-    let window = optInt(body, "window_size");
-    if (chunk <= 0) chunk = 128 * 1024;
-    if (window <= 0) window = 8 * 1024 * 1024;
-    chunk = Math.min(Math.max(1024, chunk), 1024 * 1024, this.svc.deps.maxPayloadBytes);
-    window = Math.max(Math.min(Math.max(1024, window), 32 * 1024 * 1024), chunk);
-    const r = this.snapshots.snapshot(st, { deliverSubject: deliver, noConsumers: optBool(body, "no_consumers"), chunkSize: chunk, windowSize: window });
+    const sizes = snapshotSizes(optInt(body, "chunk_size"), optInt(body, "window_size"), this.svc.deps.maxPayloadBytes);
+    const r = this.snapshots.snapshot(st, { deliverSubject: deliver, noConsumers: optBool(body, "no_consumers"), ...sizes });
     if ("code" in r) throw new Fail(r as ApiError);
     return r;
   }

@@ -27,7 +27,7 @@
 // Memory streams have nothing on disk to restore into; both directions refuse them.
 
 import { join } from "node:path";
-import { randomBytes } from "node:crypto";
+import { randomName } from "./ids.js";
 import { constants as zc, deflateRawSync, inflateRawSync } from "node:zlib";
 import type { Bus, InternalSubscription } from "../server/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
@@ -59,6 +59,14 @@ const FRAMES_PER_TURN = 8;
 const GAP_SUBJECT = "_tsnats.restore.gap";
 const EMPTY = Buffer.alloc(0);
 
+/** nats-server's bounds: chunk 1 KiB..1 MiB (and never above max_payload), window
+ *  1 KiB..32 MiB and at least one chunk; 0 or less takes the default. */
+export function snapshotSizes(chunkSize: number, windowSize: number, maxPayload: number): { chunkSize: number; windowSize: number } {
+  const chunk = Math.min(Math.max(1024, chunkSize > 0 ? chunkSize : DEFAULT_CHUNK), 1024 * 1024, maxPayload);
+  const window = Math.max(Math.min(Math.max(1024, windowSize > 0 ? windowSize : DEFAULT_WINDOW), 32 * 1024 * 1024), chunk);
+  return { chunkSize: chunk, windowSize: window };
+}
+
 export interface SnapshotRequest {
   deliverSubject: string;
   noConsumers: boolean;
@@ -76,14 +84,6 @@ export interface DurableExport {
 
 interface Exporting {
   exportDurable?(): DurableExport | null;
-}
-
-function newId(): string {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  const b = randomBytes(22);
-  let s = "";
-  for (let i = 0; i < b.length; i++) s += alphabet[b[i]! % alphabet.length];
-  return s;
 }
 
 function record(kind: number, body: Buffer): Buffer {
@@ -189,7 +189,7 @@ class SnapshotSender {
     private readonly consumers: DurableExport[],
     private readonly onDone: (err: string) => void,
   ) {
-    this.ackSubject = `$JS.SNAPSHOT.ACK.${st.name}.${newId()}`;
+    this.ackSubject = `$JS.SNAPSHOT.ACK.${st.name}.${randomName(22)}`;
     this.slots = Math.max(1, Math.floor(req.windowSize / req.chunkSize));
     const s = st.store.state();
     this.nextSeq = s.firstSeq;
@@ -369,7 +369,7 @@ class RestoreReceiver {
     private readonly cfg: StreamConfig,
     private readonly finish: (r: RestoreReceiver, err: Error | null, reply: string) => void,
   ) {
-    const id = newId();
+    const id = randomName(22);
     this.deliverSubject = `$JS.SNAPSHOT.RESTORE.${cfg.name}.${id}`;
     this.tmpDir = join(svc.streamsDir(), `.restore-${cfg.name}-${id}`);
     this.startedNs = svc.deps.clock.nowNs();
