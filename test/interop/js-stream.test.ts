@@ -4,81 +4,25 @@
 // are compared by code and err_code (description wording moves between releases).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { connect, headers as mkHeaders, type NatsConnection, type Msg } from "@nats-io/transport-node";
-import { startServer, type RunningServer } from "../../src/index.js";
-import { findNatsServer, startNatsServerChild, type ChildServer } from "../helpers/core-child.js";
+import { headers as mkHeaders, type NatsConnection, type Msg } from "@nats-io/transport-node";
+import { covers as coversWith, haveNatsServer as haveNats, normTimes as norm, startJsPair, type JsPair } from "../helpers/interop-js.js";
 
-const haveNats = findNatsServer() !== null;
-const dirs: string[] = [];
-let ref: ChildServer | null = null;
-let ours: RunningServer | null = null;
+let pair: JsPair | null = null;
 let ncRef: NatsConnection;
 let ncOurs: NatsConnection;
 
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), "tsnats-interop-js-"));
-  dirs.push(d);
-  return d;
-}
-
 before(async () => {
   if (!haveNats) return;
-  ref = await startNatsServerChild(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", tmp()]);
-  ours = await startServer({ port: 0, host: "127.0.0.1", jetstream: { enabled: true, storeDir: tmp() } });
-  ncRef = await connect({ servers: ref.url });
-  ncOurs = await connect({ servers: ours.url });
+  pair = await startJsPair("tsnats-interop-js-");
+  ({ ncRef, ncOurs } = pair);
 });
 
 after(async () => {
-  if (!haveNats) return;
-  await ncRef.close();
-  await ncOurs.close();
-  await ref?.stop();
-  await ours?.close();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await pair?.close();
 });
 
-const TIME_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
-
-function norm(v: unknown): unknown {
-  if (typeof v === "string") return TIME_RE.test(v) && v !== "0001-01-01T00:00:00Z" ? "<time>" : v;
-  if (Array.isArray(v)) return v.map(norm);
-  if (v !== null && typeof v === "object") {
-    const o: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) o[k] = norm(x);
-    return o;
-  }
-  return v;
-}
-
-/** Every field of `ref` must appear in `got` with the same value. */
 function covers(got: unknown, refv: unknown, path: string, skip: Set<string>): void {
-  if (refv !== null && typeof refv === "object" && !Array.isArray(refv)) {
-    assert.ok(got !== null && typeof got === "object", `${path}: expected object, got ${JSON.stringify(got)}`);
-    const g = got as Record<string, unknown>;
-    const r = refv as Record<string, unknown>;
-    if ("error" in r) {
-      const re = r["error"] as Record<string, unknown>;
-      const ge = g["error"] as Record<string, unknown> | undefined;
-      assert.ok(ge !== undefined, `${path}: expected error ${JSON.stringify(re)}, got ${JSON.stringify(got)}`);
-      assert.equal(ge["err_code"], re["err_code"], `${path}.error.err_code (${JSON.stringify(ge)} vs ${JSON.stringify(re)})`);
-      assert.equal(ge["code"], re["code"], `${path}.error.code`);
-    }
-    for (const [k, x] of Object.entries(r)) {
-      if (k === "error" || skip.has(k)) continue;
-      covers(g[k], x, `${path}.${k}`, skip);
-    }
-    return;
-  }
-  if (Array.isArray(refv) && refv.some((x) => x !== null && typeof x === "object")) {
-    assert.ok(Array.isArray(got) && got.length === refv.length, `${path}: ${JSON.stringify(got)} vs ${JSON.stringify(refv)}`);
-    refv.forEach((x, i) => covers((got as unknown[])[i], x, `${path}[${i}]`, skip));
-    return;
-  }
-  assert.deepEqual(got, refv, path);
+  coversWith(got, refv, path, { skip });
 }
 
 interface Reply {
