@@ -4,42 +4,26 @@
 // ones never are; a last_per_subject consumer resumes its first phase where it was.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
+import { nanos } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
-import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { CrashableTsnats } from "../helpers/crash-child.js";
 import { fetchN, seqs } from "../helpers/js-consumer.js";
 
-let dir = "";
-let child: ChildServer | null = null;
-let nc: NatsConnection | null = null;
+let srv: CrashableTsnats;
 
 async function boot(): Promise<{ jsm: JetStreamManager; js: JetStreamClient }> {
-  child = await startTsnatsChild(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", dir]);
-  nc = await connect({ servers: child.url, reconnect: false });
+  const nc = await srv.boot();
   return { jsm: await jetstreamManager(nc), js: jetstream(nc) };
 }
 
-async function sigkill(): Promise<void> {
-  const c = child;
-  assert.ok(c !== null);
-  c.proc.kill("SIGKILL");
-  assert.equal(await c.exited, "SIGKILL");
-  child = null;
-  await nc?.close().catch(() => undefined);
-  nc = null;
-}
+const sigkill = (): Promise<void> => srv.sigkill();
 
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), "tsnats-e2e-conscrash-"));
+  srv = new CrashableTsnats("tsnats-e2e-conscrash-");
 });
 
 after(async () => {
-  await nc?.close().catch(() => undefined);
-  await child?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await srv.dispose();
 });
 
 /** The parts of consumer info that must survive a restart. */

@@ -3,12 +3,8 @@
 // and create/update/watch/TTL behave as before the crash.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { KvWatchInclude } from "@nats-io/kv";
-import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { CrashableTsnats } from "../helpers/crash-child.js";
 import {
   KV_SCENARIOS,
   crashWrites,
@@ -23,35 +19,20 @@ import {
   type Transcript,
 } from "../helpers/kv-scenarios.js";
 
-let dir = "";
-let child: ChildServer | null = null;
-let nc: NatsConnection | null = null;
+let srv: CrashableTsnats;
 
 async function boot(): Promise<KvEnv> {
-  child = await startTsnatsChild(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", dir]);
-  nc = await connect({ servers: child.url, reconnect: false });
-  return kvEnv(nc);
+  return kvEnv(await srv.boot());
 }
 
-async function sigkill(): Promise<void> {
-  const c = child;
-  assert.ok(c !== null);
-  c.proc.kill("SIGKILL");
-  assert.equal(await c.exited, "SIGKILL");
-  child = null;
-  // The connection is dead; closing it only releases the client's resources.
-  await nc?.close().catch(() => undefined);
-  nc = null;
-}
+const sigkill = (): Promise<void> => srv.sigkill();
 
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), "tsnats-e2e-kvcrash-"));
+  srv = new CrashableTsnats("tsnats-e2e-kvcrash-");
 });
 
 after(async () => {
-  await nc?.close().catch(() => undefined);
-  await child?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await srv.dispose();
 });
 
 // Buckets whose content no longer changes once their scenario is done (the TTL buckets
@@ -113,8 +94,4 @@ void test("KV scenarios, SIGKILL, restart: every bucket as it was, and it keeps 
   await sigkill();
   env = await boot();
   assert.deepEqual(await snapshotBucket(await env.kvm.open("crash")), before2);
-  await nc?.close();
-  nc = null;
-  await child?.stop();
-  child = null;
 });
