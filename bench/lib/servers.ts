@@ -2,7 +2,7 @@
 // here are ever signalled, by their own pid.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -55,6 +55,8 @@ export function freePort(): Promise<number> {
 export interface ServerSpec {
   name: ServerName;
   jetstream: boolean;
+  /** Configuration file text (given with -c; the command-line flags still apply over it). */
+  config?: string;
 }
 
 /** One server under test; restartable on the same port and store dir. */
@@ -64,22 +66,30 @@ export class ServerProc {
   readonly storeDir: string; // "" without JetStream
   readonly workDir: string;
   readonly logPath: string;
+  /** Path of the configuration file written for the spec's config, or "". */
+  readonly configPath: string;
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
   private starts = 0;
 
-  private constructor(name: ServerName, port: number, workDir: string, storeDir: string) {
+  private constructor(name: ServerName, port: number, workDir: string, storeDir: string, configPath: string) {
     this.name = name;
     this.port = port;
     this.workDir = workDir;
     this.storeDir = storeDir;
+    this.configPath = configPath;
     this.logPath = path.join(workDir, "server.log");
   }
 
   static async start(spec: ServerSpec, readyTimeoutMs = 30_000): Promise<ServerProc> {
     const workDir = mkdtempSync(path.join(os.tmpdir(), `tsnats-bench-${spec.name}-`));
     const storeDir = spec.jetstream ? path.join(workDir, "store") : "";
-    const s = new ServerProc(spec.name, await freePort(), workDir, storeDir);
+    let configPath = "";
+    if (spec.config !== undefined) {
+      configPath = path.join(workDir, "server.conf");
+      writeFileSync(configPath, spec.config);
+    }
+    const s = new ServerProc(spec.name, await freePort(), workDir, storeDir, configPath);
     try {
       await s.launch(readyTimeoutMs);
     } catch (e) {
@@ -99,7 +109,8 @@ export class ServerProc {
 
   /** Spawn the process and wait until the port answers with INFO. Returns ms until ready. */
   async launch(readyTimeoutMs = 30_000): Promise<number> {
-    const args = ["-a", HOST, "-p", String(this.port)];
+    const args = this.configPath !== "" ? ["-c", this.configPath] : [];
+    args.push("-a", HOST, "-p", String(this.port));
     if (this.storeDir !== "") args.push("-js", "-sd", this.storeDir);
     // TSNATS_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the tsnats node
     // process only; NODE_OPTIONS refuses --cpu-prof.

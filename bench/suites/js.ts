@@ -4,6 +4,7 @@
 import { createStream, deleteStream, fileStreamConfig, pubAckError, streamInfo, windowedRequests } from "../lib/js.js";
 import { deadlineAfter, latencyStats, payloadOf, sleep } from "../lib/load.js";
 import { dirBytes } from "../lib/servers.js";
+import { SYNC_INTERVAL_NOTE, syncIntervalCase } from "../lib/variant.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
 const STREAM = "BENCH";
@@ -105,6 +106,7 @@ export const jsSuite: SuiteDef = {
     `Stream: file storage, R1, subjects bench.js.>; recreated for every publish case. Sync = 1 in flight; async = 256 in flight.`,
     `Store case: a fresh server, ${FILL_WINDOW} publishes in flight to fill; RSS from /proc/<pid>/status before/after the fill (1 s settle), disk = apparent bytes under the store dir.`,
     "Recovery: SIGKILL, restart on the same store dir and port, time until $JS.API.STREAM.INFO reports every message (includes process start).",
+    SYNC_INTERVAL_NOTE,
   ],
   cases(opts: BenchOptions): CaseDef[] {
     const n = opts.msgs.toLocaleString("en-US");
@@ -113,6 +115,9 @@ export const jsSuite: SuiteDef = {
       { name: "js pub sync, 1 KiB", metrics: PUB_METRICS, run: (c) => jsPublish(c, 1024, 1) },
       { name: "js pub async (256 in flight), 16 B", metrics: PUB_METRICS, run: (c) => jsPublish(c, 16, 256) },
       { name: "js pub async (256 in flight), 1 KiB", metrics: PUB_METRICS, run: (c) => jsPublish(c, 1024, 256) },
+      syncIntervalCase("js pub sync, 16 B", PUB_METRICS, (c) => jsPublish(c, 16, 1)),
+      syncIntervalCase("js pub async (256 in flight), 16 B", PUB_METRICS, (c) => jsPublish(c, 16, 256)),
+      syncIntervalCase("js pub async (256 in flight), 1 KiB", PUB_METRICS, (c) => jsPublish(c, 1024, 256)),
       {
         name: `store ${n} × 16 B`,
         metrics: [

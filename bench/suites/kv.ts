@@ -6,6 +6,7 @@ import { statusCode } from "../lib/conn.js";
 import { createStream, pubAckError, streamInfo, windowedRequests } from "../lib/js.js";
 import { deadlineAfter, latencyStats, payloadOf } from "../lib/load.js";
 import type { Requester } from "../lib/request.js";
+import { SYNC_INTERVAL_NOTE, syncIntervalCase } from "../lib/variant.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
 const BUCKET = "bench";
@@ -110,6 +111,7 @@ export const kvSuite: SuiteDef = {
     `Raw TCP sockets. Bucket ${BUCKET} = stream ${STREAM} (file, R1, max_msgs_per_subject 1, allow_direct, allow_rollup_hdrs, deny_delete, discard new), ${KEYS} keys used round-robin, 16 B values.`,
     "put = PUB $KV.bench.<key> with a reply subject, PubAck awaited; get = request to $JS.API.DIRECT.GET.KV_bench.$KV.bench.<key> (a 404 counts as an error).",
     `Sequential = 1 in flight; windowed = ${WINDOW} in flight. Latency = time from sending a request to its reply.`,
+    SYNC_INTERVAL_NOTE,
   ],
   cases(_opts: BenchOptions): CaseDef[] {
     return [
@@ -117,6 +119,8 @@ export const kvSuite: SuiteDef = {
       { name: `kv put, ${WINDOW} in flight`, metrics: METRICS, run: (c) => put(c, WINDOW) },
       { name: "kv get, sequential", metrics: METRICS, run: (c) => get(c, 1) },
       { name: `kv get, ${WINDOW} in flight`, metrics: METRICS, run: (c) => get(c, WINDOW) },
+      syncIntervalCase("kv put, sequential", METRICS, (c) => put(c, 1)),
+      syncIntervalCase(`kv put, ${WINDOW} in flight`, METRICS, (c) => put(c, WINDOW)),
     ];
   },
 };

@@ -1,0 +1,76 @@
+// Rows that run a case against tsnats started with a JetStream sync_interval (fsync on a
+// timer, PubAcks right after the write: nats-server's default trade-off), beside the durable
+// default rows (fsync before every PubAck). The nats-server column of such a row is the same
+// case against the suite's nats-server, so the ratio compares like with like.
+
+import { RawConn, type ConnMode } from "./conn.js";
+import { Requester } from "./request.js";
+import { HOST, ServerProc } from "./servers.js";
+import type { BenchOptions, CaseContext, CaseDef, MetricDef } from "./types.js";
+
+export const SYNC_INTERVAL = "2m";
+export const SYNC_INTERVAL_LABEL = `tsnats (sync_interval ${SYNC_INTERVAL})`;
+
+export const SYNC_INTERVAL_NOTE =
+  `Rows marked "${SYNC_INTERVAL_LABEL}": the tsnats column comes from a second tsnats started with ` +
+  `jetstream { sync_interval: ${SYNC_INTERVAL} } (fsync every ${SYNC_INTERVAL}, PubAck after the write, as nats-server's ` +
+  "default), the nats-server column from the same nats-server as every other row. Unmarked tsnats rows fsync before each PubAck (group commit).";
+
+/** A case context on a server of its own (connections closed by closeAll). */
+class OwnServerContext implements CaseContext {
+  readonly conns: RawConn[] = [];
+  constructor(
+    readonly server: ServerProc,
+    readonly opts: BenchOptions,
+    private readonly outer: CaseContext,
+  ) {}
+
+  async connect(mode: ConnMode): Promise<RawConn> {
+    const c = await RawConn.connect({ port: this.server.port, host: HOST, mode, handshakeTimeoutMs: 10_000 });
+    this.conns.push(c);
+    return c;
+  }
+
+  async requester(): Promise<Requester> {
+    return new Requester(await this.connect("detail"));
+  }
+
+  freshServer(): Promise<ServerProc> {
+    return Promise.reject(new Error("freshServer is not available in a sync_interval row"));
+  }
+
+  note(text: string): void {
+    this.outer.note(text);
+  }
+
+  closeAll(): void {
+    for (const c of this.conns.splice(0)) c.close();
+  }
+}
+
+/** The case `name` again, with tsnats replaced by a tsnats running with sync_interval. */
+export function syncIntervalCase(
+  name: string,
+  metrics: MetricDef[],
+  run: (ctx: CaseContext) => Promise<Record<string, number>>,
+): CaseDef {
+  return {
+    name: `${name} — ${SYNC_INTERVAL_LABEL}`,
+    metrics,
+    async run(ctx: CaseContext): Promise<Record<string, number>> {
+      if (ctx.server.name !== "tsnats") return run(ctx);
+      const proc = await ServerProc.start({
+        name: "tsnats",
+        jetstream: true,
+        config: `jetstream {\n  sync_interval: "${SYNC_INTERVAL}"\n}\n`,
+      });
+      const own = new OwnServerContext(proc, ctx.opts, ctx);
+      try {
+        return await run(own);
+      } finally {
+        own.closeAll();
+        await proc.stop();
+      }
+    },
+  };
+}
