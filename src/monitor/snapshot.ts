@@ -63,6 +63,7 @@ export interface ServerSnap {
   authRequired: boolean;
   authTimeoutMs: number;
   maxConnections: number;
+  maxSubs: number;
   pingIntervalMs: number;
   pingMax: number;
   maxControlLineBytes: number;
@@ -182,6 +183,7 @@ export function snapshot(
     authRequired: server.authRequired(),
     authTimeoutMs: o.authorization.timeoutMs,
     maxConnections: o.maxConnections,
+    maxSubs: o.maxSubs,
     pingIntervalMs: o.pingIntervalMs,
     pingMax: o.pingMax,
     maxControlLineBytes: o.maxControlLineBytes,

@@ -19,6 +19,8 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     port: s.port,
     auth_required: s.authRequired,
     max_connections: s.maxConnections,
+    // omitempty in nats-server: only a configured limit is shown.
+    ...(s.maxSubs > 0 ? { max_subscriptions: s.maxSubs } : {}),
     ping_interval: s.pingIntervalMs * NS_PER_MS,
     ping_max: s.pingMax,
     http_host: s.httpHost,

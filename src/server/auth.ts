@@ -1,8 +1,10 @@
 // Client authentication: user/password (plain or bcrypt), token, a users list.
-// Accounts, nkeys and permissions come later; this returns the authenticated user name.
+// Accounts and nkeys come later; this returns the authenticated user name, and
+// permissionsOf() the permissions of a users-list entry (src/server/permissions.ts).
 
 import bcrypt from "bcryptjs";
 import type { AuthorizationOptions } from "./options.js";
+import type { Permissions } from "./permissions.js";
 
 export interface ConnectCredentials {
   user?: unknown;
@@ -46,4 +48,12 @@ export function authenticate(a: AuthorizationOptions, c: ConnectCredentials, noA
     return user === a.user && passwordMatches(a.password, pass) ? user : null;
   }
   return "";
+}
+
+/** The permissions of an authenticated user: only users-list entries have any (nats-server
+ *  applies none to the single user/password or token forms). */
+export function permissionsOf(a: AuthorizationOptions, user: string): Permissions | null {
+  if (a.users.length === 0) return null;
+  for (const u of a.users) if (u.user === user) return u.permissions;
+  return null;
 }

@@ -5,13 +5,16 @@
 import type { Socket } from "node:net";
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
-import { authenticate } from "./auth.js";
+import { authenticate, permissionsOf } from "./auth.js";
+import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import type { Server } from "./server.js";
 
 const PONG = Buffer.from("PONG\r\n");
 const PING = Buffer.from("PING\r\n");
 const OK = Buffer.from("+OK\r\n");
+// nats-server sysGroup: the queue group of the server's own responders (JetStream direct get).
+const SYS_GROUP = "_sys_";
 const INITIAL_OUT_BYTES = 32 * 1024;
 // A buffer handed to a socket that could not take it at once is replaced by one of at most
 // this size (a burst that grew the buffer need not pin that much per client).
@@ -54,6 +57,13 @@ export class Client implements ParserHandler, SubOwner {
   version = "";
   protocol = 0;
   user = "";
+  /** null: no permissions, nothing is checked. */
+  perms: ClientPermissions | null = null;
+  /** perms with a publish allow or deny list (the one test on the PUB path). */
+  private pubChecks = false;
+  /** perms with allow_responses: deliveries with a reply grant it. */
+  private tracksReplies = false;
+  private firstPongSent = false;
 
   // stats
   inMsgs = 0;
@@ -168,6 +178,7 @@ export class Client implements ParserHandler, SubOwner {
         return;
       }
       this.user = user;
+      this.setPermissions(permissionsOf(this.server.opts.authorization, user));
     }
     this.parser.headers = this.headers;
     this.connected = true;
@@ -194,6 +205,10 @@ export class Client implements ParserHandler, SubOwner {
     this.server.stats.inBytes += size;
     // Pedantic clients are told about a non-literal subject; the message still flows.
     if (this.pedantic && !(isValidSubject(subject) && isLiteral(subject))) this.sendErr("Invalid Publish Subject");
+    // Reserved subjects start with '_' or '$': two compares for every other publish.
+    if (this.pubChecks || mayBeReserved(subject) || (reply.length > 0 && mayBeReserved(reply))) {
+      if (this.publishRefused(subject, reply)) return;
+    }
     if (this.verbose) this.queueRaw(OK);
     this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false);
   }
@@ -204,11 +219,24 @@ export class Client implements ParserHandler, SubOwner {
       this.sendErr("Invalid Subject");
       return;
     }
+    // nats-server order: permissions (and the reserved queue group), then the limit, then a
+    // repeated sid.
+    if ((queue !== "" && queue === SYS_GROUP) || (this.perms !== null && !this.perms.canSubscribe(subject, queue))) {
+      this.subPermissionViolation(subject, queue, sid);
+      return;
+    }
+    const maxSubs = this.server.opts.maxSubs;
+    if (maxSubs > 0 && this.subs.size >= maxSubs) {
+      this.server.log.error(`${this.label()} - maximum subscriptions exceeded`);
+      this.sendErr("maximum subscriptions exceeded");
+      return;
+    }
     if (this.subs.has(sid)) {
       if (this.verbose) this.queueRaw(OK);
       return;
     }
     const sub = new Subscription(this, subject, queue, sid);
+    if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
     this.subs.set(sid, sub);
     this.server.sublist.insert(sub);
     if (this.verbose) this.queueRaw(OK);
@@ -230,6 +258,71 @@ export class Client implements ParserHandler, SubOwner {
   processPing(): void {
     if (!this.requireConnect()) return;
     this.queueRaw(PONG);
+    // nats-server 2.12: the first PONG after CONNECT is followed by an INFO with
+    // connect_info and the bound account, for clients that take async INFO (protocol 1).
+    if (!this.firstPongSent && this.connected) {
+      this.firstPongSent = true;
+      if (this.protocol >= 1) {
+        const info = this.server.infoJson(this);
+        this.queueString(`INFO ${info.slice(0, -1)},"connect_info":true,"remote_account":"$G"}\r\n`);
+      }
+    }
+  }
+
+  // ---- permissions ----
+
+  /** Installs a user's permissions (CONNECT, config reload). */
+  setPermissions(p: Permissions | null): void {
+    this.perms = p === null ? null : new ClientPermissions(p);
+    this.pubChecks = this.perms !== null && this.perms.checksPublish;
+    this.tracksReplies = this.perms !== null && this.perms.replies !== null;
+  }
+
+  /** After a reload: new permissions, and subscriptions they no longer allow are removed
+   *  with an -ERR naming the sid (nats-server processSubsOnConfigReload). */
+  reloadPermissions(p: Permissions | null): void {
+    this.setPermissions(p);
+    const perms = this.perms;
+    for (const sub of [...this.subs.values()]) {
+      if (perms !== null && !perms.canSubscribe(sub.subject, sub.queue)) {
+        this.removeSub(sub);
+        const q = sub.queue !== "" ? ` using queue ${goQuote(sub.queue)}` : "";
+        this.sendErr(`Permissions Violation for Subscription to ${goQuote(sub.subject)}${q} (sid ${goQuote(sub.sid)})`);
+        this.server.log.info(`Removed sub ${goQuote(sub.subject)}${q} (sid ${goQuote(sub.sid)}) for ${this.user} - not authorized`);
+        continue;
+      }
+      sub.denyFilter = perms !== null ? perms.filterFor(sub.subject, sub.queue) : null;
+    }
+  }
+
+  /** The checks of nats-server processInboundClientMsg, in its order; true = dropped (the
+   *  connection stays open). */
+  private publishRefused(subject: string, reply: string): boolean {
+    if (isGatewayReplySubject(subject)) return this.pubPermissionViolation(subject);
+    if (this.pubChecks && !this.perms!.pubAllowed(subject, this.server.nowMs())) return this.pubPermissionViolation(subject);
+    if (isNrgSubject(subject)) return this.pubPermissionViolation(subject);
+    if (reply.length > 0 && isReservedReply(reply)) {
+      this.sendErr(`Permissions Violation for Publish with Reply of ${goQuote(reply)}`);
+      this.server.log.error(`${this.label()} - Publish Violation - Reply ${goQuote(reply)}`);
+      return true;
+    }
+    return false;
+  }
+
+  private pubPermissionViolation(subject: string): true {
+    this.sendErr(`Permissions Violation for Publish to ${goQuote(subject)}`);
+    this.server.log.error(`${this.label()} - Publish Violation - Subject ${goQuote(subject)}`);
+    return true;
+  }
+
+  private subPermissionViolation(subject: string, queue: string, sid: string): void {
+    if (queue !== "") {
+      this.sendErr(`Permissions Violation for Subscription to ${goQuote(subject)} using queue ${goQuote(queue)}`);
+      this.server.log.error(`${this.label()} - Subscription Violation - Subject ${goQuote(subject)}, Queue: ${goQuote(queue)}, SID ${sid}`);
+    } else {
+      this.sendErr(`Permissions Violation for Subscription to ${goQuote(subject)}`);
+      this.server.log.error(`${this.label()} - Subscription Violation - Subject ${goQuote(subject)}, SID ${sid}`);
+    }
   }
 
   processPong(): void {
@@ -332,6 +425,7 @@ export class Client implements ParserHandler, SubOwner {
     st.outMsgs++;
     st.outBytes += total;
     if (sub.max > 0 && sub.delivered >= sub.max) this.removeSub(sub);
+    if (this.tracksReplies && reply.length > 0) this.perms!.trackReply(reply, this.server.nowMs());
     if (!this.dirty) this.markDirty();
     if (p + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
   }
@@ -442,6 +536,13 @@ export class Client implements ParserHandler, SubOwner {
   infoFor(): string {
     return this.server.infoJson(this);
   }
+}
+
+/** Could the subject be reserved (isGatewayReplySubject, isNrgSubject, isReservedReply)? All start
+ *  with '_' or '$'. */
+function mayBeReserved(s: string): boolean {
+  const c = s.charCodeAt(0);
+  return c === 95 || c === 36;
 }
 
 // Strings on the wire here are subjects, sids and sizes: latin1, short.

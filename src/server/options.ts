@@ -1,10 +1,14 @@
 // Server options: one flat, fully-initialised shape. The config file parser and the
 // command-line flags both produce a Partial<ServerOptions>; flags win over the file.
 
+import type { Permissions } from "./permissions.js";
+
 export interface UserEntry {
   user: string;
   password: string; // plain text, or a bcrypt hash starting with "$2"
-  permissions: unknown; // reserved for the permissions issue
+  /** null: no permissions (everything allowed). default_permissions are filled in by the
+   *  config mapping for users that have none, as nats-server's applyDefaultPermissions. */
+  permissions: Permissions | null;
 }
 
 export interface AuthorizationOptions {
@@ -13,6 +17,9 @@ export interface AuthorizationOptions {
   token: string;
   users: UserEntry[];
   timeoutMs: number;
+  /** authorization.permissions / default_permissions: apply to `users` entries without
+   *  their own (nats-server ignores them for the single user/password form). */
+  defaultPermissions: Permissions | null;
 }
 
 export interface JetStreamOptions {
@@ -34,6 +41,8 @@ export interface ServerOptions {
   httpPort: number; // 0 = off, -1 = random
   maxPayloadBytes: number;
   maxConnections: number;
+  /** Subscriptions per connection; 0 = unlimited (max_subs). */
+  maxSubs: number;
   maxControlLineBytes: number;
   maxPendingBytes: number;
   pingIntervalMs: number;
@@ -66,12 +75,13 @@ export function defaultOptions(): ServerOptions {
     httpPort: 0,
     maxPayloadBytes: 1024 * 1024,
     maxConnections: 64 * 1024,
+    maxSubs: 0,
     maxControlLineBytes: 4096,
     maxPendingBytes: 64 * 1024 * 1024,
     pingIntervalMs: 2 * 60 * 1000,
     pingMax: 2,
     writeDeadlineMs: 10 * 1000,
-    authorization: { user: "", password: "", token: "", users: [], timeoutMs: 2000 },
+    authorization: { user: "", password: "", token: "", users: [], timeoutMs: 2000, defaultPermissions: null },
     noAuthUser: "",
     jetstream: {
       enabled: false,

@@ -10,7 +10,7 @@ import { createServer as createServerKeys } from "@nats-io/nkeys";
 import { Sublist, type SublistResult } from "../subjects/sublist.js";
 import { Client, CloseReason } from "./client.js";
 import { Subscription, type SubOwner } from "./subscription.js";
-import { authRequired } from "./auth.js";
+import { authRequired, permissionsOf } from "./auth.js";
 import type { Bus, InternalHandler, InternalSubscription } from "./bus.js";
 import type { Logger } from "./log.js";
 import type { ServerOptions } from "./options.js";
@@ -309,8 +309,13 @@ export class Server implements Bus {
         if (!this.stillAuthorized(c)) {
           c.sendErr("Authorization Violation");
           c.close(CloseReason.AuthViolation);
+          continue;
         }
+        // nats-server re-registers the user: new permissions, disallowed subs removed.
+        c.reloadPermissions(permissionsOf(this.opts.authorization, c.user));
       }
+    } else {
+      for (const c of this.clients.values()) if (c.perms !== null) c.reloadPermissions(null);
     }
     this.flushDirty();
     this.log.info("Reloaded server configuration");
@@ -438,6 +443,7 @@ export class Server implements Bus {
     for (let i = 0; i < ps.length; i++) {
       const sub = ps[i]!;
       if (noEcho && sub.owner === from) continue;
+      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
       sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end);
       delivered++;
       if (probe) this.probeBacklog(sub);
@@ -451,6 +457,8 @@ export class Server implements Bus {
       for (let k = 0; k < n; k++) {
         const sub = members[(first + k) % n]!;
         if (sub.closed || (noEcho && sub.owner === from)) continue;
+        // A member whose subscribe deny covers the subject passes it to the next one.
+        if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
         sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end);
         delivered++;
         if (probe) this.probeBacklog(sub);

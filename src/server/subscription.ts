@@ -3,6 +3,7 @@
 
 import { isLiteral } from "../subjects/subject.js";
 import type { SubLike } from "../subjects/sublist.js";
+import type { DenyFilter } from "./permissions.js";
 
 export interface SubOwner {
   /** Connection id for clients, 0 for internal owners. */
@@ -23,6 +24,9 @@ export class Subscription implements SubLike {
    *  a literal subscription has one, since its messages all carry its own subject. */
   wireSubject: string | null;
   wirePrefix: Buffer | null = null;
+  /** Set for a client's wildcard or queue subscription that a subscribe deny entry
+   *  overlaps: routing skips the messages it denies (nats-server checkDenySub). */
+  denyFilter: DenyFilter | null = null;
   constructor(
     readonly owner: SubOwner,
     readonly subject: string,

@@ -106,8 +106,8 @@ authorization {
   const u = map(`authorization { users: [ {user: x, password: y}, {username: z, pass: w, permissions: {publish: ">"}} ], timeout: "1.5s" }\n`);
   assert.deepEqual(u.patch.authorization, {
     users: [
-      { user: "x", password: "y", permissions: undefined },
-      { user: "z", password: "w", permissions: { publish: ">" } },
+      { user: "x", password: "y", permissions: null },
+      { user: "z", password: "w", permissions: { publish: { allow: [">"], deny: [] }, subscribe: null, response: null } },
     ],
     timeoutMs: 1500,
   });
@@ -179,7 +179,7 @@ void test("known but unsupported keys are accepted with warnings (nats.js launch
     httpPort: -1,
     jetstream: { enabled: true, maxFileStoreBytes: 1048576, maxMemoryStoreBytes: 1048576, storeDir: "/tmp/jetstream_test_abc" },
     portsFileDir: "/tmp",
-    authorization: { users: [{ user: "derek", password: "foobar", permissions: undefined }] },
+    authorization: { users: [{ user: "derek", password: "foobar", permissions: null }] },
     configFile: path,
   });
   assert.equal(warnings.length, 3);

@@ -56,6 +56,7 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
     authRequired: false,
     authTimeoutMs: 2000,
     maxConnections: 65536,
+    maxSubs: 0,
     pingIntervalMs: 120_000,
     pingMax: 2,
     maxControlLineBytes: 4096,
@@ -127,6 +128,9 @@ void test("varz: nats-server field names and units", () => {
   assert.equal(v["subscriptions"], 3);
   assert.deepEqual(v["jetstream"], {});
   assert.deepEqual(v["connect_urls"], []);
+  // max_subscriptions is omitempty in nats-server: absent without a limit.
+  assert.ok(!("max_subscriptions" in v));
+  assert.equal(buildVarz(snap({ maxSubs: 10 }))["max_subscriptions"], 10);
 });
 
 void test("varz: jetstream section from the service's jsz body", () => {

@@ -23,6 +23,7 @@ import {
   wasUsedAsVariable,
 } from "./parser.js";
 import { parseDurationMs } from "./duration.js";
+import { permissionsBlock } from "./permissions.js";
 
 export class ConfigProblems extends Error {
   readonly code = "CONFIG_ERROR";
@@ -46,7 +47,7 @@ export const IGNORED_TOP_LEVEL: ReadonlySet<string> = new Set([
   "https_port", "http_base_path", "cluster", "gateway", "leaf", "leafnodes",
   "logfile_size_limit", "log_size_limit", "logfile_max_num", "log_max_num", "syslog",
   "remote_syslog", "prof_port", "prof_block_rate", "proxy_protocol", "max_traced_msg_len",
-  "max_subscriptions", "max_subs", "max_sub_tokens", "max_subscription_tokens", "tls", "ocsp",
+  "max_sub_tokens", "max_subscription_tokens", "tls", "ocsp",
   "allow_non_tls", "write_timeout", "operator", "operators", "roots", "root", "root_operators",
   "root_operator", "resolver", "account_resolver", "accounts_resolver", "resolver_tls",
   "resolver_preload", "resolver_pinned_accounts", "system_account", "system",
@@ -63,7 +64,7 @@ const IGNORED_JETSTREAM = new Set([
   "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
 ]);
 
-const IGNORED_AUTH = new Set(["default_permission", "default_permissions", "permissions", "auth_callout", "auth_hook", "proxy_required", "nkeys"]);
+const IGNORED_AUTH = new Set(["auth_callout", "auth_hook", "proxy_required", "nkeys"]);
 const IGNORED_USER = new Set(["nkey", "allowed_connection_types", "connection_types", "clients", "proxy_required", "account"]);
 
 class Ctx {
@@ -241,6 +242,12 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
     }
     case "max_pending":
       return set(patch, "maxPendingBytes", ctx.size(m, k));
+    case "max_subscriptions":
+    case "max_subs": {
+      // nats-server: 0 (and, in effect, a negative number) means no limit.
+      const n = ctx.int(m, k);
+      return set(patch, "maxSubs", n !== undefined && n < 0 ? 0 : n);
+    }
     case "max_connections":
     case "max_conn": {
       const n = ctx.int(m, k);
@@ -329,11 +336,21 @@ function authorization(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsP
         if (users) auth.users = users;
         break;
       }
+      case "default_permission":
+      case "default_permissions":
+      case "permissions": {
+        const p = permissionsBlock(ctx, m, k);
+        if (p !== undefined) auth.defaultPermissions = p;
+        break;
+      }
       default:
         if (IGNORED_AUTH.has(k.toLowerCase())) ctx.ignored(m, k, "authorization.");
         else ctx.unknown(m, k);
     }
   }
+  // nats-server applyDefaultPermissions: users without permissions of their own get them.
+  const dp = auth.defaultPermissions;
+  if (dp !== undefined && dp !== null && auth.users) for (const u of auth.users) if (u.permissions === null) u.permissions = dp;
   patch.authorization = auth;
 }
 
@@ -346,7 +363,7 @@ function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | unde
   const out: UserEntry[] = [];
   arr.forEach((u, i) => {
     if (!isMap(u)) return ctx.error(arr, i, `expected a user map in "${key}", got ${describe(u)}`);
-    const entry: UserEntry = { user: "", password: "", permissions: undefined };
+    const entry: UserEntry = { user: "", password: "", permissions: null };
     for (const k of Object.keys(u)) {
       switch (k.toLowerCase()) {
         case "user":
@@ -359,9 +376,11 @@ function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | unde
           break;
         case "permission":
         case "permissions":
-        case "authorization":
-          entry.permissions = u[k];
+        case "authorization": {
+          const p = permissionsBlock(ctx, u, k);
+          if (p !== undefined) entry.permissions = p;
           break;
+        }
         default:
           if (IGNORED_USER.has(k.toLowerCase())) ctx.ignored(u, k, "authorization.users.");
           else ctx.unknown(u, k);
