@@ -37,6 +37,7 @@ const FC_WINDOW_START_BYTES = 2 * 1024 * 1024;
 const FC_WINDOW_MAX_BYTES = 32 * 1024 * 1024;
 const ADV = "$JS.EVENT.ADVISORY.CONSUMER.";
 const ADV_TYPE = "io.nats.jetstream.advisory.v1.";
+const ST_REQUESTS_PENDING = statusHeaders(408, "Requests Pending");
 
 export interface ConsumerEnv {
   bus: Bus;
@@ -437,7 +438,18 @@ export class Consumer implements ConsumerHook, Tickable {
       r.batch--;
       r.delivered++;
       r.lastMs = this.runMonoMs;
-      if (r.maxBytes > 0) r.maxBytes = Math.max(0, r.maxBytes - size);
+      if (r.maxBytes > 0) {
+        // Bytes used up exactly: this was the request's last message (nats-server sets n = 1).
+        r.maxBytes -= size;
+        if (r.maxBytes <= 0) {
+          r.maxBytes = 0;
+          r.batch = 0;
+        } else if (r.batch <= 0) {
+          // nats-server 2.10+: a batch fulfilled with bytes to spare ends with 409 Batch
+          // Completed (0 messages and the bytes left); only requests with max_bytes get it.
+          bus.publish(r.reply, "", pendingStatus(409, "Batch Completed", 0, r.maxBytes), EMPTY);
+        }
+      }
       if (r.batch <= 0) this.waiting.shift();
       else this.waiting.rotate();
       if (this.congested) break;
@@ -491,15 +503,18 @@ export class Consumer implements ConsumerHook, Tickable {
     if (this.state.delivered.streamSeq >= this.replayEndSeq) this.replay = false;
   }
 
-  /** no_wait requests without expires end once nothing more is available now. */
+  /** no_wait requests end with 404 No Messages once nothing more is available now: those
+   *  without expires, and those with expires that got something (one with expires that got
+   *  nothing waits for a message or its 408). nats-server 2.11.11 / 2.12.2 changed this;
+   *  before, a partly served no_wait request ended with 408 Request Timeout and a no_wait
+   *  request with expires waited for its expiry in every case. */
   private finishNoWait(): void {
     if (this.waiting.length === 0) return;
     if (this.hasAvailable()) return;
     const bus = this.env.bus;
     this.waiting.sweep((r) => {
-      if (!r.noWait || r.expiresAtMs > 0) return false;
-      if (r.delivered === 0) bus.publish(r.reply, "", ST_NO_MESSAGES, EMPTY);
-      else bus.publish(r.reply, "", pendingStatus(408, "Request Timeout", r.batch, r.maxBytes), EMPTY);
+      if (!r.noWait || (r.expiresAtMs > 0 && r.delivered === 0)) return false;
+      bus.publish(r.reply, "", ST_NO_MESSAGES, EMPTY);
       return true;
     });
   }
@@ -1021,6 +1036,10 @@ export class Consumer implements ConsumerHook, Tickable {
       bus.publish(reply, "", ST_NO_MESSAGES, EMPTY);
       return;
     }
+    if (q.noWait && this.waiting.length > 0 && this.requestsPending(now)) {
+      bus.publish(reply, "", ST_REQUESTS_PENDING, EMPTY);
+      return;
+    }
     if (this.waiting.isFull()) {
       this.sweepWaiting(now);
       if (this.waiting.isFull()) {
@@ -1045,6 +1064,18 @@ export class Consumer implements ConsumerHook, Tickable {
       this.env.ticker.want(this);
       if (r.expiresAtMs > 0) this.env.ticker.wakeAt(this, r.expiresAtMs);
     }
+  }
+
+  /** nats-server processNextMsgRequest: a no_wait request is refused with 408 Requests
+   *  Pending when the open requests already want more messages than there are to deliver
+   *  (new ones plus queued redeliveries). */
+  private requestsPending(now: number): boolean {
+    const avail = this.computeNumPending() + (this.rdq.length - this.rdqHead);
+    if (avail === 0) return false;
+    this.sweepWaiting(now);
+    let wanted = 0;
+    for (const r of this.waiting.all()) wanted += r.batch;
+    return avail < wanted;
   }
 
   /** Ask the ticker to fire when the earliest open request expires. */

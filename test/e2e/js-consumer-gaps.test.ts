@@ -1,0 +1,117 @@
+// Consumer behaviours of newer nats-server (2.10–2.12) end to end over TCP: how pull
+// requests end (409 Batch Completed, 408 Requests Pending, no_wait on a partial batch), the
+// deliver_group interest of push consumers, purges against pending acks, TERM, max_deliver,
+// consumer_limits on stream update and MSG.NEXT for a missing consumer.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { AckPolicy } from "@nats-io/jetstream";
+import { bootJs, until, type JsEnv } from "../helpers/js-consumer.js";
+
+let env: JsEnv;
+
+before(async () => {
+  env = await bootJs("jscons-gaps");
+});
+
+after(async () => {
+  await env.close();
+});
+
+/** What one pull request received: "seq:<n>" per message, "<code> <description>" per status,
+ *  plus the pending headers of the status that ended it. */
+interface PullLog {
+  items: string[];
+  pendingMsgs: string | undefined;
+  pendingBytes: string | undefined;
+}
+
+/** Sends one raw MSG.NEXT request and collects until a status other than 100 ends it. */
+async function rawPull(nc: NatsConnection, stream: string, consumer: string, body: Record<string, unknown>, boundMs = 10_000): Promise<PullLog> {
+  const inbox = createInbox();
+  const log: PullLog = { items: [], pendingMsgs: undefined, pendingBytes: undefined };
+  let done = false;
+  const sub = nc.subscribe(inbox, {
+    callback: (_e, m: Msg) => {
+      const h = m.headers;
+      if (h !== undefined && h.code > 0 && (m.reply ?? "") === "") {
+        if (h.code === 100) return;
+        log.items.push(`${h.code} ${h.description}`);
+        log.pendingMsgs = h.get("Nats-Pending-Messages") || undefined;
+        log.pendingBytes = h.get("Nats-Pending-Bytes") || undefined;
+        done = true;
+        return;
+      }
+      log.items.push(`seq:${(m.reply ?? "").split(".")[5]}`);
+    },
+  });
+  nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(body), { reply: inbox });
+  try {
+    await until(`pull ${JSON.stringify(body)} to end (got ${log.items.join(", ")})`, () => done, boundMs);
+  } finally {
+    sub.unsubscribe();
+  }
+  return log;
+}
+
+async function info(stream: string, name: string): Promise<Record<string, unknown>> {
+  return (await env.jsm.consumers.info(stream, name)) as unknown as Record<string, unknown>;
+}
+
+void test("pull: 409 Batch Completed when a max_bytes request's batch is filled with bytes left", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "BC", subjects: ["bc.>"] });
+  for (let i = 0; i < 3; i++) await js.publish("bc.x", "hello");
+  await jsm.consumers.add("BC", { durable_name: "C", ack_policy: AckPolicy.Explicit });
+  const a = await rawPull(nc, "BC", "C", { batch: 2, max_bytes: 100_000, expires: 5_000_000_000 });
+  assert.deepEqual(a.items, ["seq:1", "seq:2", "409 Batch Completed"]);
+  assert.equal(a.pendingMsgs, "0");
+  // The bytes left: max_bytes minus what the two messages counted (subject + reply + payload).
+  const left = Number(a.pendingBytes);
+  assert.ok(left > 100_000 - 400 && left < 100_000 - 2 * 9, `pending bytes ${a.pendingBytes}`);
+  // Without max_bytes, a fulfilled batch just ends (no status).
+  const inbox = createInbox();
+  const got: string[] = [];
+  const sub = nc.subscribe(inbox, {
+    callback: (_e, m) => {
+      got.push(m.headers?.code ? `${m.headers.code}` : "msg");
+    },
+  });
+  nc.publish("$JS.API.CONSUMER.MSG.NEXT.BC.C", JSON.stringify({ batch: 1, expires: 5_000_000_000 }), { reply: inbox });
+  // A no_wait request on the same connection after it is the barrier.
+  const b = await rawPull(nc, "BC", "C", { batch: 1, no_wait: true });
+  assert.deepEqual(b.items, ["404 No Messages"]);
+  await nc.flush();
+  sub.unsubscribe();
+  assert.deepEqual(got, ["msg"]);
+});
+
+void test("pull: no_wait on a partial batch ends with 404 (2.11.11+/2.12.2+); 408 Requests Pending", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "NW", subjects: ["nw.>"] });
+  for (let i = 0; i < 2; i++) await js.publish("nw.x", "m");
+  await jsm.consumers.add("NW", { durable_name: "C", ack_policy: AckPolicy.Explicit });
+  // Two of five, then the end of the stream: 404 No Messages, not 408 Request Timeout.
+  assert.deepEqual((await rawPull(nc, "NW", "C", { batch: 5, no_wait: true })).items, ["seq:1", "seq:2", "404 No Messages"]);
+  // no_wait with expires: a partial batch ends at once too, with 404.
+  await js.publish("nw.x", "m");
+  assert.deepEqual((await rawPull(nc, "NW", "C", { batch: 5, no_wait: true, expires: 30_000_000_000 })).items, ["seq:3", "404 No Messages"]);
+
+  // Requests Pending: open requests want more than there is; a no_wait request is refused.
+  await jsm.consumers.add("NW", { durable_name: "MAP", ack_policy: AckPolicy.Explicit, max_ack_pending: 1 });
+  const inbox = createInbox();
+  const first: string[] = [];
+  const sub = nc.subscribe(inbox, {
+    callback: (_e, m) => {
+      first.push(m.headers?.code ? `${m.headers.code}` : "msg");
+    },
+  });
+  nc.publish("$JS.API.CONSUMER.MSG.NEXT.NW.MAP", JSON.stringify({ batch: 10, expires: 30_000_000_000 }), { reply: inbox });
+  // It got one message (max_ack_pending 1) and waits for nine more; two remain in the stream.
+  await until("the open request got one message", () => first.length === 1);
+  await until("the open request is registered", async () => (await info("NW", "MAP"))["num_waiting"] === 1);
+  const rp = await rawPull(nc, "NW", "MAP", { batch: 1, no_wait: true });
+  assert.deepEqual(rp.items, ["408 Requests Pending"]);
+  assert.equal(rp.pendingMsgs, undefined);
+  sub.unsubscribe();
+});
