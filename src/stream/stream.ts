@@ -32,6 +32,9 @@ export const HDR_MARKER_REASON = "Nats-Marker-Reason";
 const MIN_EXPIRY_MS = 50;
 
 const MAX_HDR_BYTES = 65535;
+/** Decimal digits of the largest sequence (2^53). */
+const MAX_SEQ_DIGITS = 16;
+const ACK_DUP_TAIL = Buffer.from(',"duplicate": true}');
 const ACK_SPLIT = Number(process.env["TSNATS_ACK_SPLIT"] ?? 1e9);
 
 /** What a stream needs from the service around it. */
@@ -97,7 +100,8 @@ export class Stream implements StreamHandle {
   private ingestTr: SubjectTransform | null = null;
   private republishTr: SubjectTransform | null = null;
   private lastMsgId = "";
-  private ackPrefix = "";
+  /** `{"stream":<name>[,"domain":<domain>],"seq":` as UTF-8: the start of every PubAck. */
+  private ackPrefixBytes: Buffer = Buffer.alloc(0);
 
   private current = new AckBatch();
   private readonly inflight: AckBatch[] = [];
@@ -145,10 +149,11 @@ export class Stream implements StreamHandle {
         ? SubjectTransform.create(cfg.subject_transform.src, cfg.subject_transform.dest)
         : null;
     this.republishTr = cfg.republish !== null ? SubjectTransform.create(cfg.republish.src, cfg.republish.dest) : null;
-    this.ackPrefix =
+    this.ackPrefixBytes = Buffer.from(
       this.env.domain !== ""
         ? `{"stream":${JSON.stringify(cfg.name)},"domain":${JSON.stringify(this.env.domain)},"seq":`
-        : `{"stream":${JSON.stringify(cfg.name)},"seq":`;
+        : `{"stream":${JSON.stringify(cfg.name)},"seq":`,
+    );
   }
 
   /** Subscribe to the stream's subjects and start the expiry timer. */
@@ -538,9 +543,18 @@ export class Stream implements StreamHandle {
       );
       for (let i = 0; i < n; i++) bus.publish(b.replies[i]!, "", null, body);
     } else {
+      // Every body of the batch in one buffer, written byte by byte: no string building or
+      // UTF-8 encoding per ack; each publish gets a view (receivers copy or keep the view).
+      const pre = this.ackPrefixBytes;
+      const buf = Buffer.allocUnsafe(n * (pre.length + MAX_SEQ_DIGITS + ACK_DUP_TAIL.length));
+      let p = 0;
       for (let i = 0; i < n; i++) {
-        const body = this.ackPrefix + String(b.seqs[i]) + (b.dups[i] ? ',"duplicate": true}' : "}");
-        bus.publish(b.replies[i]!, "", null, Buffer.from(body));
+        const start = p;
+        for (let k = 0; k < pre.length; k++) buf[p++] = pre[k]!;
+        p = putSeq(buf, p, b.seqs[i]!);
+        if (b.dups[i]) for (let k = 0; k < ACK_DUP_TAIL.length; k++) buf[p++] = ACK_DUP_TAIL[k]!;
+        else buf[p++] = 0x7d; // }
+        bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
       }
     }
     b.clear();
@@ -756,6 +770,19 @@ export class Stream implements StreamHandle {
     if (this.inflight.length === 0) return;
     await new Promise<void>((res) => this.store.sync(() => res()));
   }
+}
+
+/** A sequence (a non-negative integer up to 2^53) in decimal at buf[p]; returns the end. */
+function putSeq(buf: Buffer, p: number, v: number): number {
+  let digits = 1;
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+  let q = p + digits - 1;
+  for (let t = v; q >= p; ) {
+    const d = Math.floor(t / 10);
+    buf[q--] = 48 + t - d * 10;
+    t = d;
+  }
+  return p + digits;
 }
 
 export function msgIdOf(hdr: Buffer | null): string {

@@ -454,3 +454,34 @@ void test("max_age expires on the timer", () =>
     await h.bus.pub("a", "1");
     await waitFor(async () => (await info(h, "A")).state.messages === 0, "max_age expiry");
   }));
+
+// PubAck bodies are encoded by hand into one buffer per group commit: the bytes must be the
+// JSON nats-server sends (key order, the domain, the duplicate flag) for any sequence.
+for (const storage of ["file", "memory"]) {
+  void test(`PubAck bytes: domain, duplicate flag, sequences past 2^32 (${storage})`, async () => {
+    const h = await startJs({ domain: "hub" });
+    try {
+      const first = 2 ** 40 + 7;
+      await create(h, { name: "Ü-S", subjects: ["ack.>"], storage, first_seq: first });
+      const raw = async (hdr: [string, string][]): Promise<string> => {
+        const got = await h.bus.request("ack.x", "v", { hdr });
+        assert.equal(got.length, 1);
+        return got[0]!.payload.toString("utf8");
+      };
+      assert.equal(await raw([["Nats-Msg-Id", "a"]]), `{"stream":"Ü-S","domain":"hub","seq":${first}}`);
+      assert.equal(await raw([["Nats-Msg-Id", "b"]]), `{"stream":"Ü-S","domain":"hub","seq":${first + 1}}`);
+      assert.equal(await raw([["Nats-Msg-Id", "a"]]), `{"stream":"Ü-S","domain":"hub","seq":${first},"duplicate": true}`);
+      // Many in one group commit: each publisher gets its own body.
+      const all = await Promise.all(Array.from({ length: 40 }, (_, i) => h.bus.pub("ack.y", "v", [["Nats-Msg-Id", `m${i % 20}`]])));
+      const seqs = all.map((a) => a["seq"] as number);
+      for (let i = 0; i < 20; i++) {
+        assert.equal(seqs[i], first + 2 + i);
+        assert.equal(all[i]!["duplicate"], undefined);
+        assert.equal(seqs[i + 20], first + 2 + i);
+        assert.equal(all[i + 20]!["duplicate"], true);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+}
