@@ -11,6 +11,7 @@ import { isValidSubject, isLiteral, subjectMatches, subjectsCollide } from "../s
 import { jsErr, JsApiError, type JsErrName } from "../jetstream/errors.js";
 import { parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
+import { DEFAULT_PRIORITY_TIMEOUT_NS, PriorityPolicies, VALID_GROUP_NAME } from "./priority.js";
 
 export const NS_PER_MS = 1_000_000;
 export const DEFAULT_ACK_WAIT_NS = 30_000 * NS_PER_MS;
@@ -253,11 +254,19 @@ export function decodeConsumerConfig(v: unknown): ConsumerConfig {
   c.metadata = metadataOf(o);
   c.pause_until_ns = timeNs(o, "pause_until");
   c.priority_groups = strList(o, "priority_groups");
-  c.priority_policy = str(o, "priority_policy");
-  if (c.priority_policy === "none") c.priority_policy = "";
+  c.priority_policy = priorityPolicyOf(o);
   c.priority_timeout = int(o, "priority_timeout");
   c.dead_letter_subject = str(o, DEAD_LETTER_FIELD);
   return c;
+}
+
+/** priority_policy as nats-server's PriorityPolicy.UnmarshalJSON reads it: exact names, the
+ *  raw JSON in the error. "" is taken as none (nats-server refuses it; it never sends it). */
+function priorityPolicyOf(o: Obj): string {
+  const v = o["priority_policy"];
+  if (v === undefined || v === null || v === "" || v === "none") return "";
+  if (typeof v === "string" && (PriorityPolicies as readonly string[]).includes(v)) return v;
+  invalidJson(`unknown priority policy: ${JSON.stringify(v)}`);
 }
 
 /** The filters as a list; `>` alone means "no filter" (nats.js ordered consumers send it). */
@@ -319,6 +328,11 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
   if (c.deliver_subject === "" && c.max_waiting === 0) c.max_waiting = DEFAULT_MAX_WAITING;
   if (c.durable_name === "" && c.inactive_threshold === 0) c.inactive_threshold = DEFAULT_INACTIVE_THRESHOLD_NS;
   if (c.durable_name !== "" && c.name === "") c.name = c.durable_name;
+  if (c.priority_timeout < 0) {
+    if (pedantic) fail("JSPedanticErrF", { err: "priority_timeout must not be negative" });
+    c.priority_timeout = 0;
+  }
+  if (c.priority_policy === "pinned_client" && c.priority_timeout === 0) c.priority_timeout = DEFAULT_PRIORITY_TIMEOUT_NS;
 
   // Validation, in checkConsumerCfg's order.
   if (c.durable_name !== "" && c.name !== "" && c.durable_name !== c.name) fail("JSConsumerCreateDurableAndNameMismatch");
@@ -337,7 +351,6 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
     if (c.max_waiting !== 0) fail("JSConsumerPushMaxWaitingErr");
     if (c.max_ack_pending > 0 && c.ack_policy === "none") fail("JSConsumerMaxPendingAckPolicyRequiredErr");
     if (c.idle_heartbeat > 0 && c.idle_heartbeat < MIN_HEARTBEAT_NS) fail("JSConsumerSmallHeartbeatErr");
-    if (c.priority_policy !== "" || c.priority_groups.length > 0) fail("JSConsumerPushWithPriorityGroupErr");
   } else {
     if (c.ack_policy === "none" && stream.retention === "workqueue") fail("JSConsumerPullRequiresAckErr");
     if (c.rate_limit_bps > 0) fail("JSConsumerPullWithRateLimitErr");
@@ -368,13 +381,11 @@ export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, p
   for (const [k, v] of Object.entries(c.metadata ?? {})) mdLen += k.length + v.length;
   if (mdLen > MAX_METADATA_LEN) fail("JSConsumerMetadataLengthErrF", { limit: "128KB" });
   if (c.priority_policy !== "") {
-    if (!["overflow", "pinned_client", "prioritized"].includes(c.priority_policy)) {
-      invalidJson(`unknown priority policy: ${c.priority_policy}`);
-    }
+    if (c.deliver_subject !== "") fail("JSConsumerPushWithPriorityGroupErr");
     if (c.priority_groups.length === 0) fail("JSConsumerPriorityPolicyWithoutGroup");
     for (const g of c.priority_groups) {
       if (g === "") fail("JSConsumerEmptyGroupName");
-      if (!/^[A-Za-z0-9/_=-]{1,16}$/.test(g)) fail("JSConsumerInvalidGroupNameErr");
+      if (!VALID_GROUP_NAME.test(g)) fail("JSConsumerInvalidGroupNameErr");
     }
   } else {
     if (c.priority_groups.length > 0) fail("JSConsumerPriorityGroupWithPolicyNone");

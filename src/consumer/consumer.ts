@@ -375,7 +375,7 @@ export class Consumer implements ConsumerHook, Tickable {
 
   private runPush(): void {
     const to = this.cfg.deliver_subject;
-    if (!this.env.bus.hasInterest(to)) return;
+    if (!this.deliverInterest()) return;
     let any = false;
     for (;;) {
       if (this.stopped) return;
@@ -393,6 +393,16 @@ export class Consumer implements ConsumerHook, Tickable {
       if (this.congested) break;
     }
     if (any) this.persist();
+  }
+
+  /** A push consumer delivers (and is push_bound) while its deliver subject has interest;
+   *  with deliver_group, only members of that queue group count (nats-server registers its
+   *  interest notification for the subject and the group). */
+  private deliverInterest(): boolean {
+    const bus = this.env.bus;
+    const g = this.cfg.deliver_group;
+    if (g === "" || bus.hasQueueInterest === undefined) return bus.hasInterest(this.cfg.deliver_subject);
+    return bus.hasQueueInterest(this.cfg.deliver_subject, g);
   }
 
   private sendFlowControl(): void {
@@ -1131,7 +1141,7 @@ export class Consumer implements ConsumerHook, Tickable {
     }
     let bound = false;
     if (push) {
-      bound = bus.hasInterest(this.cfg.deliver_subject);
+      bound = this.deliverInterest();
       const hb = this.cfg.idle_heartbeat / 1e6;
       if (bound && hb > 0 && now - this.lastPushMs >= hb) {
         this.lastPushMs = now;
@@ -1213,7 +1223,7 @@ export class Consumer implements ConsumerHook, Tickable {
       num_pending: this.computeNumPending(),
       cluster: { leader: this.env.serverName },
     };
-    if (isPush(this.cfg) && this.env.bus.hasInterest(this.cfg.deliver_subject)) out["push_bound"] = true;
+    if (isPush(this.cfg) && this.deliverInterest()) out["push_bound"] = true;
     if (this.isPaused()) {
       out["paused"] = true;
       out["pause_remaining"] = this.cfg.pause_until_ns - nowNs;

@@ -1,7 +1,8 @@
 // Pull requests ($JS.API.CONSUMER.MSG.NEXT) and the waiting list that holds them, bounded
-// by max_waiting and served in arrival order.
+// by max_waiting and served in arrival order (or by priority under `prioritized`).
 
 import { statusHeaders } from "../protocol/headers.js";
+import type { PullPriority } from "./priority.js";
 
 export interface PullRequest {
   reply: string;
@@ -17,6 +18,8 @@ export interface PullRequest {
   lastMs: number;
   /** Messages delivered to it so far. */
   delivered: number;
+  /** Priority-group fields of a JSON request; null for an empty or bare-number body. */
+  pg: PullPriority | null;
 }
 
 export type ParsedPull = { ok: true; req: Omit<PullRequest, "reply" | "lastMs" | "delivered" | "expiresAtMs"> & { expiresNs: number } } | { ok: false; error: string };
@@ -24,7 +27,7 @@ export type ParsedPull = { ok: true; req: Omit<PullRequest, "reply" | "lastMs" |
 /** Empty body = batch 1; a bare integer = batch N; else JSON. */
 export function parsePullRequest(payload: Buffer): ParsedPull {
   const text = payload.toString("utf8").trim();
-  const base = { batch: 1, maxBytes: 0, expiresNs: 0, noWait: false, hbMs: 0 };
+  const base = { batch: 1, maxBytes: 0, expiresNs: 0, noWait: false, hbMs: 0, pg: null };
   if (text.length === 0) return { ok: true, req: base };
   if (/^\d+$/.test(text)) {
     const n = Number(text);
@@ -48,12 +51,21 @@ export function parsePullRequest(payload: Buffer): ParsedPull {
   const maxBytes = num("max_bytes");
   const expires = num("expires");
   const hb = num("idle_heartbeat");
-  if (batch === null || maxBytes === null || expires === null || hb === null) {
+  const minPending = num("min_pending");
+  const minAckPending = num("min_ack_pending");
+  const priority = num("priority");
+  if (batch === null || maxBytes === null || expires === null || hb === null || minPending === null || minAckPending === null || priority === null) {
     return { ok: false, error: "json: cannot unmarshal value into Go struct field JSApiConsumerGetNextRequest" };
   }
   const nw = r["no_wait"];
   if (nw !== undefined && nw !== null && typeof nw !== "boolean") {
     return { ok: false, error: "json: cannot unmarshal value into Go struct field JSApiConsumerGetNextRequest.no_wait of type bool" };
+  }
+  const group = r["group"] ?? "";
+  const id = r["id"] ?? "";
+  if (typeof group !== "string" || typeof id !== "string") {
+    const k = typeof group !== "string" ? "group" : "id";
+    return { ok: false, error: `json: cannot unmarshal value into Go struct field JSApiConsumerGetNextRequest.PriorityGroup.${k} of type string` };
   }
   return {
     ok: true,
@@ -63,13 +75,24 @@ export function parsePullRequest(payload: Buffer): ParsedPull {
       expiresNs: expires > 0 ? expires : 0,
       noWait: nw === true,
       hbMs: hb > 0 ? hb / 1e6 : 0,
+      pg: { group, minPending, minAckPending, id, priority },
     },
   };
 }
 
-/** FIFO of open requests; removal by identity is O(n) but n <= max_waiting. */
+/** Priority of a request without group fields (a bare batch number): served last. */
+const NO_PRIORITY = 2147483647;
+
+export function requestPriority(r: PullRequest): number {
+  return r.pg === null ? NO_PRIORITY : r.pg.priority;
+}
+
+/** FIFO of open requests; removal by identity is O(n) but n <= max_waiting. With
+ *  `prioritized` set the list stays sorted by request priority (lower first), arrival
+ *  order within one priority (nats-server addPrioritized/popAndRequeue). */
 export class WaitingList {
   private items: PullRequest[] = [];
+  prioritized = false;
   constructor(public max: number) {}
 
   get length(): number {
@@ -81,16 +104,29 @@ export class WaitingList {
   }
 
   push(r: PullRequest): void {
-    this.items.push(r);
+    if (this.prioritized) this.insertByPriority(r);
+    else this.items.push(r);
+  }
+
+  /** After the last request of r's priority (or of any lower one). */
+  private insertByPriority(r: PullRequest): void {
+    const p = requestPriority(r);
+    let i = this.items.length;
+    while (i > 0 && requestPriority(this.items[i - 1]!) > p) i--;
+    this.items.splice(i, 0, r);
   }
 
   peek(): PullRequest | undefined {
     return this.items[0];
   }
 
-  /** Move the head to the back (round-robin among requests that still want more). */
+  /** Move the head to the back (round-robin among requests that still want more); when
+   *  prioritized, to the back of its own priority. */
   rotate(): void {
-    if (this.items.length > 1) this.items.push(this.items.shift()!);
+    if (this.items.length <= 1) return;
+    const r = this.items.shift()!;
+    if (this.prioritized) this.insertByPriority(r);
+    else this.items.push(r);
   }
 
   shift(): PullRequest | undefined {

@@ -1,6 +1,6 @@
 // $JS.API.CONSUMER.* (the router hands over op and the remaining tokens): CREATE (legacy
 // ephemeral, named, named with filter), DURABLE.CREATE, INFO, NAMES, LIST, DELETE,
-// MSG.NEXT, PAUSE; plus consumer recovery at start (recoverConsumers).
+// MSG.NEXT, PAUSE, UNPIN; plus consumer recovery at start (recoverConsumers).
 //
 // Consumers are registered with their stream (StreamHandle.addConsumer); this module keeps
 // no registry of its own beyond the one Ticker per API context.
@@ -31,10 +31,12 @@ import {
 } from "../consumer/config.js";
 import { Consumer, type ConsumerEnv } from "../consumer/consumer.js";
 import { Ticker } from "../consumer/wheel.js";
+import { PIN_ID_LEN, VALID_GROUP_NAME } from "../consumer/priority.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const PAUSE_TYPE = "io.nats.jetstream.api.v1.consumer_pause_response";
+const UNPIN_TYPE = "io.nats.jetstream.api.v1.consumer_unpin_response";
 const ADV = "$JS.EVENT.ADVISORY.CONSUMER.";
 const ACTION_TYPE = "io.nats.jetstream.advisory.v1.consumer_action";
 const PAUSE_ADV_TYPE = "io.nats.jetstream.advisory.v1.consumer_pause";
@@ -123,6 +125,7 @@ function envFor(ctx: ConsumerApiContext): ConsumerEnv {
     onSelfDelete: (c) => {
       removeConsumer(ctx, c);
     },
+    newPinId: () => randomName(PIN_ID_LEN),
   };
 }
 
@@ -285,6 +288,8 @@ export function handleConsumerApi(
         return del(ctx, tokens[0] ?? "", tokens[1] ?? "", reply);
       case "PAUSE":
         return pause(ctx, tokens[0] ?? "", tokens[1] ?? "", reply, payload);
+      case "UNPIN":
+        return unpin(ctx, tokens[0] ?? "", tokens[1] ?? "", reply, payload);
       default:
         fail("JSBadRequestErr");
     }
@@ -306,6 +311,8 @@ function typeFor(op: string): string {
       return ApiType.ConsumerDelete;
     case "PAUSE":
       return PAUSE_TYPE;
+    case "UNPIN":
+      return UNPIN_TYPE;
     case "INFO":
       return ApiType.ConsumerInfo;
     default:
@@ -459,4 +466,22 @@ function pause(ctx: ConsumerApiContext, stream: string, name: string, reply: str
   const out: Record<string, unknown> = { type: PAUSE_TYPE, paused, pause_until: rfc3339Ns(untilNs) };
   if (paused) out["pause_remaining"] = untilNs - nowNs;
   ctx.respond(reply, out);
+}
+
+/** CONSUMER.UNPIN {"group"} (nats-server jsConsumerUnpinRequest): the request is checked
+ *  before the stream and consumer are looked up; the UNPINNED advisory goes out even when
+ *  nothing was pinned. */
+function unpin(ctx: ConsumerApiContext, stream: string, name: string, reply: string, payload: Buffer): void {
+  if (payload.toString("utf8").trim().length === 0) fail("JSInvalidJSONErr", { err: "unexpected end of JSON input" });
+  const body = parseBody(payload);
+  const g = body?.["group"] ?? "";
+  if (typeof g !== "string") {
+    fail("JSInvalidJSONErr", { err: "json: cannot unmarshal into Go struct field JSApiConsumerUnpinRequest.group of type string" });
+  }
+  if (g === "") fail("JSInvalidJSONErr", { err: "consumer group not specified" });
+  if (!VALID_GROUP_NAME.test(g)) fail("JSConsumerInvalidGroupNameErr");
+  const c = getConsumer(ctx, stream, name);
+  if (!c.cfg.priority_groups.includes(g)) fail("JSConsumerInvalidPriorityGroupErr");
+  c.unpin(g);
+  ctx.respond(reply, { type: UNPIN_TYPE });
 }

@@ -31,4 +31,7 @@ export interface Bus {
   deliverAs?(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean;
   /** True when at least one subscription (client or internal) matches. */
   hasInterest(subject: string): boolean;
+  /** True when a member of queue group `queue` matches (a push consumer's deliver_group:
+   *  only such members count as interest). Optional for test fakes: hasInterest stands in. */
+  hasQueueInterest?(subject: string, queue: string): boolean;
 }

@@ -541,6 +541,18 @@ export class Server implements Bus {
     return this.sublist.hasInterest(subject);
   }
 
+  hasQueueInterest(subject: string, queue: string): boolean {
+    const qs = this.sublist.match(subject).qsubs;
+    for (let g = 0; g < qs.length; g++) {
+      const members = qs[g]!;
+      for (let k = 0; k < members.length; k++) {
+        const s = members[k]!;
+        if (s.queue === queue && !s.closed) return true;
+      }
+    }
+    return false;
+  }
+
   /** A unique inbox prefix for internal requests. */
   newInbox(): string {
     return `_INBOX.${this.nuidPrefix}${randomBytes(6).toString("hex")}`;

@@ -115,3 +115,44 @@ void test("pull: no_wait on a partial batch ends with 404 (2.11.11+/2.12.2+); 40
   assert.equal(rp.pendingMsgs, undefined);
   sub.unsubscribe();
 });
+
+void test("push with deliver_group: only members of that queue group are interest (delivery and push_bound)", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "DG", subjects: ["dg.>"] });
+  await jsm.consumers.add("DG", { durable_name: "Q", deliver_subject: "deliver.dg", deliver_group: "workers", ack_policy: AckPolicy.Explicit });
+  // A plain subscriber and a member of another group on the deliver subject: not interest.
+  const plain: number[] = [];
+  const s1 = nc.subscribe("deliver.dg", {
+    callback: (_e, m) => {
+      if (m.reply?.startsWith("$JS.ACK.")) plain.push(Number(m.reply.split(".")[5]));
+    },
+  });
+  const s2 = nc.subscribe("deliver.dg", { queue: "others", callback: () => {} });
+  await nc.flush();
+  await js.publish("dg.a", "1");
+  let ci = await info("DG", "Q");
+  assert.equal(ci["push_bound"], undefined);
+  assert.equal((ci["delivered"] as { stream_seq: number }).stream_seq, 0);
+  assert.equal(ci["num_pending"], 1);
+  // A member of "workers" arrives: delivery starts (the plain subscriber sees it too, as core
+  // routing gives every plain subscriber a copy) and push_bound is reported.
+  const got: number[] = [];
+  const s3 = nc.subscribe("deliver.dg", {
+    queue: "workers",
+    callback: (_e, m) => {
+      got.push(Number((m.reply ?? "").split(".")[5]));
+      m.respond();
+    },
+  });
+  await nc.flush();
+  await until("the group member got the message", () => got.length === 1);
+  ci = await info("DG", "Q");
+  assert.equal(ci["push_bound"], true);
+  s3.unsubscribe();
+  await nc.flush();
+  await until("push_bound cleared", async () => (await info("DG", "Q"))["push_bound"] === undefined);
+  s1.unsubscribe();
+  s2.unsubscribe();
+  assert.deepEqual(got, [1]);
+  assert.deepEqual(plain, [1]);
+});

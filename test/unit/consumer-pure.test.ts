@@ -81,17 +81,17 @@ void test("ticker: wakeAt brings the one timer forward to a precise deadline, wi
 });
 
 void test("pull request parsing: empty, bare number, JSON, bad JSON", () => {
-  assert.deepEqual(parsePullRequest(Buffer.alloc(0)), { ok: true, req: { batch: 1, maxBytes: 0, expiresNs: 0, noWait: false, hbMs: 0 } });
+  assert.deepEqual(parsePullRequest(Buffer.alloc(0)), { ok: true, req: { batch: 1, maxBytes: 0, expiresNs: 0, noWait: false, hbMs: 0, pg: null } });
   const n = parsePullRequest(Buffer.from("7"));
   assert.ok(n.ok && n.req.batch === 7);
   const j = parsePullRequest(Buffer.from('{"batch":10,"expires":1000000000,"no_wait":true,"idle_heartbeat":500000000,"max_bytes":99}'));
   assert.ok(j.ok);
-  assert.deepEqual(j.req, { batch: 10, maxBytes: 99, expiresNs: 1e9, noWait: true, hbMs: 500 });
+  assert.deepEqual(j.req, { batch: 10, maxBytes: 99, expiresNs: 1e9, noWait: true, hbMs: 500, pg: { group: "", minPending: 0, minAckPending: 0, id: "", priority: 0 } });
   assert.equal(parsePullRequest(Buffer.from("{bad")).ok, false);
 });
 
 void test("waiting list: bounded, FIFO with rotation and sweep", () => {
-  const mk = (reply: string): PullRequest => ({ reply, batch: 1, maxBytes: 0, expiresAtMs: 0, noWait: false, hbMs: 0, lastMs: 0, delivered: 0 });
+  const mk = (reply: string): PullRequest => ({ reply, batch: 1, maxBytes: 0, expiresAtMs: 0, noWait: false, hbMs: 0, lastMs: 0, delivered: 0, pg: null });
   const w = new WaitingList(2);
   w.push(mk("a"));
   w.push(mk("b"));
