@@ -31,6 +31,7 @@ import {
 } from "./waiting.js";
 import { statusHeaders } from "../protocol/headers.js";
 import { deadLetter } from "./deadletter.js";
+import { PinState, pullRejection } from "./priority.js";
 
 const EMPTY = Buffer.alloc(0);
 const FC_WINDOW_START_BYTES = 2 * 1024 * 1024;
@@ -48,6 +49,8 @@ export interface ConsumerEnv {
   advisory(subject: string, body: Record<string, unknown>): void;
   /** The consumer removed itself (inactivity); the owner drops it from its registry. */
   onSelfDelete(c: Consumer): void;
+  /** A fresh pin id for a pinned_client consumer (a NUID in nats-server). */
+  newPinId(): string;
 }
 
 /** A candidate for the next delivery, chosen before committing to it (max_bytes). */
@@ -81,6 +84,7 @@ export class Consumer implements ConsumerHook, Tickable {
   private readonly rdq: number[] = [];
   private rdqHead = 0;
   private readonly waiting: WaitingList;
+  private readonly pins: PinState;
   private lps: number[] | null = null;
   private lpsEnd = 0;
   private startSeq: number;
@@ -148,6 +152,8 @@ export class Consumer implements ConsumerHook, Tickable {
     this.store = store;
     this.filters = filtersOf(cfg);
     this.waiting = new WaitingList(cfg.max_waiting);
+    this.waiting.prioritized = cfg.priority_policy === "prioritized";
+    this.pins = new PinState(stream.name, cfg.name, env.newPinId, env.advisory);
     this.ackPrefix = ACK_PREFIX + stream.name + "." + cfg.name + ".";
     this.fcPrefix = "$JS.FC." + stream.name + "." + cfg.name + ".";
     const now = env.clock.monoMs();
@@ -316,6 +322,7 @@ export class Consumer implements ConsumerHook, Tickable {
       else bus.publish(r.reply, "", pendingStatus(409, "Server Shutdown", r.batch, r.maxBytes), EMPTY);
     }
     this.wheel.clear();
+    this.pins.clear();
     const st = this.store;
     this.store = null;
     if (st !== null) {
@@ -334,6 +341,8 @@ export class Consumer implements ConsumerHook, Tickable {
     const oldPush = this.cfg.deliver_subject;
     this.cfg = cfg;
     this.filters = filtersOf(cfg);
+    this.waiting.prioritized = cfg.priority_policy === "prioritized";
+    if (cfg.priority_policy !== "pinned_client") this.pins.clear();
     this.numPendingCache = -1;
     if (oldPush !== cfg.deliver_subject) this.lastActivityMs = this.env.clock.monoMs();
     this.env.ticker.want(this);
@@ -424,7 +433,7 @@ export class Consumer implements ConsumerHook, Tickable {
     let any = false;
     let exhausted = false;
     while (this.waiting.length > 0 && !this.stopped) {
-      const r = this.waiting.peek()!;
+      let r = this.waiting.peek()!;
       if (!bus.hasInterest(r.reply)) {
         this.waiting.shift();
         continue;
@@ -435,9 +444,14 @@ export class Consumer implements ConsumerHook, Tickable {
         break;
       }
       if (this.replayHold(p)) break;
+      if (this.cfg.priority_policy !== "") {
+        if (!this.selectByPriority()) break;
+        r = this.waiting.peek()!;
+      }
       if (r.maxBytes > 0) {
         const size = p.msg.subject.length + this.ackPrefix.length + 40 + (p.msg.hdr?.length ?? 0) + p.msg.data.length;
         if (size > r.maxBytes) {
+          this.pins.dropped(r);
           this.waiting.shift();
           bus.publish(r.reply, "", pendingStatus(409, "Message Size Exceeds MaxBytes", r.batch, r.maxBytes), EMPTY);
           continue;
@@ -466,6 +480,21 @@ export class Consumer implements ConsumerHook, Tickable {
     }
     if (exhausted || this.waiting.length > 0) this.finishNoWait();
     if (any) this.persist();
+  }
+
+  /** overflow / pinned_client: bring the request that may take the next message to the
+   *  head of the waiting list; false if none may now. */
+  private selectByPriority(): boolean {
+    const c = this.cfg;
+    const overflow = c.priority_policy === "overflow";
+    const np = overflow ? (this.numPendingCache >= 0 ? this.numPendingCache : this.computeNumPending()) : 0;
+    return this.pins.select(c.priority_policy, c.priority_groups[0] ?? "", c.priority_timeout, this.waiting, this.env.bus, np, this.state.pending.size, this.runMonoMs, this.runNowNs);
+  }
+
+  /** CONSUMER.UNPIN: drop the pin (and announce it); the next delivery picks a new one. */
+  unpin(group: string): void {
+    this.pins.unpin(group, "admin");
+    this.kick();
   }
 
   /** replay_policy original: true (and a wake-up asked for) while p must still wait. */
@@ -688,6 +717,7 @@ export class Consumer implements ConsumerHook, Tickable {
       hdr = appendHeaders(m.hdr, [["Nats-Msg-Size", String(m.data.length)]]);
       data = EMPTY;
     }
+    if (this.pins.id !== "" && this.cfg.priority_policy === "pinned_client") hdr = this.pins.withPinHeader(hdr);
     const bus = this.env.bus;
     if (bus.deliverAs !== undefined) {
       if (bus.deliverAs(to, m.subject, reply, hdr, data)) this.congested = true;
@@ -1040,8 +1070,14 @@ export class Consumer implements ConsumerHook, Tickable {
       bus.publish(reply, "", statusHeaders(400, "Bad Request - heartbeat value too large"), EMPTY);
       return;
     }
+    const rejected = pullRejection(c.priority_policy, c.priority_groups, q.pg, this.pins.id);
+    if (rejected !== null) {
+      bus.publish(reply, "", rejected, EMPTY);
+      return;
+    }
     const now = this.env.clock.monoMs();
     this.lastActivityMs = now;
+    this.pins.touch(q.pg, c.priority_timeout, now);
     if (q.noWait && q.expiresNs === 0 && !this.hasAvailable()) {
       bus.publish(reply, "", ST_NO_MESSAGES, EMPTY);
       return;
@@ -1066,6 +1102,7 @@ export class Consumer implements ConsumerHook, Tickable {
       hbMs: q.hbMs,
       lastMs: now,
       delivered: 0,
+      pg: q.pg,
     };
     this.waiting.push(r);
     this.kick();
@@ -1073,7 +1110,7 @@ export class Consumer implements ConsumerHook, Tickable {
       // The coarse tick sends idle heartbeats and sweeps; wakeAt makes the 408 punctual.
       this.env.ticker.want(this);
       if (r.expiresAtMs > 0) this.env.ticker.wakeAt(this, r.expiresAtMs);
-    }
+    } else if (this.pins.id !== "") this.env.ticker.want(this); // the pin's timeout
   }
 
   /** nats-server processNextMsgRequest: a no_wait request is refused with 408 Requests
@@ -1128,6 +1165,7 @@ export class Consumer implements ConsumerHook, Tickable {
       redeliver = true;
     }
     due.length = 0;
+    const unpinned = this.pins.expire(this.cfg.priority_groups[0] ?? "", now);
     const push = isPush(this.cfg);
     if (!push && this.waiting.length > 0) {
       this.sweepWaiting(now);
@@ -1165,10 +1203,10 @@ export class Consumer implements ConsumerHook, Tickable {
     }
     const held = this.timeHeld;
     this.timeHeld = false;
-    if (redeliver || push || held || this.cfg.pause_until_ns > 0) this.kick();
+    if (redeliver || push || held || unpinned || this.cfg.pause_until_ns > 0) this.kick();
     return (
       !this.stopped &&
-      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0 || this.timeHeld)
+      (this.wheel.size > 0 || this.waiting.length > 0 || push || it > 0 || this.cfg.pause_until_ns > 0 || this.timeHeld || this.pins.id !== "")
     );
   }
 
@@ -1229,6 +1267,8 @@ export class Consumer implements ConsumerHook, Tickable {
       out["pause_remaining"] = this.cfg.pause_until_ns - nowNs;
     }
     out["ts"] = rfc3339Ns(nowNs);
+    const pgs = this.pins.info(this.cfg.priority_groups, rfc3339Ns);
+    if (pgs !== null) out["priority_groups"] = pgs;
     return out;
   }
 }
