@@ -291,6 +291,15 @@ export class Consumer implements ConsumerHook, Tickable {
       this.wheel.cancel(seq);
       changed = true;
     }
+    if (s.redelivered.size > s.pending.size) {
+      // Delivery counts kept past max_deliver (not pending any more).
+      for (const seq of s.redelivered.keys()) {
+        if (seq < firstSeq && !s.pending.has(seq)) {
+          s.redelivered.delete(seq);
+          changed = true;
+        }
+      }
+    }
     if (s.delivered.streamSeq < firstSeq - 1) {
       s.delivered.streamSeq = firstSeq - 1;
       changed = true;
@@ -303,6 +312,25 @@ export class Consumer implements ConsumerHook, Tickable {
       this.updateFloor();
       this.persist();
     }
+    this.kick();
+  }
+
+  /** A purge by subject (or subject and sequence) removed messages at or above the stream's
+   *  first: pending acks, queued redeliveries and delivery counts of messages that are gone
+   *  are dropped and the ack floor moves up (nats-server consumer.purge with a wider filter
+   *  than the purge, which checks what is left of pending against the store). */
+  onMessagesRemoved(): void {
+    if (this.stopped) return;
+    this.numPendingCache = -1;
+    const s = this.state;
+    const store = this.stream.store;
+    const gone: number[] = [];
+    for (const seq of s.pending.keys()) if (store.loadMsg(seq) === null) gone.push(seq);
+    for (const seq of s.redelivered.keys()) if (!s.pending.has(seq) && store.loadMsg(seq) === null) gone.push(seq);
+    if (gone.length === 0) return;
+    for (const seq of gone) this.removePending(seq);
+    this.updateFloor();
+    this.persist();
     this.kick();
   }
 
@@ -769,7 +797,8 @@ export class Consumer implements ConsumerHook, Tickable {
       const c = subject.charCodeAt(i);
       if (c === 0x2e) {
         if (!any || field === 4) return false;
-        if (field === 1) t.sseq = v;
+        if (field === 0) t.dc = v;
+        else if (field === 1) t.sseq = v;
         else if (field === 2) t.cseq = v;
         field++;
         v = 0;
@@ -784,11 +813,11 @@ export class Consumer implements ConsumerHook, Tickable {
     return any && field === 4;
   }
 
-  private readonly ackNums = { sseq: 0, cseq: 0 };
+  private readonly ackNums = { dc: 0, sseq: 0, cseq: 0 };
 
   private readonly onAckMsg = (subject: string, reply: string, _hdr: Buffer | null, payload: Buffer): void => {
     if (this.stopped) return;
-    let t: { sseq: number; cseq: number } | null = this.ackNums;
+    let t: { dc: number; sseq: number; cseq: number } | null = this.ackNums;
     if (!this.parseOwnAck(subject)) t = parseAckSubject(subject);
     if (t === null) return;
     const a = parseAck(payload);
@@ -809,7 +838,7 @@ export class Consumer implements ConsumerHook, Tickable {
         this.ackReply(reply, false);
         break;
       case AckKind.Term:
-        this.term(t.sseq, t.cseq, a.arg);
+        this.term(t.sseq, t.cseq, t.dc, a.arg);
         this.ackReply(reply, true);
         break;
       case AckKind.Next:
@@ -987,10 +1016,13 @@ export class Consumer implements ConsumerHook, Tickable {
     this.wheel.schedule(seq, this.env.clock.monoMs() + this.ackWaitMs(dc));
   }
 
-  private term(seq: number, cseq: number, reason: string): void {
+  /** +TERM: like an ack, plus a MSG_TERMINATED advisory, which nats-server sends even when
+   *  the message is no longer pending (then with the delivery count of the ack subject). */
+  private term(seq: number, cseq: number, ackDc: number, reason: string): void {
     const s = this.state;
-    if (this.cfg.ack_policy === "none" || !s.pending.has(seq)) return;
-    const dc = s.redelivered.get(seq) ?? 1;
+    if (this.cfg.ack_policy === "none") return;
+    const pending = s.pending.has(seq);
+    const dc = pending ? (s.redelivered.get(seq) ?? 1) : ackDc;
     const body: Record<string, unknown> = {
       type: ADV_TYPE + "terminated",
       stream: this.stream.name,
@@ -1001,6 +1033,11 @@ export class Consumer implements ConsumerHook, Tickable {
     };
     if (reason !== "") body["reason"] = reason;
     this.env.advisory(`${ADV}MSG_TERMINATED.${this.stream.name}.${this.name}`, body);
+    if (!pending) {
+      // An ack of a sequence that is not pending still forgets its delivery count.
+      if (s.redelivered.delete(seq)) this.persist();
+      return;
+    }
     this.deadLetter(seq, dc, "term", reason);
     this.removePending(seq);
     this.updateFloor();
@@ -1023,7 +1060,13 @@ export class Consumer implements ConsumerHook, Tickable {
         deliveries: dc,
       });
       this.deadLetter(seq, dc, "max_deliver", "");
-      this.dropPending(seq);
+      // Out of pending, but its delivery count stays (num_redelivered counts it) until the
+      // message leaves the stream or is acked, as nats-server keeps rdc[seq] (even at
+      // max_deliver 1, where the count is 1).
+      this.removePending(seq);
+      this.state.redelivered.set(seq, dc);
+      this.updateFloor();
+      this.persist();
       return;
     }
     this.rdq.push(seq);

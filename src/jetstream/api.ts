@@ -544,6 +544,9 @@ export class ApiRouter {
     if (seq > 0) opts.seq = seq;
     if (keep > 0) opts.keep = keep;
     const purged = st.purge(opts);
+    // The stream tells consumers about removals below its first sequence; a purge by subject
+    // also removes messages above it, which pending acks may still name.
+    if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.();
     return { success: true, purged };
   }
 

@@ -24,6 +24,8 @@ export interface ConsumerHook {
   onStored(seq: number, subject: string): void;
   /** Messages below firstSeq are gone (purge/compact/limits). */
   onPurged(firstSeq: number): void;
+  /** A purge by subject removed messages above the stream's first sequence. */
+  onMessagesRemoved?(): void;
   /** Interest retention: true while this consumer's filter matches subject and it has not
    *  acknowledged seq yet. */
   needsMessage(seq: number, subject: string): boolean;

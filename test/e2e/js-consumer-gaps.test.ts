@@ -6,7 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy } from "@nats-io/jetstream";
-import { bootJs, until, type JsEnv } from "../helpers/js-consumer.js";
+import { Advisories, bootJs, until, type JsEnv } from "../helpers/js-consumer.js";
 
 let env: JsEnv;
 
@@ -26,7 +26,8 @@ interface PullLog {
   pendingBytes: string | undefined;
 }
 
-/** Sends one raw MSG.NEXT request and collects until a status other than 100 ends it. */
+/** Sends one raw MSG.NEXT request and collects until a status other than 100 ends it, or
+ *  (without max_bytes, where a 409 Batch Completed follows) until the batch is filled. */
 async function rawPull(nc: NatsConnection, stream: string, consumer: string, body: Record<string, unknown>, boundMs = 10_000): Promise<PullLog> {
   const inbox = createInbox();
   const log: PullLog = { items: [], pendingMsgs: undefined, pendingBytes: undefined };
@@ -43,11 +44,12 @@ async function rawPull(nc: NatsConnection, stream: string, consumer: string, bod
         return;
       }
       log.items.push(`seq:${(m.reply ?? "").split(".")[5]}`);
+      if (body["max_bytes"] === undefined && log.items.length === ((body["batch"] as number | undefined) ?? 1)) done = true;
     },
   });
   nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(body), { reply: inbox });
   try {
-    await until(`pull ${JSON.stringify(body)} to end (got ${log.items.join(", ")})`, () => done, boundMs);
+    await until(`pull ${JSON.stringify(body)} to end`, () => done, boundMs);
   } finally {
     sub.unsubscribe();
   }
@@ -155,4 +157,78 @@ void test("push with deliver_group: only members of that queue group are interes
   s2.unsubscribe();
   assert.deepEqual(got, [1]);
   assert.deepEqual(plain, [1]);
+});
+
+void test("purge by subject drops the pending acks and redeliveries of purged messages", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "PG", subjects: ["pg.>"] });
+  for (const s of ["pg.a", "pg.b", "pg.a", "pg.b"]) await js.publish(s, "x");
+  await jsm.consumers.add("PG", { durable_name: "C", ack_policy: AckPolicy.Explicit, ack_wait: 60_000_000_000 });
+  const got = await rawPull(nc, "PG", "C", { batch: 4, expires: 5_000_000_000 });
+  assert.deepEqual(got.items, ["seq:1", "seq:2", "seq:3", "seq:4"]);
+  assert.equal((await info("PG", "C"))["num_ack_pending"], 4);
+  assert.equal((await jsm.streams.purge("PG", { filter: "pg.a" })).purged, 2);
+  let ci = await info("PG", "C");
+  assert.equal(ci["num_ack_pending"], 2);
+  assert.deepEqual(ci["ack_floor"] !== undefined && (ci["ack_floor"] as { stream_seq: number }).stream_seq, 1);
+  // NAK everything: only the two that are left come back.
+  for (let seq = 1; seq <= 4; seq++) nc.publish(`$JS.ACK.PG.C.1.${seq}.${seq}.0.0`, "-NAK");
+  await nc.flush();
+  assert.deepEqual((await rawPull(nc, "PG", "C", { batch: 10, no_wait: true })).items, ["seq:2", "seq:4", "404 No Messages"]);
+  ci = await info("PG", "C");
+  assert.equal(ci["num_ack_pending"], 2);
+  assert.equal(ci["num_redelivered"], 2);
+  // A purge by sequence with a filter works the same way.
+  await js.publish("pg.a", "y"); // seq 5
+  assert.deepEqual((await rawPull(nc, "PG", "C", { batch: 1, no_wait: true })).items, ["seq:5"]);
+  assert.equal((await info("PG", "C"))["num_ack_pending"], 3);
+  assert.equal((await jsm.streams.purge("PG", { filter: "pg.b", seq: 5 })).purged, 2);
+  ci = await info("PG", "C");
+  assert.equal(ci["num_ack_pending"], 1);
+  assert.equal(ci["num_redelivered"], 0);
+  assert.deepEqual(ci["ack_floor"], { ...(ci["ack_floor"] as object), stream_seq: 4 });
+});
+
+void test("+TERM of a message that is not pending still sends MSG_TERMINATED; max_deliver keeps num_redelivered", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "TM", subjects: ["tm.>"] });
+  await js.publish("tm.a", "x");
+  await js.publish("tm.b", "y");
+  await jsm.consumers.add("TM", { durable_name: "C", ack_policy: AckPolicy.Explicit, ack_wait: 60_000_000_000, max_deliver: 2 });
+  const terms = new Advisories(nc, "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.TM.C");
+  const maxd = new Advisories(nc, "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.TM.C");
+  await nc.flush();
+  assert.deepEqual((await rawPull(nc, "TM", "C", { batch: 1, no_wait: true })).items, ["seq:1"]);
+  await nc.request("$JS.ACK.TM.C.1.1.1.0.1", "+ACK");
+  assert.equal((await info("TM", "C"))["num_ack_pending"], 0);
+  await nc.request("$JS.ACK.TM.C.1.1.1.0.1", "+TERM done");
+  const [t] = await terms.wait(1);
+  assert.deepEqual(
+    { ...t!.body, id: undefined, timestamp: undefined },
+    { type: "io.nats.jetstream.advisory.v1.terminated", id: undefined, timestamp: undefined, stream: "TM", consumer: "C", consumer_seq: 1, stream_seq: 1, deliveries: 1, reason: "done" },
+  );
+  // max_deliver 2: delivered, NAKed, redelivered, NAKed -> out of pending, one advisory, and
+  // num_redelivered still counts it (nats-server keeps its delivery count).
+  assert.deepEqual((await rawPull(nc, "TM", "C", { batch: 1, no_wait: true })).items, ["seq:2"]);
+  await nc.request("$JS.ACK.TM.C.1.2.2.0.0", "-NAK");
+  assert.deepEqual((await rawPull(nc, "TM", "C", { batch: 1, no_wait: true })).items, ["seq:2"]);
+  await nc.request("$JS.ACK.TM.C.2.2.3.0.0", "-NAK");
+  const [m] = await maxd.wait(1);
+  assert.equal(typeof m!.body["id"], "string");
+  assert.equal(typeof m!.body["timestamp"], "string");
+  assert.deepEqual(
+    { ...m!.body, id: undefined, timestamp: undefined },
+    { type: "io.nats.jetstream.advisory.v1.max_deliver", id: undefined, timestamp: undefined, stream: "TM", consumer: "C", stream_seq: 2, deliveries: 2 },
+  );
+  let ci = await info("TM", "C");
+  assert.equal(ci["num_ack_pending"], 0);
+  assert.equal(ci["num_redelivered"], 1);
+  assert.deepEqual((await rawPull(nc, "TM", "C", { batch: 1, no_wait: true })).items, ["404 No Messages"]);
+  // The count goes once the message leaves the stream.
+  await jsm.streams.purge("TM");
+  ci = await info("TM", "C");
+  assert.equal(ci["num_redelivered"], 0);
+  assert.equal(maxd.got.length, 1);
+  terms.stop();
+  maxd.stop();
 });
