@@ -334,6 +334,10 @@ export class Consumer implements ConsumerHook, Tickable {
     this.kick();
   }
 
+  consumerLimits(): { max_ack_pending: number; inactive_threshold: number } {
+    return { max_ack_pending: this.cfg.max_ack_pending, inactive_threshold: this.cfg.inactive_threshold };
+  }
+
   async stop(deleteState: boolean): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;

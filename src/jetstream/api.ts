@@ -10,6 +10,7 @@ import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
 import {
   checkStreamConfig,
   checkStreamUpdate,
+  type ConsumerLimitsView,
   decodeStreamConfig,
   sameConfig,
   setStaticMetadata,
@@ -441,7 +442,12 @@ export class ApiRouter {
     const st = this.lookup(name);
     let cfg: StreamConfig;
     try {
-      cfg = checkStreamUpdate(st.cfg, checkStreamConfig(raw, this.others(name), pedantic));
+      const limits: ConsumerLimitsView[] = [];
+      for (const h of st.consumers()) {
+        const l = h.consumerLimits?.();
+        if (l !== undefined) limits.push({ name: h.name, ...l });
+      }
+      cfg = checkStreamUpdate(st.cfg, checkStreamConfig(raw, this.others(name), pedantic), limits);
     } catch (e) {
       if (e instanceof JsApiError) throw e;
       throw e;

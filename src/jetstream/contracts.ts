@@ -26,6 +26,8 @@ export interface ConsumerHook {
   onPurged(firstSeq: number): void;
   /** A purge by subject removed messages above the stream's first sequence. */
   onMessagesRemoved?(): void;
+  /** The config values a stream's consumer_limits bound (checked on stream update). */
+  consumerLimits?(): { max_ack_pending: number; inactive_threshold: number };
   /** Interest retention: true while this consumer's filter matches subject and it has not
    *  acknowledged seq yet. */
   needsMessage(seq: number, subject: string): boolean;

@@ -463,7 +463,14 @@ function detectCycle(cfg: StreamConfig, others: StreamLookup): void {
 }
 
 /** Update rules (nats-server configUpdateCheck); `neu` is already checked by checkStreamConfig. */
-export function checkStreamUpdate(old: StreamConfig, neu: StreamConfig): StreamConfig {
+/** What checkStreamUpdate needs of an existing consumer for consumer_limits. */
+export interface ConsumerLimitsView {
+  name: string;
+  max_ack_pending: number;
+  inactive_threshold: number;
+}
+
+export function checkStreamUpdate(old: StreamConfig, neu: StreamConfig, consumers: readonly ConsumerLimitsView[] = []): StreamConfig {
   const cfg = structuredClone(neu);
   if (cfg.name !== old.name) invalidCfg("stream configuration name must match original");
   if (cfg.num_replicas > 1) throwJs("JSStreamReplicasNotSupportedErr");
@@ -478,6 +485,7 @@ export function checkStreamUpdate(old: StreamConfig, neu: StreamConfig): StreamC
     throwJs("JSStreamMirrorNotUpdatableErr");
   }
   if (old.allow_msg_ttl && !cfg.allow_msg_ttl) invalidCfg("message TTL status can not be disabled");
+  checkConsumerLimitsUpdate(old, cfg, consumers);
   if (cfg.sealed) {
     cfg.max_age = 0;
     cfg.discard = "new";
@@ -486,6 +494,21 @@ export function checkStreamUpdate(old: StreamConfig, neu: StreamConfig): StreamC
     cfg.allow_rollup_hdrs = false;
   }
   return cfg;
+}
+
+/** nats-server updateWithAdvisory: a changed, non-zero consumer_limits value that an existing
+ *  consumer exceeds refuses the update with JSStreamUpdateErrF (500, 10069) naming them
+ *  (sorted here; nats-server lists them in map order). */
+function checkConsumerLimitsUpdate(old: StreamConfig, cfg: StreamConfig, consumers: readonly ConsumerLimitsView[]): void {
+  const ni = cfg.consumer_limits.inactive_threshold;
+  const nm = cfg.consumer_limits.max_ack_pending;
+  const changed = (ni > 0 && ni !== old.consumer_limits.inactive_threshold) || (nm > 0 && nm !== old.consumer_limits.max_ack_pending);
+  if (!changed) return;
+  const bad: string[] = [];
+  for (const c of consumers) {
+    if ((ni > 0 && c.inactive_threshold > ni) || (nm > 0 && c.max_ack_pending > nm)) bad.push(c.name);
+  }
+  if (bad.length > 0) throwJs("JSStreamUpdateErrF", { err: `change to limits violates consumers: ${bad.sort().join(", ")}` });
 }
 
 /** The API level a config needs (nats-server setStaticStreamMetadata). */

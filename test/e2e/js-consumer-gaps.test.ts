@@ -232,3 +232,27 @@ void test("+TERM of a message that is not pending still sends MSG_TERMINATED; ma
   terms.stop();
   maxd.stop();
 });
+
+void test("stream update tightening consumer_limits below an existing consumer is refused (10069)", async () => {
+  const { jsm } = env;
+  await jsm.streams.add({ name: "CL", subjects: ["cl.>"] });
+  await jsm.consumers.add("CL", { durable_name: "A", ack_policy: AckPolicy.Explicit, max_ack_pending: 20 });
+  await jsm.consumers.add("CL", { durable_name: "B", ack_policy: AckPolicy.Explicit, max_ack_pending: 200, inactive_threshold: 60_000_000_000 });
+  const refused = async (limits: Record<string, number>, text: string): Promise<void> => {
+    try {
+      await jsm.streams.update("CL", { consumer_limits: limits });
+    } catch (e) {
+      const ae = (e as { apiError?: () => { code: number; err_code: number; description: string } }).apiError?.();
+      assert.deepEqual(ae && { code: ae.code, err_code: ae.err_code, description: ae.description }, { code: 500, err_code: 10069, description: text });
+      return;
+    }
+    assert.fail(`update to ${JSON.stringify(limits)} was accepted`);
+  };
+  await refused({ max_ack_pending: 100 }, "change to limits violates consumers: B");
+  await refused({ max_ack_pending: 10 }, "change to limits violates consumers: A, B");
+  await refused({ inactive_threshold: 30_000_000_000 }, "change to limits violates consumers: B");
+  const si = await jsm.streams.update("CL", { consumer_limits: { max_ack_pending: 500, inactive_threshold: 120_000_000_000 } });
+  assert.deepEqual(si.config.consumer_limits, { max_ack_pending: 500, inactive_threshold: 120_000_000_000 });
+  // The same limits again are no change, so nothing is checked.
+  await jsm.streams.update("CL", { consumer_limits: { max_ack_pending: 500, inactive_threshold: 120_000_000_000 } });
+});
