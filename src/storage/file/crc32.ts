@@ -26,9 +26,14 @@ const NATIVE_MIN_BYTES = 512;
 
 /** crc32 of buf[start, end). */
 export function crc32(buf: Buffer, start: number, end: number): number {
-  if (native !== null && end - start >= NATIVE_MIN_BYTES) return native(buf.subarray(start, end)) >>> 0;
+  return crc32Update(0, buf, start, end);
+}
+
+/** crc32 of everything before (whose crc32 is prev) followed by buf[start, end). */
+export function crc32Update(prev: number, buf: Buffer, start: number, end: number): number {
+  if (native !== null && end - start >= NATIVE_MIN_BYTES) return native(buf.subarray(start, end), prev) >>> 0;
   const t = TABLE;
-  let c = -1;
+  let c = ~prev;
   let i = start;
   for (; i + 8 <= end; i += 8) {
     const lo = ((buf[i] as number) | ((buf[i + 1] as number) << 8) | ((buf[i + 2] as number) << 16) | ((buf[i + 3] as number) << 24)) ^ c;

@@ -10,6 +10,10 @@
 // then one fsync covers every sync() callback queued before that write (group commit). In
 // syncIntervalMs mode callbacks answer right after the write and fsync runs on a timer.
 //
+// Recovery: each sealed block has a summary "<n>.sum" (summary.ts) validated by a CRC of the
+// block's bytes; recovery rebuilds the index from it and scans only what no valid summary
+// covers (the write block's newest bytes, or a block whose summary is missing or stale).
+//
 // Removal: a message removed from the front of the stream is covered by a "floor" record
 // (written once per flush); an interior removal writes a tombstone. A sealed block whose
 // messages are all gone is unlinked after its still-needed tombstones are copied forward and
@@ -33,6 +37,8 @@ import {
   sealRecord,
   writeRecordHeader,
 } from "./record.js";
+import { crc32Update } from "./crc32.js";
+import { SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader } from "./summary.js";
 
 export const DEFAULT_BLOCK_BYTES = 8 * 1024 * 1024;
 const FLUSH_AT_BYTES = 1024 * 1024;
@@ -41,6 +47,10 @@ const READ_CACHE_WINDOWS = 4;
 const SMALL_READ_BYTES = 16 * 1024; // a read that does not continue the previous window
 const COMPACT_MIN_BYTES = 64 * 1024;
 const CK_SEQS = 16;
+/** The write block's summary is rewritten each time this many more bytes are written, so a
+ *  crash leaves at most about this much of it to scan. */
+const TAIL_SUMMARY_STEP_BYTES = 1024 * 1024;
+const CRC_CHUNK_BYTES = 1024 * 1024;
 /** Upper bound of a record's length from its limit size (fileStoreMsgSize is rl - 6, or rl - 2
  *  with headers): used for the compaction estimate, so nothing per message has to hold rl. */
 const REC_LEN_SLACK = 6;
@@ -63,10 +73,23 @@ export class Blk {
   hasFloor = false;
   tombs: number[] = [];
   unlinkAfterWrite = 0; // set when dead: unlink once a fsync covering this write count completes
+  /** Summary of the block's records so far, while it can still grow (the write block) or has
+   *  not been saved; null for a saved sealed block or one whose damage it cannot describe. */
+  sum: SummaryBuilder | null = null;
+  sumCovered = 0; // block bytes covered by the summary file last written
   constructor(id: number, path: string) {
     this.id = id;
     this.path = path;
   }
+  get sumPath(): string {
+    return `${this.path.slice(0, -4)}.sum`;
+  }
+}
+
+interface FloorAcc {
+  floor: number;
+  floorLast: number;
+  floorLastTs: number;
 }
 
 export interface DroppedRegion {
@@ -167,86 +190,69 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
 
   // ---- open / recovery ----
 
-  /** Read every block, verify checksums, truncate a torn tail, rebuild the index. */
+  /** Rebuild the index from block summaries where they are valid and by reading and verifying
+   *  every record elsewhere; truncate a torn tail. */
   open(): RecoveryReport {
     const fs = this.fs;
     fs.mkdirp(this.dir);
     const report: RecoveryReport = { blocks: 0, msgs: 0, tombstones: 0, truncatedBytes: 0, dropped: [] };
     const ids: number[] = [];
+    const sums = new Set<number>();
     for (const name of fs.readdir(this.dir)) {
-      const m = /^(\d+)\.blk$/.exec(name);
-      if (m) ids.push(Number(m[1]));
-      else if (name.endsWith(".new") || name.endsWith(".tmp")) fs.unlink(join(this.dir, name));
+      const m = /^(\d+)\.(blk|sum)$/.exec(name);
+      if (m) {
+        if (m[2] === "blk") ids.push(Number(m[1]));
+        else sums.add(Number(m[1]));
+      } else if (name.endsWith(".new") || name.endsWith(".tmp")) fs.unlink(join(this.dir, name));
     }
     ids.sort((a, b) => a - b);
+    for (const id of sums) if (!ids.includes(id)) fs.unlink(join(this.dir, `${id}.sum`));
     const tombs: number[] = [];
-    let floor = 0;
-    let floorLast = 0;
-    let floorLastTs = 0;
+    const acc: FloorAcc = { floor: 0, floorLast: 0, floorLastTs: 0 };
+    const chunk = Buffer.allocUnsafe(CRC_CHUNK_BYTES);
     for (let k = 0; k < ids.length; k++) {
       const id = ids[k] as number;
       const blk = new Blk(id, join(this.dir, `${id}.blk`));
-      const buf = fs.readFile(blk.path) ?? Buffer.alloc(0);
       const isLast = k === ids.length - 1;
-      let p = 0;
-      let lastMsg = 0;
-      let damaged = false;
-      const msgSeqs: number[] = [];
-      const msgOffs: number[] = [];
-      while (p < buf.length) {
-        const rl = checkRecord(buf, p);
-        if (rl === 0) {
-          const next = resync(buf, p + 1);
-          if (next < 0) {
-            report.dropped.push({ file: blk.path, offset: p, bytes: buf.length - p, reason: "torn-tail", afterSeq: lastMsg });
-            if (isLast) report.truncatedBytes += buf.length - p;
-            break;
-          }
-          report.dropped.push({ file: blk.path, offset: p, bytes: next - p, reason: "checksum", afterSeq: lastMsg });
-          damaged = true;
-          p = next;
-          continue;
+      const fd = this.blkFd(blk);
+      const flen = fs.fsize(fd);
+      let start = 0;
+      let sum: SummaryBuilder | null = null;
+      const sr = sums.has(id) ? SummaryReader.open(fs.readFile(blk.sumPath)) : null;
+      if (sr !== null && sr.covered <= flen && sr.valid() && fileCrc(fs, fd, sr.covered, chunk) === sr.blockCrc) {
+        if (isLast || sr.covered < flen) sum = new SummaryBuilder();
+        this.applySummary(blk, sr, sum, tombs, acc, report);
+        start = sr.covered;
+        blk.sumCovered = sr.covered;
+        if (sum !== null) {
+          sum.crc = sr.blockCrc;
+          sum.covered = sr.covered;
         }
-        const kind = buf[p + 4] as number;
-        const seq = recSeq(buf, p);
-        if (kind === KIND_MSG) {
-          if (seq > this.lastSeq) {
-            this.loadMsgRecord(blk, buf, p, rl, seq);
-            lastMsg = seq;
-            msgSeqs.push(seq);
-            msgOffs.push(p);
-            report.msgs++;
-          }
-        } else if (kind === KIND_TOMB) {
-          tombs.push(seq);
-          blk.tombs.push(seq);
-          report.tombstones++;
-        } else {
-          blk.hasFloor = true;
-          if (seq > floor) floor = seq;
-          const d = p + REC_HDR + buf.readUInt16LE(p + 6) + buf.readUInt32LE(p + 8);
-          const ls = buf.readDoubleLE(d);
-          if (ls > floorLast) floorLast = ls;
-          const lt = buf.readDoubleLE(d + 8);
-          if (lt > floorLastTs) floorLastTs = lt;
-        }
-        p += rl;
       }
-      blk.size = blk.written = isLast ? p : buf.length;
-      if (damaged && blk.firstSeq !== 0) {
-        const offs = new Uint32Array(blk.lastSeq - blk.firstSeq + 1);
-        for (let j = 0; j < msgSeqs.length; j++) offs[(msgSeqs[j] as number) - blk.firstSeq] = msgOffs[j] as number;
-        blk.offs = offs;
+      let end = flen;
+      if (start < flen) {
+        if (sum === null) sum = new SummaryBuilder();
+        const buf = Buffer.allocUnsafe(flen - start);
+        const got = fs.read(fd, buf, 0, buf.length, start);
+        end = start + this.scanBlock(blk, got < buf.length ? buf.subarray(0, got) : buf, start, isLast, sum, tombs, acc, report);
       }
-      if (isLast && p < buf.length) {
-        const fd = this.blkFd(blk);
-        fs.truncate(fd, p);
+      blk.size = blk.written = isLast ? end : flen;
+      if (isLast && end < flen) {
+        fs.truncate(fd, end);
         fs.fsyncSync(fd);
+      }
+      if (sum !== null && (sum.broken || sum.covered !== blk.written)) sum = null;
+      blk.sum = sum;
+      if (!isLast) {
+        this.saveSummary(blk, false);
+        fs.close(fd); // reopened when read
+        blk.fd = -1;
       }
       this.blocks.push(blk);
       report.blocks++;
     }
     // Apply what the floors and tombstones say is gone.
+    const { floor, floorLast, floorLastTs } = acc;
     const lastSeen = Math.max(this.lastSeq, floorLast, floor - 1);
     if (lastSeen > this.lastSeq) this.extendLast(lastSeen);
     if (floor > 0) this.compact(floor);
@@ -258,7 +264,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
 
     const tail = this.blocks[this.blocks.length - 1];
     if (tail !== undefined && tail.size < this.blockSizeBytes) this.wblk = tail;
-    else this.wblk = this.newBlock();
+    else {
+      if (tail !== undefined) this.saveSummary(tail, false);
+      this.wblk = this.newBlock();
+    }
     this.loading = false;
     this.lastRec = null;
     for (const b of [...this.blocks]) if (b !== this.wblk && b.live === 0) this.blockDied(b);
@@ -268,7 +277,147 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     return report;
   }
 
-  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, rl: number, seq: number): void {
+  /** Index the records a valid summary lists (the block bytes it covers are not read). */
+  private applySummary(blk: Blk, sr: SummaryReader, sum: SummaryBuilder | null, tombs: number[], acc: FloorAcc, report: RecoveryReport): void {
+    const locals: SubjRec[] = [];
+    let p = 0;
+    while (sr.next()) {
+      const kind = sr.kind;
+      const seq = sr.seq;
+      if (kind === SUM_MSG) {
+        let rec: SubjRec;
+        if (sr.newSubject !== null) {
+          rec = this.internSubject(sr.newSubject);
+          locals.push(rec);
+        } else rec = locals[sr.subj] as SubjRec;
+        // fileStoreMsgSize from the record length: rl - 6 without header bytes, rl - 2 with
+        const rl = sr.recLen;
+        const size = rl - (sr.hasHdrBytes ? 2 : 6);
+        const n = 1 + sr.run;
+        if (n > 1 && seq > this.lastSeq) {
+          this.indexAppendRun(seq, n, rec, sr.tsNs, size);
+          this.noteAppendRun(blk, seq, n, p, rl, size);
+          report.msgs += n;
+          sum?.msgRun(seq, n, rl, rec, sr.hasHdrBytes, sr.tsNs);
+        } else {
+          for (let k = 0; k < n; k++) {
+            if (seq + k > this.lastSeq) {
+              this.indexAppend(seq + k, rec, sr.tsNs, size, sr.ttlSec);
+              this.noteAppend(blk, seq + k, p + k * rl, size);
+              report.msgs++;
+            }
+            sum?.msg(seq + k, rl, rec, sr.hasHdrBytes, sr.tsNs, sr.ttlSec);
+          }
+        }
+        p += rl * n;
+        continue;
+      } else if (kind === SUM_TOMB) {
+        tombs.push(seq);
+        blk.tombs.push(seq);
+        report.tombstones++;
+        sum?.tomb(seq);
+      } else if (kind === SUM_FLOOR) {
+        this.noteFloor(blk, seq, sr.floorLastSeq, sr.floorLastTs, acc);
+        sum?.floor(seq, sr.floorLastSeq, sr.floorLastTs);
+      }
+      p += sr.recLen;
+    }
+  }
+
+  private noteFloor(blk: Blk, seq: number, lastSeq: number, lastTs: number, acc: FloorAcc): void {
+    blk.hasFloor = true;
+    if (seq > acc.floor) acc.floor = seq;
+    if (lastSeq > acc.floorLast) acc.floorLast = lastSeq;
+    if (lastTs > acc.floorLastTs) acc.floorLastTs = lastTs;
+  }
+
+  /** Verify and index the records in buf (block bytes from offset base on); returns how many
+   *  bytes are good up to the end of data (a torn tail is not counted). */
+  private scanBlock(
+    blk: Blk,
+    buf: Buffer,
+    base: number,
+    isLast: boolean,
+    sum: SummaryBuilder,
+    tombs: number[],
+    acc: FloorAcc,
+    report: RecoveryReport,
+  ): number {
+    let p = 0;
+    let lastMsg = blk.lastSeq;
+    let damaged = false;
+    const msgSeqs: number[] = [];
+    const msgOffs: number[] = [];
+    while (p < buf.length) {
+      const rl = checkRecord(buf, p);
+      if (rl === 0) {
+        const next = resync(buf, p + 1);
+        sum.broken = true;
+        if (next < 0) {
+          report.dropped.push({ file: blk.path, offset: base + p, bytes: buf.length - p, reason: "torn-tail", afterSeq: lastMsg });
+          if (isLast) report.truncatedBytes += buf.length - p;
+          break;
+        }
+        report.dropped.push({ file: blk.path, offset: base + p, bytes: next - p, reason: "checksum", afterSeq: lastMsg });
+        damaged = true;
+        p = next;
+        continue;
+      }
+      const kind = buf[p + 4] as number;
+      const seq = recSeq(buf, p);
+      if (kind === KIND_MSG) {
+        const fresh = seq > this.lastSeq;
+        const rec = this.loadMsgRecord(blk, buf, p, base + p, rl, seq);
+        if (fresh) {
+          lastMsg = seq;
+          msgSeqs.push(seq);
+          msgOffs.push(base + p);
+          report.msgs++;
+        }
+        sum.msg(seq, rl, rec, buf.readUInt32LE(p + 8) > 0, buf.readDoubleLE(p + 20), buf.readUInt32LE(p + 28));
+      } else if (kind === KIND_TOMB) {
+        tombs.push(seq);
+        blk.tombs.push(seq);
+        report.tombstones++;
+        sum.tomb(seq);
+      } else {
+        const d = p + REC_HDR + buf.readUInt16LE(p + 6) + buf.readUInt32LE(p + 8);
+        const ls = buf.readDoubleLE(d);
+        const lt = buf.readDoubleLE(d + 8);
+        this.noteFloor(blk, seq, ls, lt, acc);
+        sum.floor(seq, ls, lt);
+      }
+      p += rl;
+    }
+    sum.wrote(buf, 0, p);
+    if (damaged && blk.firstSeq !== 0) {
+      // Offsets of every message, for reads that cannot walk over the damage; those in the part
+      // a summary covered (verified, so walkable) are found by walking it.
+      const offs = new Uint32Array(blk.lastSeq - blk.firstSeq + 1);
+      if (base > 0) this.prefixOffsets(blk, base, offs);
+      for (let j = 0; j < msgSeqs.length; j++) offs[(msgSeqs[j] as number) - blk.firstSeq] = msgOffs[j] as number;
+      blk.offs = offs;
+    }
+    return p;
+  }
+
+  /** Message offsets in block bytes [0, len), known good (their summary's CRC matched). */
+  private prefixOffsets(blk: Blk, len: number, offs: Uint32Array): void {
+    const buf = Buffer.allocUnsafe(len);
+    this.fs.read(this.blkFd(blk), buf, 0, len, 0);
+    for (let p = 0; p + REC_OVERHEAD <= len; ) {
+      const rl = buf.readUInt32LE(p);
+      if (rl < REC_OVERHEAD) break;
+      if (buf[p + 4] === KIND_MSG) {
+        const s = recSeq(buf, p);
+        if (s >= blk.firstSeq && s <= blk.lastSeq) offs[s - blk.firstSeq] = p;
+      }
+      p += rl;
+    }
+  }
+
+  /** Index the message record at buf[p] (block offset off) if it is new; returns its subject. */
+  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, off: number, rl: number, seq: number): SubjRec {
     const sl = buf.readUInt16LE(p + 6);
     const hl = buf.readUInt32LE(p + 8);
     // Runs of one subject are common: compare bytes instead of decoding and hashing each.
@@ -277,10 +426,12 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       rec = this.internSubject(buf.toString("utf8", p + REC_HDR, p + REC_HDR + sl));
       this.lastRec = rec;
     }
+    if (seq <= this.lastSeq) return rec;
     const dl = rl - REC_OVERHEAD - sl - hl;
     const size = fileStoreMsgSize(sl, hl, dl);
     this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), size, buf.readUInt32LE(p + 28));
-    this.noteAppend(blk, seq, p, size);
+    this.noteAppend(blk, seq, off, size);
+    return rec;
   }
 
   /** Block and checkpoint bookkeeping for a message record at off in w. */
@@ -298,6 +449,24 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     w.lastSeq = seq;
     w.live++;
     w.liveRecBytes += size + REC_LEN_SLACK;
+  }
+
+  /** noteAppend of n records of length rl from offset off: seq, seq + 1, ... */
+  private noteAppendRun(w: Blk, seq: number, n: number, off: number, rl: number, size: number): void {
+    const last = seq + n - 1;
+    for (let g = Math.floor(seq / CK_SEQS); g <= Math.floor(last / CK_SEQS); g++) {
+      if (g === this.ckLastGroup) continue;
+      this.ckPut(g, off + (Math.max(seq, g * CK_SEQS) - seq) * rl);
+      this.ckLastGroup = g;
+    }
+    if (w.firstSeq === 0) {
+      w.firstSeq = seq;
+      w.firstMsgOff = off;
+      this.seqBlocks.push(w);
+    }
+    w.lastSeq = last;
+    w.live += n;
+    w.liveRecBytes += n * (size + REC_LEN_SLACK);
   }
 
   private ckPut(g: number, off: number): void {
@@ -330,6 +499,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const last = this.blocks[this.blocks.length - 1];
     const id = last === undefined ? 1 : last.id + 1;
     const b = new Blk(id, join(this.dir, `${id}.blk`));
+    b.sum = new SummaryBuilder();
     this.blkFd(b);
     this.blocks.push(b);
     this.dirDirty = true;
@@ -364,6 +534,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const size = fileStoreMsgSize(sl, hl, dl);
     this.indexAppend(seq, rec, tsNs, size, ttlSec);
     this.noteAppend(w, seq, w.size, size);
+    w.sum?.msg(seq, rl, rec, hl > 0, tsNs, ttlSec > 0 ? ttlSec : 0);
     w.size += rl;
     this.enforceLimits(rec);
     this.scheduleFlush();
@@ -394,8 +565,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       b.writeDoubleLE(this.lastSeq, p + REC_HDR);
       b.writeDoubleLE(this.lastTsNs, p + REC_HDR + 8);
       w.hasFloor = true;
+      w.sum?.floor(seq, this.lastSeq, this.lastTsNs);
     } else {
       w.tombs.push(seq);
+      w.sum?.tomb(seq);
     }
     sealRecord(b, p, rl);
     w.size += rl;
@@ -411,16 +584,40 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       this.fail(e as Error);
       throw e;
     }
+    w.sum?.wrote(this.wbuf, 0, this.wlen);
     w.written += this.wlen;
     this.wlen = 0;
     this.writes++;
     w.dirty = true;
   }
 
+  /** Write b's summary (b.sum covers every byte written) and, when b is sealed, drop it from
+   *  memory. Without fsync unless asked: a summary lost or torn in a crash costs a scan. */
+  private saveSummary(b: Blk, fsync: boolean): void {
+    const sum = b.sum;
+    if (b !== this.wblk) b.sum = null;
+    if (sum === null || sum.covered !== b.written || b.sumCovered === b.written) return;
+    const bytes = sum.encode();
+    try {
+      const fd = this.fs.open(b.sumPath, "rw");
+      try {
+        this.fs.write(fd, bytes, 0, bytes.length, 0);
+        this.fs.truncate(fd, bytes.length);
+        if (fsync) this.fs.fsyncSync(fd);
+      } finally {
+        this.fs.close(fd);
+      }
+      b.sumCovered = b.written;
+    } catch {
+      // only a cache: recovery scans the block instead
+    }
+  }
+
   private roll(): Blk {
     this.writeOut();
     const old = this.wblk;
     this.wblk = this.newBlock();
+    this.saveSummary(old, false);
     if (old.live === 0) this.blockDied(old);
     return this.wblk;
   }
@@ -458,6 +655,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     } catch {
       return this.failAll();
     }
+    const tw = this.wblk;
+    if (tw.sum !== null && tw.written - tw.sumCovered >= TAIL_SUMMARY_STEP_BYTES) this.saveSummary(tw, false);
     if (this.queued.length > 0) {
       if (this.written.length === 0) {
         const t = this.written;
@@ -609,6 +808,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         if (b.fd >= 0) this.fs.close(b.fd);
         b.fd = -1;
         this.fs.unlink(b.path);
+        this.fs.unlink(b.sumPath);
       } else keep.push(b);
     }
     this.dying.length = 0;
@@ -641,6 +841,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     let prev = 0;
     let lastG = -1;
     const cks: number[] = []; // (group, new offset) for groups that begin in this block
+    const sum = new SummaryBuilder();
     const lo = Math.max(b.firstSeq, this.firstSeq);
     for (let q = 0; q < old.length; ) {
       const rl = checkRecord(old, q);
@@ -655,6 +856,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         if (s > prev && s >= lo && s <= b.lastSeq && this.subjCol[s - this.base] !== 0) {
           if (p + rl > out.length) return; // the size estimate is broken: leave the block as it is
           old.copy(out, p, q, q + rl);
+          const rec = this.byId[this.subjCol[s - this.base] as number] as SubjRec;
+          sum.msg(s, rl, rec, old.readUInt32LE(q + 8) > 0, old.readDoubleLE(q + 20), old.readUInt32LE(q + 28));
           const g = Math.floor(s / CK_SEQS);
           if (g !== lastG) {
             lastG = g;
@@ -672,8 +875,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     for (const t of tombs) {
       writeRecordHeader(out, p, REC_OVERHEAD, KIND_TOMB, 0, 0, 0, t, 0, 0);
       sealRecord(out, p, REC_OVERHEAD);
+      sum.tomb(t);
       p += REC_OVERHEAD;
     }
+    sum.wrote(out, 0, p);
     const tmp = `${b.path}.new`;
     fs.unlink(tmp);
     const fd = fs.open(tmp, "rw");
@@ -689,6 +894,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     b.size = b.written = p;
     b.dirty = false;
     b.tombs = tombs;
+    b.sum = sum;
+    b.sumCovered = -1;
+    this.saveSummary(b, false);
     if (b.hasFloor) {
       b.hasFloor = false;
       this.writtenFloor = -1;
@@ -830,6 +1038,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
           if (b.dirty && b.fd >= 0) this.fs.fsyncSync(b.fd);
           b.dirty = false;
         }
+        this.saveSummary(this.wblk, true);
         if (this.dirDirty) this.fs.fsyncDirSync(this.dir);
         this.dirDirty = false;
         this.unlinkDead(this.writes);
@@ -852,6 +1061,18 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   blockCount(): number {
     return this.blocks.length;
   }
+}
+
+/** CRC-32 of the first len bytes of a file, read in chunks; -1 if the file is shorter. */
+function fileCrc(fs: Fs, fd: number, len: number, chunk: Buffer): number {
+  let crc = 0;
+  for (let pos = 0; pos < len; ) {
+    const n = Math.min(chunk.length, len - pos);
+    if (fs.read(fd, chunk, 0, n, pos) < n) return -1;
+    crc = crc32Update(crc, chunk, 0, n);
+    pos += n;
+  }
+  return crc;
 }
 
 function sameBytes(a: Buffer, b: Buffer, p: number, n: number): boolean {

@@ -231,6 +231,36 @@ export abstract class SeqIndex {
     return i;
   }
 
+  /** indexAppend of n messages seq, seq + 1, ... of one subject and size, no TTL (recovery). */
+  protected indexAppendRun(seq: number, n: number, rec: SubjRec, tsNs: number, size: number): void {
+    if (this.msgs === 0 && seq !== this.base) this.base = seq;
+    if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
+    const last = seq + n - 1;
+    this.ensureSlot(last);
+    if (rec.id > this.subjMax) this.widenSubj(rec.id);
+    if (size > this.sizeMax) this.widenSize(size);
+    const i0 = seq - this.base;
+    this.subjCol.fill(rec.id, i0, i0 + n);
+    this.sizeCol.fill(size, i0, i0 + n);
+    if (this.msgs === 0) this.firstSeq = seq;
+    for (let s = seq; s <= last; ) {
+      const m = Math.min(last - s + 1, CHUNK - (s % CHUNK));
+      this.chunkAdd(s, m);
+      this.msgs += m;
+      s += m;
+    }
+    this.lastSeq = last;
+    this.lastTsNs = tsNs;
+    this.bytes += size * n;
+    if (rec.msgs === 0) {
+      rec.first = seq;
+      rec.firstStale = false;
+    }
+    rec.last = last;
+    rec.lastStale = false;
+    rec.msgs += n;
+  }
+
   private widenSubj(v: number): void {
     this.subjMax = widthFor(v);
     const c = allocCol(this.subjMax, this.cap);
@@ -312,7 +342,8 @@ export abstract class SeqIndex {
     return true;
   }
 
-  private chunkAdd(seq: number): void {
+  /** Count k new messages from seq on, all in seq's chunk. */
+  private chunkAdd(seq: number, k = 1): void {
     const ch = Math.floor(seq / CHUNK);
     if (this.msgs === 0 && ch !== this.chunkBase) {
       this.chunkCnt.fill(0);
@@ -330,7 +361,7 @@ export abstract class SeqIndex {
       this.chunkBase += dead;
       c = ch - this.chunkBase;
     }
-    this.chunkCnt[c] = (this.chunkCnt[c] as number) + 1;
+    this.chunkCnt[c] = (this.chunkCnt[c] as number) + k;
   }
 
   /** Live messages with seq >= start (start within [firstSeq, lastSeq]). */
