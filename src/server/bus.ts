@@ -19,7 +19,9 @@ export interface InternalSubscription {
 }
 
 export interface Bus {
-  subscribe(subject: string, handler: InternalHandler, queue?: string): InternalSubscription;
+  /** borrow: the handler copies whatever it keeps beyond the call (a stream's store does), so
+   *  hdr and payload may be views of a client's read buffer instead of copies per message. */
+  subscribe(subject: string, handler: InternalHandler, queue?: string, borrow?: boolean): InternalSubscription;
   /** Route a message as if a client had published it. */
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
   /** Route by `deliverSubject` but show `msgSubject` in the MSG line (JetStream deliveries

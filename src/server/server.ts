@@ -67,13 +67,16 @@ const DELIVER_BACKLOG_PAUSE_BYTES = 1024 * 1024;
 class InternalOwner implements SubOwner {
   readonly cid = 0;
   readonly echo = true;
-  constructor(private readonly handler: InternalHandler) {}
+  constructor(
+    private readonly handler: InternalHandler,
+    private readonly borrow: boolean,
+  ) {}
   deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (sub.closed) return;
     sub.delivered++;
     // A client's message lies in the shared read buffer, which the next read overwrites, and
-    // internal handlers may keep what they get (stores queue records for a group commit).
-    if (inReadBuffer(buf)) {
+    // internal handlers may keep what they get, unless they borrow (copy what they keep).
+    if (!this.borrow && inReadBuffer(buf)) {
       this.handler(subject, reply, hdr === null ? null : Buffer.from(hdr), Buffer.from(buf.subarray(start, end)));
       return;
     }
@@ -502,8 +505,8 @@ export class Server implements Bus {
 
   // ---- Bus (internal clients) ----
 
-  subscribe(subject: string, handler: InternalHandler, queue = ""): InternalSubscription {
-    const owner = new InternalOwner(handler);
+  subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false): InternalSubscription {
+    const owner = new InternalOwner(handler, borrow);
     const sub = new Subscription(owner, subject, queue, "0");
     this.sublist.insert(sub);
     const list = this.sublist;

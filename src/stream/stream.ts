@@ -174,7 +174,9 @@ export class Stream implements StreamHandle {
     for (const s of this.subs) s.unsubscribe();
     this.subs = [];
     if (this.closed) return;
-    for (const subj of this.cfg.subjects) this.subs.push(this.env.bus.subscribe(subj, this.onMsg));
+    // Borrowing: the store copies a message into its own buffers and nothing else here keeps
+    // hdr or payload past the call, so a client's publish is not copied once more on the way.
+    for (const subj of this.cfg.subjects) this.subs.push(this.env.bus.subscribe(subj, this.onMsg, "", true));
   }
 
   /** Extra subscriptions (direct get) owned by the service but tied to this stream's life. */
