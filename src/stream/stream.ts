@@ -476,7 +476,7 @@ export class Stream implements StreamHandle {
       if (rollup === 1) this.store.purge({ subject: subj, keep: 1 });
       else if (rollup === 2) this.store.purge({ keep: 1 });
       if (rollup !== 0) this.limitRemoved = true;
-      for (const c of this.consumerMap.values()) c.onStored(seq, subj);
+      if (this.consumerMap.size > 0) for (const c of this.consumerMap.values()) c.onStored(seq, subj);
       if (this.republishTr !== null) this.republish(seq, subj, hdr, payload, tsNs, prevSeq);
     }
     if (this.limitRemoved) this.afterLimitRemovals();
