@@ -334,6 +334,12 @@ export class Consumer implements ConsumerHook, Tickable {
     this.kick();
   }
 
+  /** Own a subscription made for this consumer (its MSG.NEXT subjects): it ends with stop(). */
+  attach(sub: InternalSubscription): void {
+    if (this.stopped) sub.unsubscribe();
+    else this.subs.push(sub);
+  }
+
   consumerLimits(): { max_ack_pending: number; inactive_threshold: number } {
     return { max_ack_pending: this.cfg.max_ack_pending, inactive_threshold: this.cfg.inactive_threshold };
   }

@@ -42,7 +42,19 @@ const STREAM_PATTERNS = [
   "STREAM.RESTORE.*",
   "STREAM.LEADER.STEPDOWN.*",
   "STREAM.PEER.REMOVE.*",
-  "CONSUMER.>",
+  // Not CONSUMER.MSG.NEXT: each consumer subscribes its own (consumer-api.ts serveNext), so
+  // a pull for a missing consumer or stream meets no subscriber and a client that asked for
+  // no_responders gets a 503, as from nats-server 2.11 on.
+  "CONSUMER.*",
+  "CONSUMER.CREATE.>",
+  "CONSUMER.DURABLE.>",
+  "CONSUMER.INFO.>",
+  "CONSUMER.NAMES.>",
+  "CONSUMER.LIST.>",
+  "CONSUMER.DELETE.>",
+  "CONSUMER.PAUSE.>",
+  "CONSUMER.UNPIN.>",
+  "CONSUMER.LEADER.>",
 ];
 
 type Body = Record<string, unknown>;

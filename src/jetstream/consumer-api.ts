@@ -213,12 +213,35 @@ export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): num
       if (typeof meta.lps_end === "number" && meta.lps_end > 0) c.resumeLastPerSubject(meta.lps_end);
       st.addConsumer(c);
       c.start();
+      serveNext(ctx, c);
       n++;
     } catch (e) {
       ctx.log.error(`JetStream could not recover consumer '${st.name} > ${name}': ${(e as Error).message}`);
     }
   }
   return n;
+}
+
+/** Subscribe a started consumer's $JS.API.CONSUMER.MSG.NEXT.<stream>.<name> (and the domain
+ *  form): like nats-server's per-consumer request subscription, a pull for a consumer that
+ *  does not exist finds no subscriber. nats-server 2.11+ then answers a client that asked for
+ *  no_responders with a 503 (its $JS.API.> service import declines MSG.NEXT and no longer
+ *  counts as a delivery); 2.9/2.10 stayed silent. */
+function serveNext(ctx: ConsumerApiContext, c: Consumer): void {
+  const tail = `CONSUMER.MSG.NEXT.${c.stream.name}.${c.name}`;
+  const handler = (_s: string, reply: string, hdr: Buffer | null, payload: Buffer): void => nextRequest(ctx, c, reply, hdr, payload);
+  c.attach(ctx.bus.subscribe(`$JS.API.${tail}`, handler));
+  const domain = ctx.opts.domain;
+  if (domain !== "") c.attach(ctx.bus.subscribe(`$JS.${domain}.API.${tail}`, handler));
+}
+
+function nextRequest(ctx: ConsumerApiContext, c: Consumer, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  if (reply === "") return;
+  if (apiLevelTooHigh(hdr)) {
+    ctx.bus.publish(reply, "", statusHeaders(412, "Required Api Level"), EMPTY);
+    return;
+  }
+  c.pull(reply, payload);
 }
 
 function respondErr(ctx: ConsumerApiContext, reply: string, type: string, e: unknown): void {
@@ -252,17 +275,12 @@ export function handleConsumerApi(
 ): void {
   ensureRecovered(ctx);
   if (op === "MSG") {
-    if (tokens[0] !== "NEXT" || reply === "") return;
-    if (apiLevelTooHigh(hdr)) {
-      ctx.bus.publish(reply, "", statusHeaders(412, "Required Api Level"), EMPTY);
-      return;
-    }
+    // The router does not subscribe MSG.NEXT (consumers do, serveNext); a request handed
+    // over anyway goes to its consumer, and one for a missing consumer is not answered.
+    if (tokens[0] !== "NEXT") return;
     const st = ctx.getStream(tokens[1] ?? "");
     const c = st === undefined ? undefined : findConsumer(st, tokens[2] ?? "");
-    // No such consumer: nats-server stays silent ($JS.API.> has interest, so no 503 either;
-    // the client notices by its request's expiry or missing heartbeats).
-    if (c === undefined) return;
-    c.pull(reply, payload);
+    if (c !== undefined) nextRequest(ctx, c, reply, hdr, payload);
     return;
   }
   const type = typeFor(op);
@@ -407,6 +425,7 @@ function create(
   }
   writeConfig(store, c);
   c.start();
+  serveNext(ctx, c);
   ctx.advisory(`${ADV}CREATED.${st.name}.${c.name}`, { type: ACTION_TYPE, stream: st.name, consumer: c.name, action: "create" });
   ctx.respond(reply, c.info(ApiType.ConsumerCreate));
 }

@@ -142,7 +142,9 @@ void test("unknown streams and consumers: 10059 / 10014 on every consumer API", 
     assert.equal(errCode(await api(`$JS.API.CONSUMER.${op}.NOPE`, "")), 10059, op);
     assert.equal(errCode(await api(`$JS.API.CONSUMER.${op}.B`, "{nope")), 10025, op);
   }
-  // MSG.NEXT for a consumer or stream that does not exist: no reply (as nats-server).
+  // MSG.NEXT for a consumer or stream that does not exist: nothing subscribes it, so this
+  // client (no_responders on, as nats.js connects) gets a 503 with the subject, as from
+  // nats-server 2.11 on (2.9/2.10 stayed silent).
   const inbox = createInbox();
   const got: Msg[] = [];
   const sub = nc.subscribe(inbox, {
@@ -150,12 +152,14 @@ void test("unknown streams and consumers: 10059 / 10014 on every consumer API", 
       got.push(m);
     },
   });
-  nc.publish("$JS.API.CONSUMER.MSG.NEXT.B.nope", JSON.stringify({ batch: 1, no_wait: true }), { reply: inbox });
-  nc.publish("$JS.API.CONSUMER.MSG.NEXT.NOPE.nope", JSON.stringify({ batch: 1, no_wait: true }), { reply: inbox });
-  nc.publish("$JS.API.CONSUMER.MSG.NEXT.B", "", { reply: inbox });
+  const subjects = ["$JS.API.CONSUMER.MSG.NEXT.B.nope", "$JS.API.CONSUMER.MSG.NEXT.NOPE.nope", "$JS.API.CONSUMER.MSG.NEXT.B"];
+  for (const s of subjects) nc.publish(s, JSON.stringify({ batch: 1, no_wait: true }), { reply: inbox });
   await nc.flush();
   await stillServing();
-  assert.equal(got.length, 0);
+  assert.deepEqual(
+    got.map((m) => [m.headers?.code, m.headers?.get("Nats-Subject"), m.data.length]),
+    subjects.map((s) => [503, s, 0]),
+  );
   sub.unsubscribe();
 });
 

@@ -4,7 +4,7 @@
 // consumer_limits on stream update and MSG.NEXT for a missing consumer.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy } from "@nats-io/jetstream";
 import { Advisories, bootJs, until, type JsEnv } from "../helpers/js-consumer.js";
 
@@ -255,4 +255,29 @@ void test("stream update tightening consumer_limits below an existing consumer i
   assert.deepEqual(si.config.consumer_limits, { max_ack_pending: 500, inactive_threshold: 120_000_000_000 });
   // The same limits again are no change, so nothing is checked.
   await jsm.streams.update("CL", { consumer_limits: { max_ack_pending: 500, inactive_threshold: 120_000_000_000 } });
+});
+
+void test("MSG.NEXT: a missing consumer or stream gets no responders (2.11+); an existing one is served; deleted: 503 again", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "NX", subjects: ["nx.>"] });
+  await js.publish("nx.a", "x");
+  // nc.request sees the 503 as a no-responders error.
+  const noResponders = async (subject: string): Promise<void> => {
+    await assert.rejects(nc.request(subject, JSON.stringify({ batch: 1, no_wait: true }), { timeout: 5_000 }), (e: Error) => {
+      assert.match(String((e as { code?: unknown }).code ?? e.message), /503|no responders/i);
+      return true;
+    });
+  };
+  await noResponders("$JS.API.CONSUMER.MSG.NEXT.NX.nope");
+  await noResponders("$JS.API.CONSUMER.MSG.NEXT.NOSTREAM.nope");
+  await jsm.consumers.add("NX", { durable_name: "C", ack_policy: AckPolicy.Explicit });
+  assert.deepEqual((await rawPull(nc, "NX", "C", { batch: 1, no_wait: true })).items, ["seq:1"]);
+  assert.deepEqual((await rawPull(nc, "NX", "C", { batch: 1, no_wait: true })).items, ["404 No Messages"]);
+  // Too high an API level: 412 from the consumer, as before.
+  const h = headers();
+  h.set("Nats-Required-Api-Level", "99");
+  const r = await nc.request("$JS.API.CONSUMER.MSG.NEXT.NX.C", JSON.stringify({ batch: 1, no_wait: true }), { timeout: 5_000, headers: h });
+  assert.deepEqual([r.headers?.code, r.headers?.description], [412, "Required Api Level"]);
+  await jsm.consumers.delete("NX", "C");
+  await noResponders("$JS.API.CONSUMER.MSG.NEXT.NX.C");
 });
