@@ -16,7 +16,7 @@ import { subjectMatches } from "../subjects/subject.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { ACK_PREFIX, AckKind, ackSubject, parseAck, parseAckSubject } from "./ack.js";
 import { consumerConfigToWire, filtersOf, isPush, type ConsumerConfig } from "./config.js";
-import { RedeliveryWheel, type Ticker, type Tickable } from "./wheel.js";
+import { RedeliveryWheel, TICK_MS, type Ticker, type Tickable } from "./wheel.js";
 import {
   heartbeatStatus,
   parsePullRequest,
@@ -747,7 +747,10 @@ export class Consumer implements ConsumerHook, Tickable {
         e.cseq = cseq;
         e.tsNs = nowNs;
       }
-      this.wheel.schedule(seq, this.runMonoMs + this.ackWaitMs(p.dc));
+      const waitMs = this.ackWaitMs(p.dc);
+      this.wheel.schedule(seq, this.runMonoMs + waitMs);
+      // The tick looks 2 ticks ahead; only a wait shorter than that needs a wake-up now.
+      if (waitMs < 2 * TICK_MS) this.wakeForDeadline(this.runMonoMs, 2 * TICK_MS);
     }
     let hdr = m.hdr;
     let data = m.data;
@@ -1008,8 +1011,10 @@ export class Consumer implements ConsumerHook, Tickable {
       deliveries: dc,
     });
     if (delayNs > 0) {
-      this.wheel.schedule(seq, this.env.clock.monoMs() + delayNs / 1e6);
+      const now = this.env.clock.monoMs();
+      this.wheel.schedule(seq, now + delayNs / 1e6);
       this.env.ticker.want(this);
+      this.wakeForDeadline(now, 2 * TICK_MS);
       return;
     }
     this.wheel.cancel(seq);
@@ -1023,7 +1028,10 @@ export class Consumer implements ConsumerHook, Tickable {
     if (p === undefined) return;
     p.tsNs = this.env.clock.nowNs();
     const dc = s.redelivered.get(seq) ?? 1;
-    this.wheel.schedule(seq, this.env.clock.monoMs() + this.ackWaitMs(dc));
+    const now = this.env.clock.monoMs();
+    const waitMs = this.ackWaitMs(dc);
+    this.wheel.schedule(seq, now + waitMs);
+    if (waitMs < 2 * TICK_MS) this.wakeForDeadline(now, 2 * TICK_MS);
   }
 
   /** +TERM: like an ack, plus a MSG_TERMINATED advisory, which nats-server sends even when
@@ -1178,6 +1186,12 @@ export class Consumer implements ConsumerHook, Tickable {
     return avail < wanted;
   }
 
+  /** Ask the ticker to fire at the next redelivery deadline within horizonMs. */
+  private wakeForDeadline(now: number, horizonMs: number): void {
+    const at = this.wheel.nextDueMs(now, horizonMs);
+    if (at !== Infinity) this.env.ticker.wakeAt(this, at);
+  }
+
   /** Ask the ticker to fire when the earliest open request expires. */
   private wakeForExpiry(): void {
     let at = Infinity;
@@ -1218,6 +1232,8 @@ export class Consumer implements ConsumerHook, Tickable {
       redeliver = true;
     }
     due.length = 0;
+    // Deadlines before the next coarse tick get a wake-up of their own (one timer still).
+    this.wakeForDeadline(now, 2 * TICK_MS);
     const unpinned = this.pins.expire(this.cfg.priority_groups[0] ?? "", now);
     const push = isPush(this.cfg);
     if (!push && this.waiting.length > 0) {

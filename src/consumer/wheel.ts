@@ -5,13 +5,43 @@
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 
 export const TICK_MS = 50;
+/** Redelivery deadlines are kept to this resolution; the consumer asks the Ticker to wake at
+ *  the next one due before the coarse tick (nats.js "jetstream - backoff" expects
+ *  redeliveries within 50 ms of the backoff values: 50 ms buckets on a 50 ms tick were up to
+ *  ~100 ms late). */
+export const WHEEL_RES_MS = 10;
 
-/** Deadlines of sequences, resolved to TICK_MS buckets. */
+/** Deadlines of sequences, resolved to buckets of tickMs. */
 export class RedeliveryWheel {
   private readonly buckets = new Map<number, number[]>();
   private readonly due = new Map<number, number>(); // seq -> bucket
   private last = -1; // highest bucket already drained
-  constructor(private readonly tickMs: number = TICK_MS) {}
+  constructor(private readonly tickMs: number = WHEEL_RES_MS) {}
+
+  /** The earliest live deadline's bucket time in (last drained, nowMs + horizonMs], or
+   *  Infinity: a look ahead over bucket numbers (horizon / resolution map lookups), so the
+   *  consumer can ask for a wake-up at the next deadline before the coarse tick. Buckets
+   *  whose sequences were all acked or rescheduled are dropped on the way (each entry is
+   *  looked at once), so acked deliveries cause no wake-ups. */
+  nextDueMs(nowMs: number, horizonMs: number): number {
+    if (this.buckets.size === 0) return Infinity;
+    const end = Math.floor((nowMs + horizonMs) / this.tickMs);
+    for (let k = Math.max(this.last + 1, Math.floor(nowMs / this.tickMs)); k <= end; k++) {
+      const list = this.buckets.get(k);
+      if (list === undefined) continue;
+      let live = false;
+      for (let i = 0; i < list.length; i++) {
+        if (this.due.get(list[i]!) === k) {
+          live = true;
+          if (i > 0) list.splice(0, i);
+          break;
+        }
+      }
+      if (live) return k * this.tickMs;
+      this.buckets.delete(k);
+    }
+    return Infinity;
+  }
 
   get size(): number {
     return this.due.size;
