@@ -195,6 +195,12 @@ authorization {
   assert.match(errs[1]!, /^t\.conf:5:\d+: /);
 });
 
+void test("config: permissions beside a single user are ignored (as nats-server) with a warning", () => {
+  const r = toOptions(parseConfigText('authorization { user: a, password: b, permissions: { publish: "x" } }\n', { file: "t.conf", env: {} }), { file: "t.conf" });
+  assert.equal(r.patch.authorization?.user, "a");
+  assert.deepEqual(r.warnings, ['t.conf:1:39: field "authorization.permissions" applies only to the users list and is ignored here']);
+});
+
 void test("config: max_subs", () => {
   const r = toOptions(parseConfigText("max_subs: 10\n", { file: "t.conf", env: {} }), { file: "t.conf" });
   assert.equal(r.patch.maxSubs, 10);

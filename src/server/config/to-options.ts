@@ -351,6 +351,11 @@ function authorization(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsP
   // nats-server applyDefaultPermissions: users without permissions of their own get them.
   const dp = auth.defaultPermissions;
   if (dp !== undefined && dp !== null && auth.users) for (const u of auth.users) if (u.permissions === null) u.permissions = dp;
+  // nats-server silently ignores them for the single user/password and token forms.
+  if (dp !== undefined && dp !== null && !auth.users) {
+    const k = Object.keys(m).find((x) => /^(default_permissions?|permissions)$/i.test(x)) ?? "permissions";
+    ctx.warn(m, k, `field "authorization.${k}" applies only to the users list and is ignored here`);
+  }
   patch.authorization = auth;
 }
 
