@@ -12,7 +12,7 @@ import type { Logger } from "../server/log.js";
 import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
 import type { ConsumerState, ConsumerStore, StoredMsg } from "../storage/types.js";
 import { appendHeaders } from "../protocol/headers.js";
-import { subjectMatches } from "../subjects/subject.js";
+import { subjectIsSubsetMatch, subjectMatches } from "../subjects/subject.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { ACK_PREFIX, AckKind, ackSubject, parseAck, parseAckSubject } from "./ack.js";
 import { consumerConfigToWire, filtersOf, isPush, type ConsumerConfig } from "./config.js";
@@ -318,8 +318,11 @@ export class Consumer implements ConsumerHook, Tickable {
   /** A purge by subject (or subject and sequence) removed messages at or above the stream's
    *  first: pending acks, queued redeliveries and delivery counts of messages that are gone
    *  are dropped and the ack floor moves up (nats-server consumer.purge with a wider filter
-   *  than the purge, which checks what is left of pending against the store). */
-  onMessagesRemoved(): void {
+   *  than the purge, which checks what is left of pending against the store). A consumer
+   *  whose filters all lie within the purged subject also moves its delivered sequence up to
+   *  just below the first message left on that subject (the stream's last + 1 if none), as
+   *  nats-server purges it from there; nats-server does so when any one filter lies within. */
+  onMessagesRemoved(subject = ""): void {
     if (this.stopped) return;
     this.numPendingCache = -1;
     const s = this.state;
@@ -327,8 +330,18 @@ export class Consumer implements ConsumerHook, Tickable {
     const gone: number[] = [];
     for (const seq of s.pending.keys()) if (store.loadMsg(seq) === null) gone.push(seq);
     for (const seq of s.redelivered.keys()) if (!s.pending.has(seq) && store.loadMsg(seq) === null) gone.push(seq);
-    if (gone.length === 0) return;
     for (const seq of gone) this.removePending(seq);
+    let moved = false;
+    const f = this.filters;
+    if (subject !== "" && f.length > 0 && this.lps === null && f.every((x) => subjectIsSubsetMatch(x, subject))) {
+      const st = store.state();
+      const next = store.loadNextMsg(subject, Math.max(1, st.firstSeq))?.seq ?? st.lastSeq + 1;
+      if (s.delivered.streamSeq < next - 1) {
+        s.delivered.streamSeq = next - 1;
+        moved = true;
+      }
+    }
+    if (gone.length === 0 && !moved) return;
     this.updateFloor();
     this.persist();
     this.kick();

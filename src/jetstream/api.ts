@@ -564,7 +564,7 @@ export class ApiRouter {
     const purged = st.purge(opts);
     // The stream tells consumers about removals below its first sequence; a purge by subject
     // also removes messages above it, which pending acks may still name.
-    if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.();
+    if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.(filter);
     return { success: true, purged };
   }
 

@@ -25,7 +25,7 @@ export interface ConsumerHook {
   /** Messages below firstSeq are gone (purge/compact/limits). */
   onPurged(firstSeq: number): void;
   /** A purge by subject removed messages above the stream's first sequence. */
-  onMessagesRemoved?(): void;
+  onMessagesRemoved?(subject: string): void;
   /** The config values a stream's consumer_limits bound (checked on stream update). */
   consumerLimits?(): { max_ack_pending: number; inactive_threshold: number };
   /** Interest retention: true while this consumer's filter matches subject and it has not

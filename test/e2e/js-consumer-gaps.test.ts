@@ -281,3 +281,26 @@ void test("MSG.NEXT: a missing consumer or stream gets no responders (2.11+); an
   await jsm.consumers.delete("NX", "C");
   await noResponders("$JS.API.CONSUMER.MSG.NEXT.NX.C");
 });
+
+void test("purge by subject: a consumer within the purged subject moves delivered and its ack floor past it; others keep theirs", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "SP", subjects: ["sp.>"] });
+  for (const s of ["sp.a", "sp.b", "sp.a", "sp.b"]) await js.publish(s, "x");
+  await jsm.consumers.add("SP", { durable_name: "A", ack_policy: AckPolicy.Explicit, filter_subject: "sp.a", ack_wait: 60_000_000_000 });
+  await jsm.consumers.add("SP", { durable_name: "B", ack_policy: AckPolicy.Explicit, filter_subject: "sp.b" });
+  assert.deepEqual((await rawPull(nc, "SP", "A", { batch: 2, expires: 5_000_000_000 })).items, ["seq:1", "seq:3"]);
+  await jsm.streams.purge("SP", { filter: "sp.a" });
+  const a = await info("SP", "A");
+  assert.deepEqual([a["delivered"], a["ack_floor"], a["num_ack_pending"], a["num_pending"]].map((x) => (typeof x === "object" ? { ...(x as object), last_active: undefined } : x)), [
+    { consumer_seq: 2, stream_seq: 4, last_active: undefined },
+    { consumer_seq: 2, stream_seq: 4, last_active: undefined },
+    0,
+    0,
+  ]);
+  const b = await info("SP", "B");
+  // (Its delivered stream sequence follows the stream's new first sequence, as after any purge.)
+  assert.deepEqual([(b["delivered"] as { consumer_seq: number }).consumer_seq, b["num_pending"]], [0, 2]);
+  // New messages on the purged subject still come.
+  await js.publish("sp.a", "y");
+  assert.deepEqual((await rawPull(nc, "SP", "A", { batch: 1, expires: 5_000_000_000 })).items, ["seq:5"]);
+});
