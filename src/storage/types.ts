@@ -59,6 +59,10 @@ export interface StreamStore {
    *  buffers may be views of the store's read cache instead of copies. They stay valid, but
    *  keeping them keeps a whole read window alive. Optional. */
   loadNextMsgTransient?(filter: string, start: number): StoredMsg | null;
+  /** First message with seq >= start that has header bytes (what a dedup rebuild reads),
+   *  returned as by loadNextMsgTransient. Stores skip what holds no headers (a file store:
+   *  whole blocks). Optional. */
+  loadNextMsgWithHeader?(start: number): StoredMsg | null;
   /** Last message whose subject matches filter (wildcards allowed). */
   loadLastMsg(filter: string): StoredMsg | null;
   /** Remove one message; false if it was not there. */

@@ -328,6 +328,42 @@ export function streamStoreContract(t: ContractTarget): void {
       });
     });
 
+    void it("loadNextMsgWithHeader returns exactly the live messages with header bytes, in order", async () => {
+      const env = t.newEnv();
+      let s = await env.open();
+      try {
+        if (s.loadNextMsgWithHeader === undefined) return;
+        const want: number[] = [];
+        // runs without headers long enough to fill whole blocks of the file store
+        for (let i = 1; i <= 300; i++) {
+          const withHdr = i === 7 || i === 150 || i === 151 || i === 299 || i === 300;
+          const seq = s.storeMsg(`h.${i % 3}`, withHdr ? HDR : i === 40 ? Buffer.alloc(0) : null, Buffer.from(`d${i}`), T0 + i, 0);
+          if (withHdr) want.push(seq);
+        }
+        s.removeMsg(151);
+        want.splice(want.indexOf(151), 1);
+        const walk = (): number[] => {
+          const got: number[] = [];
+          for (let q = 0, m = s.loadNextMsgWithHeader?.(0) ?? null; m !== null; m = s.loadNextMsgWithHeader?.(q) ?? null) {
+            assert.ok(m.hdr !== null && m.hdr.length > 0);
+            assert.equal(m.data.toString(), `d${m.seq}`);
+            got.push(m.seq);
+            q = m.seq + 1;
+          }
+          return got;
+        };
+        assert.deepEqual(walk(), want);
+        assert.equal(s.loadNextMsgWithHeader(301), null);
+        if (env.reopen !== null) {
+          s = await env.reopen(s);
+          assert.deepEqual(walk(), want);
+        }
+      } finally {
+        await s.close();
+        await env.dispose();
+      }
+    });
+
     void it("purges all, by subject, by sequence and with keep", async () => {
       await withStore(t, async (s) => {
         for (let i = 0; i < 10; i++) put(s, i % 2 ? "odd" : "even", `${i + 1}`);

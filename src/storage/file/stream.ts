@@ -66,6 +66,7 @@ export class Blk {
    *  a walk cannot step over garbage. null for every healthy block. */
   offs: Uint32Array | null = null;
   live = 0; // live messages
+  hdrMsgs = 0; // message records with header bytes, live or not (0: no header to look for here)
   liveRecBytes = 0;
   size = 0; // bytes including the unwritten part of the write buffer
   written = 0; // bytes handed to the file
@@ -294,6 +295,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         const rl = sr.recLen;
         const size = rl - (sr.hasHdrBytes ? 2 : 6);
         const n = 1 + sr.run;
+        if (sr.hasHdrBytes) blk.hdrMsgs += n;
         if (n > 1 && seq > this.lastSeq) {
           this.indexAppendRun(seq, n, rec, sr.tsNs, size);
           this.noteAppendRun(blk, seq, n, p, rl, size);
@@ -374,7 +376,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
           msgOffs.push(base + p);
           report.msgs++;
         }
-        sum.msg(seq, rl, rec, buf.readUInt32LE(p + 8) > 0, buf.readDoubleLE(p + 20), buf.readUInt32LE(p + 28));
+        const hasHdr = buf.readUInt32LE(p + 8) > 0;
+        if (hasHdr) blk.hdrMsgs++;
+        sum.msg(seq, rl, rec, hasHdr, buf.readDoubleLE(p + 20), buf.readUInt32LE(p + 28));
       } else if (kind === KIND_TOMB) {
         tombs.push(seq);
         blk.tombs.push(seq);
@@ -534,6 +538,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const size = fileStoreMsgSize(sl, hl, dl);
     this.indexAppend(seq, rec, tsNs, size, ttlSec);
     this.noteAppend(w, seq, w.size, size);
+    if (hl > 0) w.hdrMsgs++;
     w.sum?.msg(seq, rl, rec, hl > 0, tsNs, ttlSec > 0 ? ttlSec : 0);
     w.size += rl;
     this.enforceLimits(rec);
@@ -761,6 +766,22 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     return null;
   }
 
+  protected override headerCandidate(s: number): number {
+    const bl = this.seqBlocks;
+    let lo = 0;
+    let hi = bl.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((bl[mid] as Blk).lastSeq < s) lo = mid + 1;
+      else hi = mid;
+    }
+    for (; lo < bl.length; lo++) {
+      const b = bl[lo] as Blk;
+      if (b.hdrMsgs > 0) return Math.max(s, b.firstSeq);
+    }
+    return 0;
+  }
+
   protected onRemoved(seq: number, slot: number): void {
     const b = this.blockFor(seq);
     if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
@@ -842,6 +863,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     let lastG = -1;
     const cks: number[] = []; // (group, new offset) for groups that begin in this block
     const sum = new SummaryBuilder();
+    let hdrMsgs = 0;
     const lo = Math.max(b.firstSeq, this.firstSeq);
     for (let q = 0; q < old.length; ) {
       const rl = checkRecord(old, q);
@@ -857,7 +879,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
           if (p + rl > out.length) return; // the size estimate is broken: leave the block as it is
           old.copy(out, p, q, q + rl);
           const rec = this.byId[this.subjCol[s - this.base] as number] as SubjRec;
-          sum.msg(s, rl, rec, old.readUInt32LE(q + 8) > 0, old.readDoubleLE(q + 20), old.readUInt32LE(q + 28));
+          const hasHdr = old.readUInt32LE(q + 8) > 0;
+          if (hasHdr) hdrMsgs++;
+          sum.msg(s, rl, rec, hasHdr, old.readDoubleLE(q + 20), old.readUInt32LE(q + 28));
           const g = Math.floor(s / CK_SEQS);
           if (g !== lastG) {
             lastG = g;
@@ -894,6 +918,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     b.size = b.written = p;
     b.dirty = false;
     b.tombs = tombs;
+    b.hdrMsgs = hdrMsgs;
     b.sum = sum;
     b.sumCovered = -1;
     this.saveSummary(b, false);

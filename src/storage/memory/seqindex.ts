@@ -485,6 +485,24 @@ export abstract class SeqIndex {
     }
   }
 
+  loadNextMsgWithHeader(start: number): StoredMsg | null {
+    let s = start;
+    for (;;) {
+      s = this.headerCandidate(s);
+      if (s === 0) return null;
+      const m = this.loadNextMsgTransient(">", s);
+      if (m === null) return null;
+      if (m.hdr !== null && m.hdr.length > 0) return m;
+      s = m.seq + 1;
+    }
+  }
+
+  /** The first seq >= s that may hold a message with header bytes, or 0 if none can. */
+  protected headerCandidate(s: number): number {
+    const c = Math.max(s, this.firstSeq, 1);
+    return this.msgs > 0 && c <= this.lastSeq ? c : 0;
+  }
+
   /** Sequence of the first message >= start matching filter, or 0. */
   nextSeq(filter: string, start: number): number {
     if (this.msgs === 0) return 0;
