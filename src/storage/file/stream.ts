@@ -231,8 +231,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         }
       }
       let end = flen;
-      if (start < flen) {
-        if (sum === null) sum = new SummaryBuilder();
+      if (sum === null && start === 0 && (isLast || flen > 0)) sum = new SummaryBuilder();
+      if (start < flen && sum !== null) {
         const buf = Buffer.allocUnsafe(flen - start);
         const got = fs.read(fd, buf, 0, buf.length, start);
         end = start + this.scanBlock(blk, got < buf.length ? buf.subarray(0, got) : buf, start, isLast, sum, tombs, acc, report);
