@@ -146,6 +146,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private curBlk: Blk | null = null;
   private curSeq = 0;
   private curOff = 0;
+  private curLen = 0; // record length at curOff: the next record starts right after it
   // Where locate()/view() left the bytes: rbuf[rp...] is the record.
   private rbuf: Buffer = Buffer.alloc(0);
   private rp = 0;
@@ -979,7 +980,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       this.view(b, off, this.rbuf.readUInt32LE(this.rp));
       return;
     }
-    if (this.curBlk === b && this.curSeq <= seq && seq - this.curSeq <= CK_SEQS) off = this.curOff;
+    if (this.curBlk === b && this.curSeq <= seq && seq - this.curSeq <= CK_SEQS) {
+      off = seq === this.curSeq ? this.curOff : this.curOff + this.curLen;
+    }
     else {
       const g = Math.floor(seq / CK_SEQS);
       off = b.firstSeq <= g * CK_SEQS ? (this.ckCol[g - this.ckBase] as number) : b.firstMsgOff;
@@ -1001,6 +1004,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
           this.curBlk = b;
           this.curSeq = seq;
           this.curOff = off;
+          this.curLen = rl;
           return;
         }
         if (s > seq) break;
@@ -1045,7 +1049,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     // Small records by hand: Buffer.copy's argument checks cost more than the bytes.
     if (n <= 64) for (let i = 0; i < n; i++) out[i] = buf[h0 + i]!;
     else buf.copy(out, 0, h0, p + rl - 4);
-    return { seq, subject, hdr: hasHdr ? out.subarray(0, hl) : null, data: out.subarray(hl), tsNs };
+    return { seq, subject, hdr: hasHdr ? out.subarray(0, hl) : null, data: hl === 0 ? out : out.subarray(hl), tsNs };
   }
 
   // ---- lifecycle ----
