@@ -647,6 +647,7 @@ export class Consumer implements ConsumerHook, Tickable {
     if (!this.canDeliverNew()) return null;
     if (this.lps !== null) {
       while (this.lps.length > 0) {
+        if (this.lps[0]! > this.stream.visibleSeq) return null;
         const m = this.stream.store.loadMsg(this.lps[0]!);
         if (m !== null) return this.pickedAs(m, false, 1);
         this.lps.shift();
@@ -654,20 +655,21 @@ export class Consumer implements ConsumerHook, Tickable {
       this.endLps();
     }
     const from = s.delivered.streamSeq + 1;
-    const st = this.stream.store.state();
-    if (from > st.lastSeq) return null;
+    // Only up to the stream's visible (durable) sequence, whatever kicked this consumer.
+    const last = Math.min(this.stream.store.state().lastSeq, this.stream.visibleSeq);
+    if (from > last) return null;
     let best: StoredMsg | null = null;
     const fl = this.filterList();
     const store = this.stream.store;
     for (let i = 0; i < fl.length; i++) {
       // Sent at once and not kept: views of the store's cache are fine.
       const m = store.loadNextMsgTransient !== undefined ? store.loadNextMsgTransient(fl[i]!, from) : store.loadNextMsg(fl[i]!, from);
-      if (m !== null && (best === null || m.seq < best.seq)) best = m;
+      if (m !== null && m.seq <= last && (best === null || m.seq < best.seq)) best = m;
     }
     if (best === null) {
       // Nothing matches up to the end: remember that so the next look starts later. The ack
       // floor stays (nats-server moves it only on acks and deliveries).
-      if (s.delivered.streamSeq < st.lastSeq && this.filters.length > 0) s.delivered.streamSeq = st.lastSeq;
+      if (s.delivered.streamSeq < last && this.filters.length > 0) s.delivered.streamSeq = last;
       return null;
     }
     return this.pickedAs(best, false, 1);
@@ -794,17 +796,26 @@ export class Consumer implements ConsumerHook, Tickable {
   }
 
   computeNumPending(): number {
-    const store = this.stream.store;
     let n = 0;
     if (this.lps !== null) {
       n += this.lps.length;
-      for (const f of this.filterList()) n += store.numPending(this.lpsEnd + 1, f, false);
+      for (const f of this.filterList()) n += this.visiblePending(this.lpsEnd + 1, f);
     } else {
       const from = this.state.delivered.streamSeq + 1;
-      for (const f of this.filterList()) n += store.numPending(from, f, false);
+      for (const f of this.filterList()) n += this.visiblePending(from, f);
     }
     this.numPendingCache = n;
     return n;
+  }
+
+  /** Messages matching f from `from` up to the visible sequence: those after it are counted
+   *  by onStored when they become visible. */
+  private visiblePending(from: number, f: string): number {
+    const store = this.stream.store;
+    const vis = this.stream.visibleSeq;
+    if (from > vis) return 0;
+    const n = store.numPending(from, f, false);
+    return n > 0 && vis < store.state().lastSeq ? n - store.numPending(vis + 1, f, false) : n;
   }
 
   // ---------- acks ----------

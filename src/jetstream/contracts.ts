@@ -20,7 +20,7 @@ export interface JetStreamDeps {
 /** A consumer as its stream sees it. */
 export interface ConsumerHook {
   readonly name: string;
-  /** The stream stored a new message (after it is in the store; durability may lag). */
+  /** A new message became visible (a file stream: once the fsync after its store completed). */
   onStored(seq: number, subject: string): void;
   /** Messages below firstSeq are gone (purge/compact/limits). */
   onPurged(firstSeq: number): void;
@@ -41,6 +41,8 @@ export interface ConsumerHook {
 export interface StreamHandle {
   readonly name: string;
   readonly store: StreamStore;
+  /** The last sequence consumers may deliver: the store may hold later ones not yet durable. */
+  readonly visibleSeq: number;
   /** Current config in wire JSON shape (snake_case). */
   wireConfig(): Record<string, unknown>;
   retention(): "limits" | "interest" | "workqueue";

@@ -109,6 +109,7 @@ export class JetStreamService {
       serverName: this.deps.serverName,
       wouldExceedAccount: (storage, bytes) => this.wouldExceed(storage, bytes),
       canAddConsumer: () => true,
+      syncIntervalMs: this.syncIntervalMs(),
     };
   }
 

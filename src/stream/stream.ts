@@ -48,6 +48,8 @@ export interface StreamEnv {
   wouldExceedAccount(storage: "file" | "memory", bytes: number): boolean;
   /** Account-wide consumer limit. */
   canAddConsumer(): boolean;
+  /** The file store's sync_interval (0 or absent: fsync before every PubAck). */
+  syncIntervalMs?: number;
 }
 
 /** Pending PubAcks answered together when one store.sync() completes (group commit). */
@@ -55,10 +57,13 @@ class AckBatch {
   replies: string[] = [];
   seqs: number[] = [];
   dups: boolean[] = [];
+  /** The last sequence stored before this batch's sync was asked for (0: none to make visible). */
+  coverSeq = 0;
   clear(): void {
     this.replies.length = 0;
     this.seqs.length = 0;
     this.dups.length = 0;
+    this.coverSeq = 0;
   }
 }
 
@@ -108,6 +113,18 @@ export class Stream implements StreamHandle {
   private readonly spare: AckBatch[] = [];
   private flushQueued = false;
 
+  /** The last sequence consumers may deliver. A file stream that fsyncs before its PubAcks
+   *  delivers a message only once that fsync completed (after its PubAck), so no consumer sees
+   *  a message a crash would lose; memory and sync_interval streams deliver at store. */
+  visibleSeq: number;
+  private readonly deferVisible: boolean;
+  private lastStored = 0;
+  private syncAsked = 0;
+  /** Stored but not yet visible: consumers hear of these (onStored) when they become visible. */
+  private readonly unvSeqs: number[] = [];
+  private readonly unvSubjs: string[] = [];
+  private unvHead = 0;
+
   private expiryTimer: TimerHandle | null = null;
   private limitRemoved = false;
   private expiring = false;
@@ -126,6 +143,8 @@ export class Stream implements StreamHandle {
     this.env = env;
     this.createdNs = createdNs;
     this.dedup = new DedupWindow(cfg.duplicate_window);
+    this.visibleSeq = store.state().lastSeq;
+    this.deferVisible = cfg.storage === "file" && (env.syncIntervalMs ?? 0) === 0;
     this.applyConfig(cfg);
   }
 
@@ -476,12 +495,26 @@ export class Stream implements StreamHandle {
       if (rollup === 1) this.store.purge({ subject: subj, keep: 1 });
       else if (rollup === 2) this.store.purge({ keep: 1 });
       if (rollup !== 0) this.limitRemoved = true;
-      if (this.consumerMap.size > 0) for (const c of this.consumerMap.values()) c.onStored(seq, subj);
+      if (this.deferVisible) {
+        this.unvSeqs.push(seq);
+        this.unvSubjs.push(subj);
+      } else {
+        this.visibleSeq = seq;
+        if (this.consumerMap.size > 0) for (const c of this.consumerMap.values()) c.onStored(seq, subj);
+      }
       if (this.republishTr !== null) this.republish(seq, subj, hdr, payload, tsNs, prevSeq);
     }
     if (this.limitRemoved) this.afterLimitRemovals();
     for (let i = 0; i < this.storeListeners.length; i++) this.storeListeners[i]!();
     if (reply !== "" && !this.cfg.no_ack) this.queueAck(reply, seq, false);
+    if (this.deferVisible) {
+      // Without a reply too: the message becomes visible when a sync covers it.
+      this.lastStored = seq;
+      if (!this.flushQueued) {
+        this.flushQueued = true;
+        queueMicrotask(this.flushAcks);
+      }
+    }
     return seq;
   }
 
@@ -527,7 +560,10 @@ export class Stream implements StreamHandle {
   private readonly flushAcks = (): void => {
     this.flushQueued = false;
     const b = this.current;
-    if (b.replies.length === 0) return;
+    const cover = this.lastStored;
+    if (b.replies.length === 0 && cover <= this.syncAsked) return;
+    this.syncAsked = cover;
+    b.coverSeq = cover;
     this.current = this.spare.pop() ?? new AckBatch();
     this.inflight.push(b);
     this.store.sync(this.onSynced);
@@ -559,9 +595,34 @@ export class Stream implements StreamHandle {
         bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
       }
     }
+    const cover = b.coverSeq;
     b.clear();
     if (this.spare.length < 4) this.spare.push(b);
+    // PubAcks first, then deliveries: a publisher sees its ack before any consumer's copy.
+    if (err === null && cover > this.visibleSeq) this.advanceVisible(cover);
   };
+
+  private advanceVisible(upTo: number): void {
+    this.visibleSeq = upTo;
+    const seqs = this.unvSeqs;
+    const subjs = this.unvSubjs;
+    // unvHead moves before each notification: a delivery may store into this stream again.
+    while (this.unvHead < seqs.length && seqs[this.unvHead]! <= upTo) {
+      const k = this.unvHead++;
+      if (this.consumerMap.size > 0) for (const c of this.consumerMap.values()) c.onStored(seqs[k]!, subjs[k]!);
+    }
+    let i = this.unvHead;
+    if (i === seqs.length) {
+      seqs.length = 0;
+      subjs.length = 0;
+      i = 0;
+    } else if (i > 1024 && i * 2 > seqs.length) {
+      seqs.splice(0, i);
+      subjs.splice(0, i);
+      i = 0;
+    }
+    this.unvHead = i;
+  }
 
   // ---------- limits, expiry, markers ----------
 

@@ -42,6 +42,7 @@ function rig(cfgWire: Record<string, unknown>): { clock: ManualClock; deliveries
   const stream: StreamHandle = {
     name: "R",
     store,
+    visibleSeq: Number.MAX_SAFE_INTEGER,
     wireConfig: () => ({ name: "R", subjects: ["r.>"] }),
     retention: () => "limits",
     consumerDir: () => null,
