@@ -273,7 +273,9 @@ export class Consumer implements ConsumerHook, Tickable {
   onStored(seq: number, subject: string): void {
     if (this.stopped) return;
     if (!this.filterMatches(subject)) return;
-    if (this.numPendingCache >= 0 && seq > this.state.delivered.streamSeq) this.numPendingCache++;
+    // A message up to lpsEnd is already counted in lps (or never delivered): it may become
+    // visible only after a last_per_subject consumer was created.
+    if (this.numPendingCache >= 0 && seq > this.state.delivered.streamSeq && (this.lps === null || seq > this.lpsEnd)) this.numPendingCache++;
     this.kick();
   }
 

@@ -108,3 +108,34 @@ void test("memory stream and sync_interval file stream deliver at store, as befo
     }
   }
 });
+
+void test("last_per_subject consumer created while its newest message is not yet durable: num_pending counts it once", async () => {
+  const hold = holdFsyncs();
+  const h = await startJs();
+  try {
+    const bus = h.bus;
+    await bus.api("$JS.API.STREAM.CREATE.L", { name: "L", subjects: ["l.>"], storage: "file" });
+    for (const s of ["l.a", "l.a", "l.b"]) await bus.pub(s, "x");
+    const stream = h.js.getStream("L")!;
+    hold.on = true;
+    bus.publish("l.a", "", null, Buffer.from("newest a")); // seq 4, not yet visible
+    await until(() => hold.held.length > 0, "the held fsync");
+    assert.equal(stream.visibleSeq, 3);
+    const created = await bus.api("$JS.API.CONSUMER.CREATE.L.C", {
+      stream_name: "L",
+      config: { durable_name: "C", deliver_policy: "last_per_subject", filter_subject: "l.>", ack_policy: "explicit" },
+    });
+    assert.equal(created["num_pending"], 2, `l.b (3) and l.a (4): ${JSON.stringify(created)}`);
+    hold.release();
+    await until(() => stream.visibleSeq === 4, "seq 4 visible");
+    const got = await bus.request("$JS.API.CONSUMER.MSG.NEXT.L.C", JSON.stringify({ batch: 2, expires: 2e9 }), { until: (g) => g.length >= 2 });
+    assert.deepEqual(got.map((d) => d.payload.toString()), ["x", "newest a"]);
+    // The ack subject's last token is num_pending after that delivery (the consumer's count).
+    // (seq 4 must not be counted again when it becomes visible).
+    assert.deepEqual(got.map((d) => d.reply.split(".").at(-1)), ["1", "0"]);
+  } finally {
+    hold.release();
+    hold.restore();
+    await h.close();
+  }
+});
