@@ -161,6 +161,27 @@ void describe("file store crash safety (simfs)", () => {
       }),
       {
         numRuns: Number(process.env["STORE_PROPERTY_RUNS"] ?? 150),
+        examples: [
+          // Compaction of the block holding the only synced floor dropped it, and its rewrite was
+          // durable before the new floor: purged messages came back after the crash.
+          [
+            [
+              { op: "store", n: 9, len: 13, subj: 0 },
+              { op: "purgeSubj", subj: 0 },
+              { op: "store", n: 1, len: 0, subj: 0 },
+              { op: "sync" },
+              { op: "store", n: 3, len: 68, subj: 0 },
+              { op: "turn" },
+              { op: "remove", pick: 13 },
+              { op: "purgeSubj", subj: 0 },
+              { op: "store", n: 4, len: 20, subj: 0 },
+              { op: "remove", pick: 0 },
+            ],
+            false,
+            1,
+            false,
+          ],
+        ],
         ...(process.env["STORE_SEED"] ? { seed: Number(process.env["STORE_SEED"]), path: process.env["STORE_PATH"] } : {}),
       },
     );

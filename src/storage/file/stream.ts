@@ -767,6 +767,11 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     return null;
   }
 
+  private dyingBlockFor(seq: number): Blk | null {
+    for (const d of this.dying) if (d.firstSeq !== 0 && d.firstSeq <= seq && seq <= d.lastSeq) return d;
+    return null;
+  }
+
   protected override headerCandidate(s: number): number {
     const bl = this.seqBlocks;
     let lo = 0;
@@ -850,14 +855,36 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const fs = this.fs;
     const old = Buffer.allocUnsafe(b.written);
     fs.read(this.blkFd(b), old, 0, b.written, 0);
+    // The rewrite is durable at once, before anything written since: it must keep every
+    // removal it can (a tombstone hiding a message in a block still on disk, even one below
+    // firstSeq whose newer floor may not be synced yet) and its newest floor record.
     const tombs: number[] = [];
     for (const t of b.tombs) {
-      if (t >= this.firstSeq && t <= this.lastSeq) {
-        const tb = this.blockFor(t);
+      if (t <= this.lastSeq) {
+        const tb = this.blockFor(t) ?? this.dyingBlockFor(t);
         if (tb !== null && tb !== b) tombs.push(t);
       }
     }
-    const out = Buffer.allocUnsafe(b.liveRecBytes + tombs.length * REC_OVERHEAD);
+    let floorAt = -1;
+    let floorSeq = 0;
+    if (b.hasFloor) {
+      for (let q = 0; q < old.length; ) {
+        const rl = checkRecord(old, q);
+        if (rl === 0) {
+          const next = resync(old, q + 1);
+          if (next < 0) break;
+          q = next;
+          continue;
+        }
+        if (old[q + 4] === KIND_FLOOR && recSeq(old, q) >= floorSeq) {
+          floorSeq = recSeq(old, q);
+          floorAt = q;
+        }
+        q += rl;
+      }
+    }
+    const floorLen = floorAt < 0 ? 0 : old.readUInt32LE(floorAt);
+    const out = Buffer.allocUnsafe(b.liveRecBytes + tombs.length * REC_OVERHEAD + floorLen);
     let p = 0;
     let kept = 0;
     let prev = 0;
@@ -903,6 +930,12 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       sum.tomb(t);
       p += REC_OVERHEAD;
     }
+    if (floorAt >= 0) {
+      old.copy(out, p, floorAt, floorAt + floorLen);
+      const d = floorAt + REC_HDR + old.readUInt16LE(floorAt + 6) + old.readUInt32LE(floorAt + 8);
+      sum.floor(floorSeq, old.readDoubleLE(d), old.readDoubleLE(d + 8));
+      p += floorLen;
+    }
     sum.wrote(out, 0, p);
     const tmp = `${b.path}.new`;
     fs.unlink(tmp);
@@ -923,7 +956,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     b.sum = sum;
     b.sumCovered = -1;
     this.saveSummary(b, false);
-    if (b.hasFloor) {
+    if (b.hasFloor && floorAt < 0) {
       b.hasFloor = false;
       this.writtenFloor = -1;
     }
