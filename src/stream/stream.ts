@@ -124,6 +124,8 @@ export class Stream implements StreamHandle {
   private readonly unvSeqs: number[] = [];
   private readonly unvSubjs: string[] = [];
   private unvHead = 0;
+  /** Pairs (seq, previous seq on its subject) waiting to be republished once visible. */
+  private readonly unvRepub: number[] = [];
 
   private expiryTimer: TimerHandle | null = null;
   private limitRemoved = false;
@@ -502,7 +504,12 @@ export class Stream implements StreamHandle {
         this.visibleSeq = seq;
         if (this.consumerMap.size > 0) for (const c of this.consumerMap.values()) c.onStored(seq, subj);
       }
-      if (this.republishTr !== null) this.republish(seq, subj, hdr, payload, tsNs, prevSeq);
+      if (this.republishTr !== null) {
+        // Like consumers, republish only what is durable: deferred until the sync, when the
+        // message is read back from the store (hdr/payload may be views of the read buffer).
+        if (this.deferVisible) this.unvRepub.push(seq, prevSeq);
+        else this.republish(seq, subj, hdr, payload, tsNs, prevSeq);
+      }
     }
     if (this.limitRemoved) this.afterLimitRemovals();
     for (let i = 0; i < this.storeListeners.length; i++) this.storeListeners[i]!();
@@ -611,6 +618,7 @@ export class Stream implements StreamHandle {
       const k = this.unvHead++;
       if (this.consumerMap.size > 0) for (const c of this.consumerMap.values()) c.onStored(seqs[k]!, subjs[k]!);
     }
+    if (this.unvRepub.length > 0) this.republishVisible(upTo);
     let i = this.unvHead;
     if (i === seqs.length) {
       seqs.length = 0;
@@ -622,6 +630,18 @@ export class Stream implements StreamHandle {
       i = 0;
     }
     this.unvHead = i;
+  }
+
+  private republishVisible(upTo: number): void {
+    const q = this.unvRepub;
+    let k = 0;
+    for (; k < q.length && q[k]! <= upTo; k += 2) {
+      const m = this.store.loadMsg(q[k]!);
+      // Gone already (a limit, a purge): nothing to republish, as if it had never been kept.
+      if (m !== null) this.republish(m.seq, m.subject, m.hdr, m.data, m.tsNs, q[k + 1]!);
+    }
+    if (k === q.length) q.length = 0;
+    else if (k > 0) q.splice(0, k);
   }
 
   // ---------- limits, expiry, markers ----------

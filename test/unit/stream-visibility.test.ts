@@ -139,3 +139,39 @@ void test("last_per_subject consumer created while its newest message is not yet
     await h.close();
   }
 });
+
+void test("republish waits for the fsync too, and carries the stored message and its headers", async () => {
+  const hold = holdFsyncs();
+  const h = await startJs();
+  try {
+    const bus = h.bus;
+    const created = await bus.api("$JS.API.STREAM.CREATE.R", {
+      name: "R",
+      subjects: ["r.>"],
+      storage: "file",
+      republish: { src: "r.>", dest: "rp.>" },
+    });
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    const log: { subject: string; hdr: string; payload: string }[] = [];
+    bus.subscribe("rp.>", (s, _r, hdr, payload) => log.push({ subject: s, hdr: hdr?.toString() ?? "", payload: payload.toString() }));
+    await bus.pub("r.a", "first");
+    await until(() => log.length === 1, "the first republish");
+
+    hold.on = true;
+    bus.publish("r.a", "", null, Buffer.from("second"));
+    await until(() => hold.held.length > 0, "the held fsync");
+    assert.equal(log.length, 1, "nothing republished before the fsync completed");
+    hold.release();
+    await until(() => log.length === 2, "the second republish");
+    const m = log[1]!;
+    assert.equal(m.subject, "rp.a");
+    assert.equal(m.payload, "second");
+    assert.match(m.hdr, /Nats-Stream: R\r\n/);
+    assert.match(m.hdr, /Nats-Sequence: 2\r\n/);
+    assert.match(m.hdr, /Nats-Last-Sequence: 1\r\n/);
+  } finally {
+    hold.release();
+    hold.restore();
+    await h.close();
+  }
+});
