@@ -752,8 +752,12 @@ export class Stream implements StreamHandle {
     }
     let n = 0;
     let seq = lo;
+    // Only messages with headers can carry a Nats-Msg-Id: a store that can skip the others
+    // (the file store skips whole blocks without headers) spares reading every message.
+    const store = this.store;
+    const withHdr = store.loadNextMsgWithHeader !== undefined;
     for (;;) {
-      const m = this.store.loadNextMsg(">", seq);
+      const m = withHdr ? store.loadNextMsgWithHeader!(seq) : store.loadNextMsg(">", seq);
       if (m === null) break;
       if (m.tsNs > cutoff && m.hdr !== null) {
         const id = msgIdOf(m.hdr);

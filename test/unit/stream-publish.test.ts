@@ -284,6 +284,21 @@ void test("direct get: by seq, last_by_subj, next_by_subj, batch, multi_last, su
     assert.equal(none.length, 0);
   }));
 
+void test("restart rebuilds dedup from msg ids among many messages without headers", () =>
+  withJs(async (h) => {
+    await create(h, { name: "D", subjects: ["d.>"] });
+    const ids: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      if (i % 500 === 7) {
+        ids.push(`id-${i}`);
+        await h.bus.pub("d.h", String(i), [["Nats-Msg-Id", `id-${i}`]]);
+      } else await h.bus.pub("d.p", String(i));
+    }
+    await h.restart();
+    for (const id of ids) assert.equal((await h.bus.pub("d.h", "again", [["Nats-Msg-Id", id]])).duplicate, true, id);
+    assert.equal((await h.bus.pub("d.h", "new", [["Nats-Msg-Id", "id-new"]])).duplicate, undefined);
+  }));
+
 void test("restart keeps data, config and the dedup window", () =>
   withJs(async (h) => {
     await create(h, { name: "S", subjects: ["s.>"], max_msgs_per_subject: 3, description: "d" });
