@@ -6,7 +6,8 @@
 // lengths are read from the records, not kept per message.
 //
 // Durability: storeMsg encodes into one reused write buffer and returns at once; a flush
-// (setImmediate, or early when the buffer is large) writes the buffer with one write call and
+// (at once when sync() finds no fsync running, else setImmediate, or early when the buffer is
+// large) writes the buffer with one write call and
 // then one fsync covers every sync() callback queued before that write (group commit). In
 // syncIntervalMs mode callbacks answer right after the write and fsync runs on a timer.
 //
@@ -641,7 +642,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       return;
     }
     this.queued.push(cb);
-    this.scheduleFlush();
+    // The disk is idle: write and start the fsync now instead of a turn later (the caller asks
+    // once per batch of publishes). While an fsync runs, later calls gather for the next one.
+    if (!this.fsyncing && this.syncIntervalMs === 0 && !this.closed) this.flush();
+    else this.scheduleFlush();
   }
 
   private flush(): void {
