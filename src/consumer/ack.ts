@@ -9,9 +9,34 @@ export function ackSubject(prefix: string, dc: number, sseq: number, cseq: numbe
   return prefix + dc + "." + sseq + "." + cseq + "." + tsString(tsNs) + "." + pending;
 }
 
-/** An int64 ns timestamp without exponent notation (numbers above 2^53 lose the last digits). */
+// The seconds part of the last timestamp formatted: deliveries close in time share it.
+let lastSec = -1;
+let lastSecStr = "";
+const ZEROS = "000000000";
+
+/** An int64 ns timestamp without exponent notation: the exact decimal of the double (numbers
+ *  above 2^53 lose the last digits), as BigInt would print it, without a BigInt per delivery.
+ *  Exact: sec * 1e9 is representable (sec < 4e9 so sec * 5^9 < 2^53) and tsNs - sec * 1e9
+ *  subtracts two doubles within a factor of two of each other. */
 export function tsString(tsNs: number): string {
-  return Number.isSafeInteger(tsNs) ? String(tsNs) : BigInt(Math.round(tsNs)).toString();
+  if (Number.isSafeInteger(tsNs)) return String(tsNs);
+  const t = Math.round(tsNs);
+  let sec = Math.floor(t / 1e9);
+  let ns = t - sec * 1e9;
+  if (ns < 0) {
+    sec -= 1;
+    ns += 1e9;
+  } else if (ns >= 1e9) {
+    sec += 1;
+    ns -= 1e9;
+  }
+  if (sec >= 4e9 || !Number.isFinite(t)) return BigInt(t).toString(); // past 2096 (or junk): the slow way
+  if (sec !== lastSec) {
+    lastSec = sec;
+    lastSecStr = String(sec);
+  }
+  const n = String(ns);
+  return lastSecStr + ZEROS.slice(n.length) + n;
 }
 
 export interface AckTokens {

@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ackSubject, parseAck, parseAckSubject, AckKind } from "../../src/consumer/ack.js";
+import { ackSubject, parseAck, parseAckSubject, tsString, AckKind } from "../../src/consumer/ack.js";
 import { RedeliveryWheel, Ticker } from "../../src/consumer/wheel.js";
 import { parsePullRequest, WaitingList, type PullRequest } from "../../src/consumer/waiting.js";
 import { ManualClock } from "../../src/runtime/clock.js";
@@ -101,4 +101,14 @@ void test("waiting list: bounded, FIFO with rotation and sweep", () => {
   w.sweep((r) => r.reply === "b");
   assert.equal(w.length, 1);
   assert.equal(w.peek()!.reply, "a");
+});
+
+void test("ack subject timestamps print the exact decimal of the double, as BigInt does", () => {
+  const base = Date.UTC(2026, 11, 3) * 1e6;
+  const cases = [0, 1, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 1e18, 1e18 - 256, 1e18 + 1e9 - 128, 4e18, 3.99e18, 9.2e18];
+  for (let i = 0; i < 20000; i++) cases.push(base + i * 977.3 + (i % 13) * 1e9, base + i * 1e9 - 64, base + i * 1e9 + 64);
+  for (const t of cases) assert.equal(tsString(t), BigInt(Math.round(t)).toString(), String(t));
+  // The cached seconds part must follow the input, also backwards.
+  assert.equal(tsString(base + 5e9), BigInt(base + 5e9).toString());
+  assert.equal(tsString(base + 1e9), BigInt(base + 1e9).toString());
 });
