@@ -18,89 +18,37 @@
 // generated ephemerals, and the error descriptions (err_code and code are compared).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { connect, createInbox, type NatsConnection, type Msg, type Subscription } from "@nats-io/transport-node";
-import { startServer, type RunningServer } from "../../src/index.js";
-import { findNatsServer, startNatsServerChild, type ChildServer } from "../helpers/core-child.js";
+import { createInbox, type NatsConnection, type Msg, type Subscription } from "@nats-io/transport-node";
+import { covers as coversWith, haveNatsServer as haveNats, normTimes as norm, startJsPair, type JsPair } from "../helpers/interop-js.js";
 
-const haveNats = findNatsServer() !== null;
-const dirs: string[] = [];
-let ref: ChildServer | null = null;
-let ours: RunningServer | null = null;
+let pair: JsPair | null = null;
 let ncRef: NatsConnection;
 let ncOurs: NatsConnection;
 
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), "tsnats-interop-con-"));
-  dirs.push(d);
-  return d;
-}
-
 before(async () => {
   if (!haveNats) return;
-  ref = await startNatsServerChild(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd", tmp()]);
-  ours = await startServer({ port: 0, host: "127.0.0.1", jetstream: { enabled: true, storeDir: tmp() } });
-  ncRef = await connect({ servers: ref.url });
-  ncOurs = await connect({ servers: ours.url });
+  pair = await startJsPair("tsnats-interop-con-");
+  ({ ncRef, ncOurs } = pair);
 });
 
 after(async () => {
-  if (!haveNats) return;
-  await ncRef.close();
-  await ncOurs.close();
-  await ref?.stop();
-  await ours?.close();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await pair?.close();
 });
-
-const TIME_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
-
-function norm(v: unknown): unknown {
-  if (typeof v === "string") return TIME_RE.test(v) && !v.startsWith("0001-01-01") ? "<time>" : v;
-  if (Array.isArray(v)) return v.map(norm);
-  if (v !== null && typeof v === "object") {
-    const o: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) o[k] = norm(x);
-    return o;
-  }
-  return v;
-}
 
 // Server-specific, or newer than 2.9.10 where 2.9.10 sends something else.
 const SKIP = new Set(["created", "ts", "cluster", "leader", "server_id"]);
 // Fields we send and 2.9.10 does not; collected to check the list in the header comment.
 const extras = new Set<string>();
 
-/** Every field of `refv` must appear in `got` with the same value. */
+/** Every field of `refv` must appear in `got` with the same value; errors by code and err_code. */
 function covers(got: unknown, refv: unknown, path: string, skip: Set<string>): void {
-  if (refv !== null && typeof refv === "object" && !Array.isArray(refv)) {
-    assert.ok(got !== null && typeof got === "object", `${path}: expected object, got ${JSON.stringify(got)}`);
-    const g = got as Record<string, unknown>;
-    const r = refv as Record<string, unknown>;
-    if ("error" in r) {
-      const re = r["error"] as Record<string, unknown>;
-      const ge = g["error"] as Record<string, unknown> | undefined;
-      assert.ok(ge !== undefined, `${path}: expected error ${JSON.stringify(re)}, got ${JSON.stringify(got).slice(0, 300)}`);
-      assert.equal(ge["err_code"], re["err_code"], `${path}.error.err_code (ours ${JSON.stringify(ge)} vs ${JSON.stringify(re)})`);
-      assert.equal(ge["code"], re["code"], `${path}.error.code`);
-      return;
-    }
-    assert.ok(!("error" in g), `${path}: unexpected error ${JSON.stringify(g["error"])} (nats-server: ${JSON.stringify(r).slice(0, 200)})`);
-    if (path.includes(".CONSUMER.")) for (const k of Object.keys(g)) if (!(k in r)) extras.add(`${path.split("|")[1] ?? ""}.${k}`.replace(/\[\d+\]/g, "[]"));
-    for (const [k, x] of Object.entries(r)) {
-      if (skip.has(k)) continue;
-      covers(g[k], x, `${path}.${k}`, skip);
-    }
-    return;
-  }
-  if (Array.isArray(refv) && refv.some((x) => x !== null && typeof x === "object")) {
-    assert.ok(Array.isArray(got) && got.length === refv.length, `${path}: ${JSON.stringify(got)} vs ${JSON.stringify(refv)}`);
-    refv.forEach((x, i) => covers((got as unknown[])[i], x, `${path}[${i}]`, skip));
-    return;
-  }
-  assert.deepEqual(got, refv, path);
+  coversWith(got, refv, path, {
+    skip,
+    strictErrors: true,
+    onExtra: (at, k) => {
+      if (at.includes(".CONSUMER.")) extras.add(`${at.split("|")[1] ?? ""}.${k}`.replace(/\[\d+\]/g, "[]"));
+    },
+  });
 }
 
 async function jreq(nc: NatsConnection, subject: string, body: unknown): Promise<Record<string, unknown>> {
