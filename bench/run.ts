@@ -4,10 +4,9 @@
 
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { RawConn, type ConnMode } from "./lib/conn.js";
+import { ServerConns } from "./lib/context.js";
 import { formatCell, markdownTable, ratioOf, writeResults } from "./lib/report.js";
-import { Requester } from "./lib/request.js";
-import { availability, HOST, SERVER_NAMES, ServerProc, type ServerName } from "./lib/servers.js";
+import { availability, SERVER_NAMES, ServerProc, type ServerName } from "./lib/servers.js";
 import type { BenchOptions, CaseContext, CaseDef, Cell, ResultRow, SuiteDef } from "./lib/types.js";
 import { coreSuite } from "./suites/core.js";
 import { jsSuite } from "./suites/js.js";
@@ -91,27 +90,21 @@ function errText(e: unknown): string {
   return `error: ${m.split("\n")[0]!.slice(0, 160)}`;
 }
 
-class CaseRun implements CaseContext {
+class CaseRun extends ServerConns implements CaseContext {
   server: ServerProc;
   readonly opts: BenchOptions;
-  readonly conns: RawConn[] = [];
   readonly notes: string[] = [];
   private readonly replace: (s: ServerProc) => void;
 
   constructor(server: ServerProc, opts: BenchOptions, replace: (s: ServerProc) => void) {
+    super();
     this.server = server;
     this.opts = opts;
     this.replace = replace;
   }
 
-  async connect(mode: ConnMode): Promise<RawConn> {
-    const c = await RawConn.connect({ port: this.server.port, host: HOST, mode, handshakeTimeoutMs: 10_000 });
-    this.conns.push(c);
-    return c;
-  }
-
-  async requester(): Promise<Requester> {
-    return new Requester(await this.connect("detail"));
+  protected serverPort(): number {
+    return this.server.port;
   }
 
   async freshServer(): Promise<ServerProc> {

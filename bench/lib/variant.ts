@@ -3,9 +3,8 @@
 // default rows (fsync before every PubAck). The nats-server column of such a row is the same
 // case against the suite's nats-server, so the ratio compares like with like.
 
-import { RawConn, type ConnMode } from "./conn.js";
-import { Requester } from "./request.js";
-import { HOST, ServerProc } from "./servers.js";
+import { ServerConns } from "./context.js";
+import { ServerProc } from "./servers.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef } from "./types.js";
 
 export const SYNC_INTERVAL = "2m";
@@ -17,22 +16,17 @@ export const SYNC_INTERVAL_NOTE =
   "default), the nats-server column from the same nats-server as every other row. Unmarked tsnats rows fsync before each PubAck (group commit).";
 
 /** A case context on a server of its own (connections closed by closeAll). */
-class OwnServerContext implements CaseContext {
-  readonly conns: RawConn[] = [];
+class OwnServerContext extends ServerConns implements CaseContext {
   constructor(
     readonly server: ServerProc,
     readonly opts: BenchOptions,
     private readonly outer: CaseContext,
-  ) {}
-
-  async connect(mode: ConnMode): Promise<RawConn> {
-    const c = await RawConn.connect({ port: this.server.port, host: HOST, mode, handshakeTimeoutMs: 10_000 });
-    this.conns.push(c);
-    return c;
+  ) {
+    super();
   }
 
-  async requester(): Promise<Requester> {
-    return new Requester(await this.connect("detail"));
+  protected serverPort(): number {
+    return this.server.port;
   }
 
   freshServer(): Promise<ServerProc> {
