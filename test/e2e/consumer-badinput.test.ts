@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { connect, createInbox, type NatsConnection, type Msg } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, AckPolicy, type JetStreamManager } from "@nats-io/jetstream";
 import { startServer, type RunningServer } from "../../src/index.js";
+import { until } from "../helpers/until.js";
 
 const WAIT_MS = 15_000;
 let srv: RunningServer;
@@ -38,13 +39,7 @@ after(async () => {
   rmSync(storeDir, { recursive: true, force: true });
 });
 
-async function waitFor(cond: () => boolean | Promise<boolean>, what: string, ms = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const waitFor = (cond: () => boolean | Promise<boolean>, what: string, ms = WAIT_MS): Promise<void> => until(what, cond, ms);
 
 /** Another client publishes to a stream and consumes the message with an explicit ack. */
 async function stillServing(): Promise<void> {

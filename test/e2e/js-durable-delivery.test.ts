@@ -12,6 +12,7 @@ import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, AckPolicy } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { startServer } from "../../src/index.js";
+import { until } from "../helpers/until.js";
 
 const dirs: string[] = [];
 after(() => {
@@ -21,14 +22,6 @@ function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), "tsnats-e2e-durable-"));
   dirs.push(d);
   return d;
-}
-
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 void test("file stream: a publisher's PubAck arrives before the push and pull deliveries of its message", async () => {
@@ -64,7 +57,7 @@ void test("file stream: a publisher's PubAck arrives before the push and pull de
       // Several rounds of one or more publishes: some share a read and an fsync, some not.
       if (i % 7 === 0) await nc.flush();
     }
-    await until(() => log.length >= 3 * N, `${3 * N} acks and deliveries (got ${log.length})`);
+    await until(`${3 * N} acks and deliveries (got ${log.length})`, () => log.length >= 3 * N, 5000);
     for (let seq = 1; seq <= N; seq++) {
       const a = log.indexOf(`ack ${seq}`);
       assert.ok(a >= 0, `ack ${seq}`);

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { connect, createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { startServer, type RunningServer } from "../../src/index.js";
+import { until } from "../helpers/until.js";
 
 let storeDir = "";
 let srv: RunningServer;
@@ -99,14 +100,7 @@ async function restore(meta: Json, data: Buffer, chunk = 64 * 1024): Promise<Jso
   return fin.json<Json>();
 }
 
-async function waitFor(what: string, cond: () => Promise<boolean>, boundMs = 10_000): Promise<void> {
-  const end = Date.now() + boundMs;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+const waitFor = until;
 
 void test("backup and restore keep sequences, gaps, headers, dedup ids and durable consumer progress", async () => {
   await jsm.streams.add({ name: "SNAP", subjects: ["snap.>"], duplicate_window: 60_000_000_000 });

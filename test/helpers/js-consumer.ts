@@ -36,15 +36,8 @@ export async function bootJs(prefix: string): Promise<JsEnv> {
   };
 }
 
-/** Polls `fn` until it returns true, at most `boundMs`. */
-export async function until(what: string, fn: () => boolean | Promise<boolean>, boundMs = 10_000): Promise<void> {
-  const end = Date.now() + boundMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { until } from "./until.js";
+export { until };
 
 /** The err_code of a JetStream API error, from @nats-io/jetstream or nats 2.x. */
 export function errCode(e: unknown): number | undefined {

@@ -79,15 +79,8 @@ export async function drain<T>(it: Stoppable<T>, boundMs = 5000): Promise<T[]> {
   return out;
 }
 
-/** Polls `fn` until it returns true, at most `boundMs`. */
-export async function until(what: string, fn: () => Promise<boolean>, boundMs = 10000): Promise<void> {
-  const end = Date.now() + boundMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+import { until } from "./until.js";
+export { until };
 
 /** The err_code of a JetStream API error (nats.js exposes it as `code`). */
 export function apiCode(e: unknown): number | string | undefined {

@@ -4,6 +4,7 @@ import { startJs, hdrs, type Harness } from "./stream-fakebus.js";
 import { headerValue } from "../../src/protocol/headers.js";
 import type { ConsumerHook } from "../../src/jetstream/contracts.js";
 import { subjectMatches } from "../../src/subjects/subject.js";
+import { until } from "../helpers/until.js";
 
 type J = Record<string, any>;
 
@@ -26,14 +27,7 @@ async function info(h: Harness, name: string, body: unknown = ""): Promise<J> {
   return h.bus.api(`$JS.API.STREAM.INFO.${name}`, body);
 }
 
-async function waitFor(cond: () => Promise<boolean> | boolean, what: string, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+const waitFor = (cond: () => Promise<boolean> | boolean, what: string, ms = 3000): Promise<void> => until(what, cond, ms);
 
 for (const storage of ["file", "memory"]) {
   void test(`expected-* headers and their error codes (${storage})`, () =>

@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { NodeFs } from "../../src/runtime/fs.js";
 import { startJs } from "./stream-fakebus.js";
+import { until } from "../helpers/until.js";
 
 type Cb = (err: Error | null) => void;
 
@@ -37,14 +38,6 @@ function holdFsyncs(): { on: boolean; held: (() => void)[]; release(): void; res
   return h;
 }
 
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 void test("file stream: no delivery (push, pull, num_pending) before the fsync; PubAck first, then deliveries", async () => {
   const hold = holdFsyncs();
   const h = await startJs();
@@ -65,7 +58,7 @@ void test("file stream: no delivery (push, pull, num_pending) before the fsync; 
     bus.publish("s.a", "ack.1", null, Buffer.from("one"));
     bus.publish("s.b", "", null, Buffer.from("two")); // no reply: visible with the same sync
     const stream = h.js.getStream("S")!;
-    await until(() => hold.held.length > 0, "the held fsync");
+    await until("the held fsync", () => hold.held.length > 0, 5000);
     assert.equal(stream.store.state().lastSeq, 2, "both are stored");
     assert.equal(stream.visibleSeq, 0);
     // A pull request kicks its consumer for another reason: it still must not read past the
@@ -76,7 +69,7 @@ void test("file stream: no delivery (push, pull, num_pending) before the fsync; 
     assert.deepEqual(log, [], "no PubAck and no delivery before the fsync completed");
 
     hold.release();
-    await until(() => log.length >= 5, "the PubAck and four deliveries");
+    await until("the PubAck and four deliveries", () => log.length >= 5, 5000);
     assert.equal(stream.visibleSeq, 2);
     assert.deepEqual(log, ["ack.1", "dlv", "dlv", "pull.1", "pull.1"]);
     const after = await bus.api("$JS.API.CONSUMER.INFO.S.P");
@@ -119,7 +112,7 @@ void test("last_per_subject consumer created while its newest message is not yet
     const stream = h.js.getStream("L")!;
     hold.on = true;
     bus.publish("l.a", "", null, Buffer.from("newest a")); // seq 4, not yet visible
-    await until(() => hold.held.length > 0, "the held fsync");
+    await until("the held fsync", () => hold.held.length > 0, 5000);
     assert.equal(stream.visibleSeq, 3);
     const created = await bus.api("$JS.API.CONSUMER.CREATE.L.C", {
       stream_name: "L",
@@ -127,7 +120,7 @@ void test("last_per_subject consumer created while its newest message is not yet
     });
     assert.equal(created["num_pending"], 2, `l.b (3) and l.a (4): ${JSON.stringify(created)}`);
     hold.release();
-    await until(() => stream.visibleSeq === 4, "seq 4 visible");
+    await until("seq 4 visible", () => stream.visibleSeq === 4, 5000);
     const got = await bus.request("$JS.API.CONSUMER.MSG.NEXT.L.C", JSON.stringify({ batch: 2, expires: 2e9 }), { until: (g) => g.length >= 2 });
     assert.deepEqual(got.map((d) => d.payload.toString()), ["x", "newest a"]);
     // The ack subject's last token is num_pending after that delivery (the consumer's count).
@@ -155,14 +148,14 @@ void test("republish waits for the fsync too, and carries the stored message and
     const log: { subject: string; hdr: string; payload: string }[] = [];
     bus.subscribe("rp.>", (s, _r, hdr, payload) => log.push({ subject: s, hdr: hdr?.toString() ?? "", payload: payload.toString() }));
     await bus.pub("r.a", "first");
-    await until(() => log.length === 1, "the first republish");
+    await until("the first republish", () => log.length === 1, 5000);
 
     hold.on = true;
     bus.publish("r.a", "", null, Buffer.from("second"));
-    await until(() => hold.held.length > 0, "the held fsync");
+    await until("the held fsync", () => hold.held.length > 0, 5000);
     assert.equal(log.length, 1, "nothing republished before the fsync completed");
     hold.release();
-    await until(() => log.length === 2, "the second republish");
+    await until("the second republish", () => log.length === 2, 5000);
     const m = log[1]!;
     assert.equal(m.subject, "rp.a");
     assert.equal(m.payload, "second");
