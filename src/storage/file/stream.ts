@@ -447,14 +447,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       this.ckPut(g, off);
       this.ckLastGroup = g;
     }
-    if (w.firstSeq === 0) {
-      w.firstSeq = seq;
-      w.firstMsgOff = off;
-      this.seqBlocks.push(w);
-    }
-    w.lastSeq = seq;
-    w.live++;
-    w.liveRecBytes += size + REC_LEN_SLACK;
+    this.noteInBlock(w, seq, 1, off, size);
   }
 
   /** noteAppend of n records of length rl from offset off: seq, seq + 1, ... */
@@ -465,12 +458,17 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       this.ckPut(g, off + (Math.max(seq, g * CK_SEQS) - seq) * rl);
       this.ckLastGroup = g;
     }
+    this.noteInBlock(w, seq, n, off, size);
+  }
+
+  /** w gains n live records seq..seq + n - 1 of limit size `size`, the first at off. */
+  private noteInBlock(w: Blk, seq: number, n: number, off: number, size: number): void {
     if (w.firstSeq === 0) {
       w.firstSeq = seq;
       w.firstMsgOff = off;
       this.seqBlocks.push(w);
     }
-    w.lastSeq = last;
+    w.lastSeq = seq + n - 1;
     w.live += n;
     w.liveRecBytes += n * (size + REC_LEN_SLACK);
   }
