@@ -18,6 +18,9 @@ class Node<S extends SubLike> {
   psubs: S[] = [];
   qsubs: Map<string, S[]> = new Map();
   next: Level<S> | null = null;
+  /** The result when this node is the only one a subject reaches (the common case for
+   *  unique subjects under a '>'): built once, dropped when psubs or qsubs change. */
+  solo: SublistResult<S> | null = null;
 }
 
 class Level<S extends SubLike> {
@@ -73,7 +76,12 @@ function cacheSig(s: string): number {
   h = (h * 31 + s.charCodeAt(m + 1)) | 0;
   return (h ^ (h >>> 13)) & (SIG_SLOTS - 1);
 }
-const CACHE_ADMIT_EVERY = 64; // a power of two
+// Admission: a miss enters the cache only when a miss with the same wideHash (slot and 8-bit
+// fingerprint) came shortly before (in this epoch of 4096 misses or the one before). Unique
+// subjects (ack replies, inboxes) then almost never pay for a Map insert and its later
+// eviction, and a subject that repeats gets in on its second miss.
+const DOOR_SLOTS = 65536;
+const DOOR_EPOCH_SHIFT = 12; // epoch = misses >> 12
 const EMPTY_RESULT: SublistResult<never> = Object.freeze({ psubs: Object.freeze([]), qsubs: Object.freeze([]) });
 
 export class Sublist<S extends SubLike> {
@@ -86,7 +94,10 @@ export class Sublist<S extends SubLike> {
   private cacheHits = 0;
   private inserts = 0;
   private removes = 0;
-  private fullMisses = 0;
+  private misses = 0;
+  /** Per slot of wideHash: (1 + low 7 bits of the epoch of the last miss there) << 8 | 8 more
+   *  bits of that subject's hash; 0 = none. */
+  private readonly door = new Uint16Array(DOOR_SLOTS);
   // The last subject matched and its result: a publisher repeats its subject message after
   // message, and one compare (by identity, when the parser reuses the string) is cheaper
   // than the signature and the Map lookup. Cleared by every insert and remove.
@@ -139,6 +150,7 @@ export class Sublist<S extends SubLike> {
       if (i < tokens.length - 1) level = node.next ??= new Level<S>();
     }
     if (!node) return;
+    node.solo = null;
     if (sub.queue === "") {
       node.psubs = [...node.psubs, sub];
     } else {
@@ -181,6 +193,7 @@ export class Sublist<S extends SubLike> {
       }
     }
     if (!removed) return false;
+    node.solo = null;
     this.count--;
     this.removes++;
     // Prune empty nodes bottom-up so long-lived servers do not accumulate inbox tokens.
@@ -220,32 +233,26 @@ export class Sublist<S extends SubLike> {
       this.cacheHits++;
       return cached;
     }
-    // Token ends, not tokens: a token is sliced only where a level has literal children, so
-    // a unique subject under a '>' subscription ($JS.ACK.<stream>.<consumer>.>, reply
-    // inboxes) does not pay for split() into strings nobody looks at.
-    const ends = TOKEN_ENDS;
-    ends.length = 0;
-    let start = 0;
-    for (let i = 0; i < subject.length; i++) {
-      if (subject.charCodeAt(i) !== 0x2e) continue;
-      // Like nats-server, a subject with an empty token matches nothing (not even '>').
-      if (i === start) return EMPTY_RESULT as SublistResult<S>;
-      ends.push(i);
-      start = i + 1;
+    // Like nats-server, a subject with an empty token matches nothing (not even '>').
+    const len = subject.length;
+    if (len === 0 || subject.charCodeAt(0) === 0x2e || subject.charCodeAt(len - 1) === 0x2e || subject.includes("..")) {
+      return EMPTY_RESULT as SublistResult<S>;
     }
-    if (start === subject.length) return EMPTY_RESULT as SublistResult<S>;
-    ends.push(subject.length);
-    const acc: MatchAcc<S> = { psubs: [], qmap: null };
-    matchLevel(this.root, subject, ends, 0, acc);
-    const result: SublistResult<S> = { psubs: acc.psubs, qsubs: acc.qmap === null ? NO_QSUBS : [...acc.qmap.values()] };
-    if (this.cache.size >= MAX_CACHE_ENTRIES) {
-      // A full cache admits one miss in CACHE_ADMIT_EVERY: unique subjects (reply inboxes,
-      // one per request) then stop churning it, and a subject that keeps coming back still
-      // gets in after some tens of misses (admitting more often made every 8th unique ack
-      // reply pay for a Map insert and, in turn, sweeps).
-      if ((++this.fullMisses & (CACHE_ADMIT_EVERY - 1)) !== 0) return result;
-      this.sweepCache();
-    }
+    const acc = ACC as MatchAcc<S>;
+    acc.first = null;
+    acc.more = null;
+    matchLevel(this.root, subject, 0, acc);
+    const result = finish(acc);
+    // Admission (see DOOR_SLOTS): on a miss, only a subject whose wide signature missed in
+    // this epoch or the previous one goes in.
+    const epoch = ((++this.misses >>> DOOR_EPOCH_SHIFT) & 0x7f) + 1;
+    const h = wideHash(subject);
+    const slot = h & (DOOR_SLOTS - 1);
+    const fp = (h >>> 24) & 0xff;
+    const seen = this.door[slot]!;
+    this.door[slot] = (epoch << 8) | fp;
+    if (seen === 0 || (seen & 0xff) !== fp || ((epoch - (seen >>> 8)) & 0x7f) > 1) return result;
+    if (this.cache.size >= MAX_CACHE_ENTRIES) this.sweepCache();
     this.cache.set(subject, result);
     this.sigCount[sg]!++;
     return result;
@@ -292,42 +299,79 @@ export class Sublist<S extends SubLike> {
   }
 }
 
+/** What a walk reached: the first node with subscribers, then (rarely) a list of the rest. */
 interface MatchAcc<S extends SubLike> {
-  psubs: S[];
-  /** Created on the first queue subscription seen: most matches have none. */
-  qmap: Map<string, S[]> | null;
+  first: Node<S> | null;
+  more: Node<S>[] | null;
 }
 
 const NO_QSUBS: readonly (readonly never[])[] = Object.freeze([]);
 
-// Reused by match() (not re-entrant: matching calls nothing outside this module).
-const TOKEN_ENDS: number[] = [];
+// Reused by every walk (not re-entrant: a walk calls nothing outside this module).
+const ACC: MatchAcc<SubLike> = { first: null, more: null };
 
-function matchLevel<S extends SubLike>(level: Level<S>, subject: string, ends: readonly number[], i: number, acc: MatchAcc<S>): void {
+function matchLevel<S extends SubLike>(level: Level<S>, subject: string, start: number, acc: MatchAcc<S>): void {
   // Result order follows nats-server (fwc, deeper levels, then the literal node before
   // the '*' node of the last level) so deliveries of one message go out in the same order.
-  if (level.fwc) addNode(level.fwc, acc);
-  const last = i === ends.length - 1;
-  const n = childOf(level, subject, i === 0 ? 0 : ends[i - 1]! + 1, ends[i]!);
+  // Tokens are found as the walk goes (indexOf), so a unique subject under a '>' is read
+  // only as far as the trie looks.
+  if (level.fwc) reach(level.fwc, acc);
+  let end = subject.indexOf(".", start);
+  const last = end < 0;
+  if (last) end = subject.length;
+  const n = childOf(level, subject, start, end);
   if (last) {
-    if (n) addNode(n, acc);
-    if (level.pwc) addNode(level.pwc, acc);
+    if (n) reach(n, acc);
+    if (level.pwc) reach(level.pwc, acc);
     return;
   }
-  if (level.pwc?.next) matchLevel(level.pwc.next, subject, ends, i + 1, acc);
-  if (n?.next) matchLevel(n.next, subject, ends, i + 1, acc);
+  if (level.pwc?.next) matchLevel(level.pwc.next, subject, end + 1, acc);
+  if (n?.next) matchLevel(n.next, subject, end + 1, acc);
 }
 
-function addNode<S extends SubLike>(n: Node<S>, acc: MatchAcc<S>): void {
-  const ps = n.psubs;
-  for (let i = 0; i < ps.length; i++) acc.psubs.push(ps[i]!);
-  if (n.qsubs.size === 0) return;
-  const qmap = (acc.qmap ??= new Map<string, S[]>());
-  for (const [q, members] of n.qsubs) {
-    const have = qmap.get(q);
-    if (have) for (const m of members) have.push(m);
-    else qmap.set(q, [...members]);
+function reach<S extends SubLike>(n: Node<S>, acc: MatchAcc<S>): void {
+  if (n.psubs.length === 0 && n.qsubs.size === 0) return;
+  if (acc.first === null) acc.first = n;
+  else (acc.more ??= []).push(n);
+}
+
+function finish<S extends SubLike>(acc: MatchAcc<S>): SublistResult<S> {
+  const first = acc.first;
+  if (first === null) return EMPTY_RESULT as SublistResult<S>;
+  const more = acc.more;
+  if (more === null) return (first.solo ??= nodeResult(first));
+  const psubs: S[] = [];
+  let qmap: Map<string, S[]> | null = null;
+  for (let k = -1; k < more.length; k++) {
+    const n = k < 0 ? first : more[k]!;
+    const ps = n.psubs;
+    for (let i = 0; i < ps.length; i++) psubs.push(ps[i]!);
+    if (n.qsubs.size === 0) continue;
+    qmap ??= new Map<string, S[]>();
+    for (const [q, members] of n.qsubs) {
+      const have = qmap.get(q);
+      if (have) for (const m of members) have.push(m);
+      else qmap.set(q, [...members]);
+    }
   }
+  acc.first = null;
+  acc.more = null;
+  return { psubs, qsubs: qmap === null ? NO_QSUBS : [...qmap.values()] };
+}
+
+function nodeResult<S extends SubLike>(n: Node<S>): SublistResult<S> {
+  return { psubs: n.psubs, qsubs: n.qsubs.size === 0 ? NO_QSUBS : [...n.qsubs.values()] };
+}
+
+/** A 32-bit hash of the length and up to 16 characters from the end (where unique subjects
+ *  differ), for the admission filter: cheaper than hashing the whole subject. */
+function wideHash(s: string): number {
+  const n = s.length;
+  let h = Math.imul(n, 0x9e3779b1);
+  for (let i = n - 1, k = 0; i >= 0 && k < 16; i--, k++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x2c1b3c6d);
+  return (h ^ (h >>> 12)) >>> 0;
 }
 
 function collect<S extends SubLike>(level: Level<S>, out: S[]): void {
