@@ -1,5 +1,6 @@
 // The subscription index (nats-server sublist.go, simplified): a trie over subject tokens
-// with '*' and '>' children, and a bounded cache of match results keyed by literal subject.
+// with '*' and '>' children. A match that reaches one node returns that node's prebuilt
+// result; merged results (several nodes) go into a bounded cache keyed by literal subject.
 // Results are immutable arrays; insert and remove replace them (copy-on-write), so a fan-out
 // that is iterating a result is never disturbed by subscribes or unsubscribes it causes.
 
@@ -242,9 +243,14 @@ export class Sublist<S extends SubLike> {
     acc.first = null;
     acc.more = null;
     matchLevel(this.root, subject, 0, acc);
+    // A result of one node is that node's own (prebuilt) result: walking again costs about
+    // what a cache probe would (the parser's subject strings are new, so a probe hashes
+    // them), so only merged results, which allocate, are worth caching.
+    const first = acc.first as Node<S> | null; // set by the walk
+    if (acc.more === null) return first === null ? (EMPTY_RESULT as SublistResult<S>) : (first.solo ??= nodeResult(first));
     const result = finish(acc);
-    // Admission (see DOOR_SLOTS): on a miss, only a subject whose wide signature missed in
-    // this epoch or the previous one goes in.
+    // Admission (see DOOR_SLOTS): on a miss, only a subject whose wideHash missed in this
+    // epoch or the previous one goes in.
     const epoch = ((++this.misses >>> DOOR_EPOCH_SHIFT) & 0x7f) + 1;
     const h = wideHash(subject);
     const slot = h & (DOOR_SLOTS - 1);

@@ -114,9 +114,10 @@ void test("results are copy-on-write: a result in hand never changes", () => {
   assert.deepEqual(ids(sl.match("foo.bar")), { p: ["b"], q: [["g2"]] });
 });
 
-void test("cache: a subject enters on its second miss; then a repeated match is a hit with the same result", () => {
+void test("cache: a merged result enters on its second miss; then a repeated match is a hit with the same result", () => {
   const sl = new Sublist<Sub>();
-  sl.insert(new Sub("foo.*"));
+  sl.insert(new Sub("foo.*", "", "a"));
+  sl.insert(new Sub("foo.>", "", "b"));
   const r1 = sl.match("foo.bar");
   assert.equal(sl.match("foo.bar"), r1, "the same subject twice in a row is the last-match hit");
   assert.equal(sl.cacheSize(), 0, "one miss does not admit");
@@ -134,12 +135,29 @@ void test("cache: a subject enters on its second miss; then a repeated match is 
   assert.equal(sl.cacheSize(), 2);
 });
 
+void test("cache: a one-node result is the node's own and never cached", () => {
+  const sl = new Sublist<Sub>();
+  sl.insert(new Sub("foo.*", "", "a"));
+  const r1 = sl.match("foo.bar");
+  sl.match("x");
+  const r2 = sl.match("foo.baz");
+  assert.equal(r2, r1, "the same prebuilt result");
+  assert.deepEqual(ids(r1).p, ["a"]);
+  for (let i = 0; i < 10; i++) sl.match(i % 2 === 0 ? "foo.bar" : "x");
+  assert.equal(sl.cacheSize(), 0);
+  sl.insert(new Sub("foo.*", "", "b"));
+  assert.deepEqual(ids(sl.match("foo.baz")).p, ["a", "b"]);
+  assert.notEqual(sl.match("foo.baz"), r1, "an insert into the node replaces its result");
+  assert.deepEqual(ids(r1).p, ["a"], "the result in hand is unchanged");
+});
+
 void test("cache: unique subjects (reply inboxes, ack subjects) are not admitted", () => {
   const sl = new Sublist<Sub>();
   sl.insert(new Sub("$JS.ACK.S.C.>", "", "ack"));
+  sl.insert(new Sub("$JS.ACK.>", "", "mon")); // merged results: the kind the cache keeps
   for (let i = 0; i < 20000; i++) {
     const r = sl.match(`$JS.ACK.S.C.1.${i + 7}.${i + 3}.17332154${String(i * 7919).padStart(11, "0")}.0`);
-    assert.equal(r.psubs.length, 1);
+    assert.equal(r.psubs.length, 2);
   }
   // Only signature collisions get in: a few per cent at most, not the churn of every subject.
   assert.ok(sl.cacheSize() < 16, `cache size ${sl.cacheSize()}`);
@@ -194,9 +212,10 @@ void test("cache: a literal token containing '*' or '>' is not a wildcard", () =
 void test("cache stays bounded", () => {
   const sl = new Sublist<Sub>();
   sl.insert(new Sub(">"));
+  sl.insert(new Sub("s.*"));
   for (let round = 0; round < 3; round++) for (let i = 0; i < 5000; i++) sl.match(`s.${i}`);
   assert.ok(sl.cacheSize() > 0 && sl.cacheSize() <= 1024, `cache size ${sl.cacheSize()}`);
-  assert.equal(sl.match("s.4999").psubs.length, 1);
+  assert.equal(sl.match("s.4999").psubs.length, 2);
 });
 
 void test("pruning: removing every subscription leaves an empty trie", () => {
