@@ -181,7 +181,9 @@ export class Consumer implements ConsumerHook, Tickable {
     const bus = this.env.bus;
     // nats-server 2.11: an ack-none consumer has no ack subscription, so an ack sent as a
     // request gets "no responders" (2.9 answered it).
-    if (this.cfg.ack_policy !== "none") this.subs.push(bus.subscribe(this.ackPrefix + ">", this.onAckMsg));
+    if (this.cfg.ack_policy !== "none") {
+      this.subs.push(bus.subscribeAck !== undefined ? bus.subscribeAck(this.ackPrefix, this.onAckMsg, this.onAckBytes) : bus.subscribe(this.ackPrefix + ">", this.onAckMsg));
+    }
     if (isPush(this.cfg) && this.cfg.flow_control) this.subs.push(bus.subscribe(this.fcPrefix + "*", this.onFcMsg));
     this.persist();
     this.env.ticker.want(this);
@@ -859,6 +861,42 @@ export class Consumer implements ConsumerHook, Tickable {
     let t: { dc: number; sseq: number; cseq: number } | null = this.ackNums;
     if (!this.parseOwnAck(subject)) t = parseAckSubject(subject);
     if (t === null) return;
+    this.handleAck(t, reply, payload);
+  };
+
+  /** A client's ack straight from its read buffer (Bus.subscribeAck): buf[start, end) is the
+   *  subject after ackPrefix. Only the five-number v1 form is taken here; anything else goes
+   *  back to routing and reaches onAckMsg. */
+  private readonly onAckBytes = (buf: Buffer, start: number, end: number, reply: string, pbuf: Buffer, pstart: number, pend: number): boolean => {
+    const t = this.ackNums;
+    let field = 0;
+    let v = 0;
+    let any = false;
+    for (let i = start; i < end; i++) {
+      const c = buf[i]!;
+      if (c === 0x2e) {
+        if (!any || field === 4) return false;
+        if (field === 0) t.dc = v;
+        else if (field === 1) t.sseq = v;
+        else if (field === 2) t.cseq = v;
+        field++;
+        v = 0;
+        any = false;
+        continue;
+      }
+      const d = c - 48;
+      if (d < 0 || d > 9) return false;
+      v = v * 10 + d;
+      any = true;
+    }
+    if (!any || field !== 4) return false;
+    if (this.stopped) return true;
+    // The payload is read during the call only (parseAck copies what it keeps): a view will do.
+    this.handleAck(t, reply, pstart === pend ? EMPTY : pbuf.subarray(pstart, pend));
+    return true;
+  };
+
+  private handleAck(t: { dc: number; sseq: number; cseq: number }, reply: string, payload: Buffer): void {
     const a = parseAck(payload);
     if (a === null) return;
     this.lastActivityMs = this.env.clock.monoMs();
@@ -886,7 +924,7 @@ export class Consumer implements ConsumerHook, Tickable {
         if (reply !== "") this.pull(reply, Buffer.from(a.arg, "utf8"));
         break;
     }
-  };
+  }
 
   /** sample_freq: an ack metric for that share of the acks of pending messages. Exactly
    *  every (100/freq)th ack rather than nats-server's random draw: the same share, and

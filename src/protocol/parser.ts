@@ -17,6 +17,9 @@ export interface ParserHandler {
   /** The payload is buf[start, end). hdr and buf are only valid during the call: the fast
    *  path hands out the read buffer itself, so that no view is made per message. */
   processPub(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void;
+  /** Optional: a plain PUB whose subject buf[s0, s1) starts with "$JS.ACK.", offered before
+   *  any subject string is made; false = not taken, processPub follows. */
+  processAckPub?(buf: Buffer, s0: number, s1: number, reply: string, start: number, end: number): boolean;
   processSub(subject: string, queue: string, sid: string): void;
   processUnsub(sid: string, max: number): void;
   processPing(): void;
@@ -215,8 +218,12 @@ export class Parser {
     const body = p + 2;
     const end = body + size;
     if (end + 2 > n || buf[end] !== CR || buf[end + 1] !== LF) return -1;
-    const subject = same ? this.lastSubject : this.subjectString(buf, s0, s1);
     const reply = r1 > r0 ? buf.toString("latin1", r0, r1) : "";
+    // JetStream acks: unique subjects, one per message; offered as bytes first.
+    if (!same && buf[s0] === 0x24 && s1 - s0 > 8 && this.h.processAckPub !== undefined && isAckPrefix(buf, s0)) {
+      if (this.h.processAckPub(buf, s0, s1, reply, body, end)) return end + 2;
+    }
+    const subject = same ? this.lastSubject : this.subjectString(buf, s0, s1);
     this.h.processPub(subject, reply, null, buf, body, end);
     return end + 2;
   }
@@ -394,3 +401,7 @@ export function parseSize(s: string): number {
   return n;
 }
 
+// "$JS.ACK." (the caller checked the '$').
+function isAckPrefix(b: Buffer, i: number): boolean {
+  return b[i + 1] === 0x4a && b[i + 2] === 0x53 && b[i + 3] === 0x2e && b[i + 4] === 0x41 && b[i + 5] === 0x43 && b[i + 6] === 0x4b && b[i + 7] === 0x2e;
+}

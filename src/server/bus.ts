@@ -13,6 +13,12 @@ export type InternalHandler = (
   payload: Buffer,
 ) => void;
 
+/** A JetStream ack seen straight from a client's read buffer: buf[start, end) is the part of
+ *  the ack subject after "$JS.ACK.<stream>.<consumer>." and pbuf[pstart, pend) the payload.
+ *  Both are only valid during the call. Returns false, having done nothing, for a subject it
+ *  does not parse: the message is then routed as usual. */
+export type AckBytesHandler = (buf: Buffer, start: number, end: number, reply: string, pbuf: Buffer, pstart: number, pend: number) => boolean;
+
 export interface InternalSubscription {
   readonly subject: string;
   unsubscribe(): void;
@@ -22,6 +28,11 @@ export interface Bus {
   /** borrow: the handler copies whatever it keeps beyond the call (a stream's store does), so
    *  hdr and payload may be views of a client's read buffer instead of copies per message. */
   subscribe(subject: string, handler: InternalHandler, queue?: string, borrow?: boolean): InternalSubscription;
+  /** subscribe(prefix + ">", handler), and while that subscription is the only one any
+   *  `prefix...` subject matches, a client's plain PUB to such a subject may go to onBytes
+   *  instead, without a subject string or a routing lookup. prefix is
+   *  "$JS.ACK.<stream>.<consumer>.". Optional for test fakes: subscribe stands in. */
+  subscribeAck?(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler): InternalSubscription;
   /** Route a message as if a client had published it. */
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
   /** Route by `deliverSubject` but show `msgSubject` in the MSG line (JetStream deliveries

@@ -213,6 +213,23 @@ export class Client implements ParserHandler, SubOwner {
     this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false);
   }
 
+  /** A plain PUB whose subject buf[s0, s1) starts with "$JS.ACK." (see Server.routeAck); true
+   *  when handled, false to take processPub's way (which then does every check). What the
+   *  consumer takes is "$JS.ACK.<stream>.<consumer>." and five tokens of digits: a literal,
+   *  valid subject, so the pedantic check and the reserved-subject rules have nothing to say;
+   *  permissions and verbose +OK go the usual way. */
+  processAckPub(buf: Buffer, s0: number, s1: number, reply: string, start: number, end: number): boolean {
+    if (this.pubChecks || this.verbose || !this.connected) return false;
+    if (reply.length > 0 && mayBeReserved(reply)) return false;
+    if (!this.server.routeAck(buf, s0, s1, reply, start, end)) return false;
+    this.inMsgs++;
+    const size = end - start;
+    this.inBytes += size;
+    this.server.stats.inMsgs++;
+    this.server.stats.inBytes += size;
+    return true;
+  }
+
   processSub(subject: string, queue: string, sid: string): void {
     if (!this.requireConnect()) return;
     if (!isValidSubject(subject) || (queue !== "" && !isValidQueue(queue))) {

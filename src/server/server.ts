@@ -11,7 +11,7 @@ import { Sublist, type SublistResult } from "../subjects/sublist.js";
 import { Client, CloseReason } from "./client.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { authRequired, permissionsOf } from "./auth.js";
-import type { Bus, InternalHandler, InternalSubscription } from "./bus.js";
+import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "./bus.js";
 import type { Logger } from "./log.js";
 import type { ServerOptions } from "./options.js";
 import { SERVER_VERSION, PROTO_VERSION, JS_API_LEVEL, TSNATS_VERSION } from "../version.js";
@@ -63,6 +63,18 @@ const NO_RESPONDERS_HDR = "NATS/1.0 503\r\n";
 
 /** JetStream deliveries pause (deliverAs returns true) past this many queued bytes. */
 const DELIVER_BACKLOG_PAUSE_BYTES = 1024 * 1024;
+
+/** A consumer's ack subscription that plain client acks may reach without routing. */
+interface AckRoute {
+  readonly prefix: string; // "$JS.ACK.<stream>.<consumer>."
+  readonly key: Buffer; // the bytes of prefix after "$JS.ACK."
+  readonly sub: Subscription;
+  readonly onBytes: AckBytesHandler;
+  gen: number; // sublist.gen when sole was decided
+  sole: boolean; // sub is the only subscription any prefix... subject matches
+}
+
+const ACK_PFX_LEN = "$JS.ACK.".length;
 
 class InternalOwner implements SubOwner {
   readonly cid = 0;
@@ -505,6 +517,56 @@ export class Server implements Bus {
 
   // ---- Bus (internal clients) ----
 
+  private readonly ackRoutes = new Map<string, AckRoute>(); // by AckRoute.key as a string
+  private lastAck: AckRoute | null = null;
+
+  subscribeAck(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler): InternalSubscription {
+    const owner = new InternalOwner(handler, false);
+    const subject = prefix + ">";
+    const sub = new Subscription(owner, subject, "", "0");
+    this.sublist.insert(sub);
+    const keyStr = prefix.slice(ACK_PFX_LEN);
+    const route: AckRoute = { prefix, key: Buffer.from(keyStr, "utf8"), sub, onBytes, gen: -1, sole: false };
+    this.ackRoutes.set(keyStr, route);
+    return {
+      subject,
+      unsubscribe: (): void => {
+        if (sub.closed) return;
+        sub.closed = true;
+        this.sublist.remove(sub);
+        if (this.ackRoutes.get(keyStr) === route) this.ackRoutes.delete(keyStr);
+        if (this.lastAck === route) this.lastAck = null;
+      },
+    };
+  }
+
+  /** A client's plain PUB to buf[s0, s1), which starts with "$JS.ACK.", handed straight to
+   *  the consumer when its ack subscription is the only one the subject can match (what
+   *  routing would do, minus the subject string and the lookup). False: route it normally. */
+  routeAck(buf: Buffer, s0: number, s1: number, reply: string, pstart: number, pend: number): boolean {
+    const ks = s0 + ACK_PFX_LEN;
+    let r = this.lastAck;
+    if (r === null || !bytesAt(buf, ks, s1, r.key)) {
+      const d1 = buf.indexOf(0x2e, ks);
+      if (d1 < 0 || d1 >= s1) return false;
+      const d2 = buf.indexOf(0x2e, d1 + 1);
+      if (d2 < 0 || d2 >= s1) return false;
+      r = this.ackRoutes.get(buf.toString("utf8", ks, d2 + 1)) ?? null;
+      if (r === null) return false;
+      this.lastAck = r;
+    }
+    const sl = this.sublist;
+    if (r.gen !== sl.gen) {
+      r.sole = sl.soleSubscriberUnder(r.prefix.slice(0, -1), r.sub);
+      r.gen = sl.gen;
+    }
+    const start = ks + r.key.length;
+    if (!r.sole || r.sub.closed || start >= s1) return false;
+    if (!r.onBytes(buf, start, s1, reply, buf, pstart, pend)) return false;
+    r.sub.delivered++;
+    return true;
+  }
+
   subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false): InternalSubscription {
     const owner = new InternalOwner(handler, borrow);
     const sub = new Subscription(owner, subject, queue, "0");
@@ -601,4 +663,12 @@ const EMPTY = Buffer.alloc(0);
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Whether buf[at, end) starts with key. */
+function bytesAt(buf: Buffer, at: number, end: number, key: Buffer): boolean {
+  const n = key.length;
+  if (at + n > end) return false;
+  for (let i = 0; i < n; i++) if (buf[at + i] !== key[i]) return false;
+  return true;
 }

@@ -105,6 +105,10 @@ export class Sublist<S extends SubLike> {
   private lastSubject: string | null = null;
   private lastResult: SublistResult<S> = EMPTY_RESULT as SublistResult<S>;
 
+  /** Changes with every insert and remove: answers derived from the trie (soleSubscriberUnder)
+   *  stay true while it is unchanged. */
+  gen = 0;
+
   get size(): number {
     return this.count;
   }
@@ -160,6 +164,7 @@ export class Sublist<S extends SubLike> {
     }
     this.count++;
     this.inserts++;
+    this.gen++;
     this.invalidate(sub.subject);
   }
 
@@ -197,6 +202,7 @@ export class Sublist<S extends SubLike> {
     node.solo = null;
     this.count--;
     this.removes++;
+    this.gen++;
     // Prune empty nodes bottom-up so long-lived servers do not accumulate inbox tokens.
     for (let i = path.length - 1; i >= 0; i--) {
       const [lvl, t, n] = path[i]!;
@@ -262,6 +268,22 @@ export class Sublist<S extends SubLike> {
     this.cache.set(subject, result);
     this.sigCount[sg]!++;
     return result;
+  }
+
+  /** Whether sub, subscribed to `<prefix>.>`, is the one and only subscription that any
+   *  subject `<prefix>.<more tokens>` matches: no '*' or '>' along the prefix, and below it
+   *  nothing but that '>' holding sub alone. Lets a caller route such subjects straight to
+   *  sub (JetStream acks) while gen is unchanged. */
+  soleSubscriberUnder(prefix: string, sub: S): boolean {
+    let level: Level<S> | null = this.root;
+    for (const t of prefix.split(".")) {
+      if (level.fwc !== null || level.pwc !== null) return false;
+      const n = level.nodes.get(t);
+      if (n === undefined || n.next === null) return false;
+      level = n.next;
+    }
+    const f = level.fwc;
+    return level.nodes.size === 0 && level.pwc === null && f !== null && f.qsubs.size === 0 && f.psubs.length === 1 && f.psubs[0] === sub;
   }
 
   hasInterest(subject: string): boolean {
