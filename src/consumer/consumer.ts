@@ -12,6 +12,7 @@ import type { Logger } from "../server/log.js";
 import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
 import type { ConsumerState, ConsumerStore, StoredMsg } from "../storage/types.js";
 import { appendHeaders } from "../protocol/headers.js";
+import { AckReply } from "../protocol/ackreply.js";
 import { subjectIsSubsetMatch, subjectMatches } from "../subjects/subject.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { ACK_PREFIX, AckKind, ackSubject, parseAck, parseAckSubject } from "./ack.js";
@@ -90,6 +91,8 @@ export class Consumer implements ConsumerHook, Tickable {
   private startSeq: number;
   private numPendingCache = -1;
   private readonly ackPrefix: string;
+  /** The reply subject of the delivery being made, as numbers (Bus.deliverAck). */
+  private readonly ackReplyTail: AckReply;
   private readonly fcPrefix: string;
   private subs: InternalSubscription[] = [];
   private delivering = false;
@@ -155,6 +158,7 @@ export class Consumer implements ConsumerHook, Tickable {
     this.waiting.prioritized = cfg.priority_policy === "prioritized";
     this.pins = new PinState(stream.name, cfg.name, env.newPinId, env.advisory);
     this.ackPrefix = ACK_PREFIX + stream.name + "." + cfg.name + ".";
+    this.ackReplyTail = new AckReply(this.ackPrefix);
     this.fcPrefix = "$JS.FC." + stream.name + "." + cfg.name + ".";
     const now = env.clock.monoMs();
     this.lastPushMs = now;
@@ -753,7 +757,6 @@ export class Consumer implements ConsumerHook, Tickable {
     const nowNs = this.runNowNs;
     this.lastActiveNs = nowNs;
     const pending = this.numPendingCache >= 0 ? this.numPendingCache : this.computeNumPending();
-    const reply = ackSubject(this.ackPrefix, p.dc, seq, cseq, m.tsNs, pending);
     const ackNone = this.cfg.ack_policy === "none";
     if (!ackNone) {
       // A first delivery is never pending yet: no lookup.
@@ -779,9 +782,19 @@ export class Consumer implements ConsumerHook, Tickable {
     }
     if (this.pins.id !== "" && this.cfg.priority_policy === "pinned_client") hdr = this.pins.withPinHeader(hdr);
     const bus = this.env.bus;
-    if (bus.deliverAs !== undefined) {
-      if (bus.deliverAs(to, m.subject, reply, hdr, data)) this.congested = true;
-    } else bus.publish(to, reply, hdr, data);
+    let replyLen: number;
+    if (bus.deliverAck !== undefined) {
+      const ar = this.ackReplyTail;
+      ar.set(p.dc, seq, cseq, m.tsNs, pending);
+      replyLen = ar.length();
+      if (bus.deliverAck(to, m.subject, ar, hdr, data)) this.congested = true;
+    } else {
+      const reply = ackSubject(this.ackPrefix, p.dc, seq, cseq, m.tsNs, pending);
+      replyLen = reply.length;
+      if (bus.deliverAs !== undefined) {
+        if (bus.deliverAs(to, m.subject, reply, hdr, data)) this.congested = true;
+      } else bus.publish(to, reply, hdr, data);
+    }
     if (this.replay) this.replayDelivered(m);
     if (ackNone) {
       s.ackFloor.consumerSeq = cseq;
@@ -789,7 +802,7 @@ export class Consumer implements ConsumerHook, Tickable {
       this.ackActiveNs = nowNs;
       if (this.stream.retention() !== "limits") this.stream.onAck(seq, m.subject);
     }
-    return m.subject.length + reply.length + (hdr?.length ?? 0) + data.length;
+    return m.subject.length + replyLen + (hdr?.length ?? 0) + data.length;
   }
 
   private ackWaitMs(dc: number): number {

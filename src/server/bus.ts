@@ -3,6 +3,8 @@
 // synchronously inside fan-out, so they must not block; they may publish (re-entrant
 // routing is safe because the subscription index is copy-on-write).
 
+import type { AckReply } from "../protocol/ackreply.js";
+
 /** A message seen by an internal subscriber. `hdr` is the raw header block
  *  ("NATS/1.0...\r\n\r\n") or null; `payload` excludes headers. Buffers are only valid
  *  during the call: copy what you keep. */
@@ -42,6 +44,9 @@ export interface Bus {
    *  fraction of the slow-consumer bound): the deliverer should pause and try again shortly
    *  instead of queueing until the client is cut off. */
   deliverAs?(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean;
+  /** deliverAs with the reply subject held by ack as numbers (a client connection writes it
+   *  without making a string). Optional: callers fall back to deliverAs(..., ack.toString()). */
+  deliverAck?(deliverSubject: string, msgSubject: string, ack: AckReply, hdr: Buffer | null, payload: Buffer): boolean;
   /** True when at least one subscription (client or internal) matches. */
   hasInterest(subject: string): boolean;
   /** True when a member of queue group `queue` matches (a push consumer's deliver_group:

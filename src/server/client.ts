@@ -9,6 +9,7 @@ import { authenticate, permissionsOf } from "./auth.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import type { Server } from "./server.js";
+import type { AckReply } from "../protocol/ackreply.js";
 
 const PONG = Buffer.from("PONG\r\n");
 const PING = Buffer.from("PING\r\n");
@@ -210,7 +211,7 @@ export class Client implements ParserHandler, SubOwner {
       if (this.publishRefused(subject, reply)) return;
     }
     if (this.verbose) this.queueRaw(OK);
-    this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false);
+    this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false, null);
   }
 
   /** A plain PUB whose subject buf[s0, s1) starts with "$JS.ACK." (see Server.routeAck); true
@@ -386,7 +387,7 @@ export class Client implements ParserHandler, SubOwner {
     this.server.sublist.remove(sub);
   }
 
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void {
     if (this.closed || sub.closed) return;
     if (sub.max > 0 && sub.delivered >= sub.max) return;
     sub.delivered++;
@@ -398,7 +399,8 @@ export class Client implements ParserHandler, SubOwner {
     // strings are copied with a charCodeAt loop: Buffer.write costs more in its JS/C++
     // wrappers than the copy itself.
     const sid = sub.sid;
-    const need = 24 + subject.length + sid.length + reply.length + 2 * 12 + total;
+    const rlen = ack !== null ? ack.length() : reply.length;
+    const need = 24 + subject.length + sid.length + rlen + 2 * 12 + total;
     if (this.outLen + need > this.out.length) this.grow(need);
     const out = this.out;
     let p = this.outLen;
@@ -420,7 +422,10 @@ export class Client implements ParserHandler, SubOwner {
       p = putLatin1(out, p, sid);
       out[p++] = 32;
     }
-    if (reply.length > 0) {
+    if (ack !== null) {
+      p = ack.writeTo(out, p);
+      out[p++] = 32;
+    } else if (reply.length > 0) {
       p = putLatin1(out, p, reply);
       out[p++] = 32;
     }
@@ -442,7 +447,7 @@ export class Client implements ParserHandler, SubOwner {
     st.outMsgs++;
     st.outBytes += total;
     if (sub.max > 0 && sub.delivered >= sub.max) this.removeSub(sub);
-    if (this.tracksReplies && reply.length > 0) this.perms!.trackReply(reply, this.server.nowMs());
+    if (this.tracksReplies && rlen > 0) this.perms!.trackReply(ack !== null ? ack.toString() : reply, this.server.nowMs());
     if (!this.dirty) this.markDirty();
     if (p + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
   }

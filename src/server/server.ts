@@ -12,6 +12,7 @@ import { Client, CloseReason } from "./client.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { authRequired, permissionsOf } from "./auth.js";
 import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "./bus.js";
+import type { AckReply } from "../protocol/ackreply.js";
 import type { Logger } from "./log.js";
 import type { ServerOptions } from "./options.js";
 import { SERVER_VERSION, PROTO_VERSION, JS_API_LEVEL, TSNATS_VERSION } from "../version.js";
@@ -83,9 +84,10 @@ class InternalOwner implements SubOwner {
     private readonly handler: InternalHandler,
     private readonly borrow: boolean,
   ) {}
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void {
     if (sub.closed) return;
     sub.delivered++;
+    if (ack !== null) reply = ack.toString();
     // A client's message lies in the shared read buffer, which the next read overwrites, and
     // internal handlers may keep what they get, unless they borrow (copy what they keep).
     if (!this.borrow && inReadBuffer(buf)) {
@@ -445,12 +447,12 @@ export class Server implements Bus {
   /** Route one message to every matching subscription (one member per queue group).
    *  probe: record the receivers' largest outbound backlog in routeBacklogBytes. */
   route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, shown = subject, probe = false): void {
-    this.routeRange(from, subject, reply, hdr, payload, 0, payload.length, shown, probe);
+    this.routeRange(from, subject, reply, hdr, payload, 0, payload.length, shown, probe, null);
   }
 
   /** route() with the payload as buf[start, end): client publishes hand in the read buffer,
    *  so no view is made per message. */
-  routeRange(from: Client | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean): void {
+  routeRange(from: Client | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean, ack: AckReply | null): void {
     const r: SublistResult<Subscription> = this.sublist.match(subject);
     let delivered = 0;
     const noEcho = from !== null && !from.echo;
@@ -459,7 +461,7 @@ export class Server implements Bus {
       const sub = ps[i]!;
       if (noEcho && sub.owner === from) continue;
       if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end);
+      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
       delivered++;
       if (probe) this.probeBacklog(sub);
     }
@@ -474,7 +476,7 @@ export class Server implements Bus {
         if (sub.closed || (noEcho && sub.owner === from)) continue;
         // A member whose subscribe deny covers the subject passes it to the next one.
         if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
-        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end);
+        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
         delivered++;
         if (probe) this.probeBacklog(sub);
         break;
@@ -496,7 +498,7 @@ export class Server implements Bus {
     if (!target) return;
     // nats-server 2.12 adds the original subject as Nats-Subject; older clients ignore it.
     const hdr = Buffer.from(`${NO_RESPONDERS_HDR}Nats-Subject: ${subject}\r\n\r\n`, "latin1");
-    from.deliverMsg(target, reply, "", hdr, EMPTY, 0, 0);
+    from.deliverMsg(target, reply, "", hdr, EMPTY, 0, 0, null);
   }
 
   markDirty(c: Client): void {
@@ -599,6 +601,18 @@ export class Server implements Bus {
     }
     // Well before the slow-consumer bound (a quarter of it at most), and small enough that
     // the outbound buffer stays a size the socket takes in one go.
+    return this.routeBacklogBytes > Math.min(this.opts.maxPendingBytes / 4, DELIVER_BACKLOG_PAUSE_BYTES);
+  }
+
+  /** deliverAs with the reply subject given by ack (written by each client connection
+   *  straight into its outbound buffer). */
+  deliverAck(deliverSubject: string, msgSubject: string, ack: AckReply, hdr: Buffer | null, payload: Buffer): boolean {
+    this.routeBacklogBytes = 0;
+    this.routeRange(null, deliverSubject, "", hdr, payload, 0, payload.length, msgSubject, true, ack);
+    if (!this.flushScheduled && this.dirtyClients.length > 0) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBound);
+    }
     return this.routeBacklogBytes > Math.min(this.opts.maxPendingBytes / 4, DELIVER_BACKLOG_PAUSE_BYTES);
   }
 

@@ -4,13 +4,15 @@
 import { isLiteral } from "../subjects/subject.js";
 import type { SubLike } from "../subjects/sublist.js";
 import type { DenyFilter } from "./permissions.js";
+import type { AckReply } from "../protocol/ackreply.js";
 
 export interface SubOwner {
   /** Connection id for clients, 0 for internal owners. */
   readonly cid: number;
   readonly echo: boolean;
-  /** The payload is buf[start, end); hdr and buf are only valid during the call. */
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void;
+  /** The payload is buf[start, end); hdr and buf are only valid during the call. With ack
+   *  (a JetStream delivery), reply is "" and the reply subject is ack's. */
+  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void;
   /** Outbound bytes queued and not yet taken by the socket (0 for internal owners). */
   pendingBytes(): number;
 }
