@@ -52,3 +52,54 @@ export function crc32Update(prev: number, buf: Buffer, start: number, end: numbe
 }
 
 export const hasNativeCrc32 = native !== null;
+
+// ---- extending a CRC over a whole record without reading it ----
+// A record ends with the CRC-32 of everything before it (little-endian), and the CRC-32 of
+// any such byte string is the same constant: so the CRC of a block after one more record is
+// crc(block) "shifted" by the record's length, xor that constant (zlib's crc32_combine with a
+// known second CRC). The shift is a multiplication by x^(8 len) modulo the polynomial.
+const RECORD_RESIDUE = 0x2144df1c;
+const POLY = 0xedb88320;
+
+/** a * b modulo the CRC polynomial (bit-reflected, as zlib's multmodp). */
+function multmodp(a: number, b: number): number {
+  let m = 0x80000000;
+  let p = 0;
+  for (;;) {
+    if ((a & m) !== 0) {
+      p ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = (b & 1) !== 0 ? (b >>> 1) ^ POLY : b >>> 1;
+  }
+  return p >>> 0;
+}
+
+const X8 = 0x00800000; // x^8 (bit-reflected: x^k is 0x80000000 >>> k)
+/** X8N[n] = x^(8n) mod p, filled on demand up to the longest record extended so far. */
+let X8N = new Uint32Array(1024);
+let x8nFilled = 1;
+X8N[0] = 0x80000000; // x^0
+/** Records up to this long are extended by arithmetic; longer ones are read (a table entry
+ *  per byte of length would cost more memory than the read costs time). */
+export const EXTEND_MAX_BYTES = 64 * 1024;
+
+function x8n(n: number): number {
+  if (n >= x8nFilled) {
+    if (n >= X8N.length) {
+      const t = new Uint32Array(Math.min(EXTEND_MAX_BYTES + 1, Math.max(n + 1, X8N.length * 2)));
+      t.set(X8N);
+      X8N = t;
+    }
+    for (let k = x8nFilled; k <= n; k++) X8N[k] = multmodp(X8N[k - 1]!, X8);
+    x8nFilled = n + 1;
+  }
+  return X8N[n]!;
+}
+
+/** The CRC-32 of (bytes whose CRC-32 is prev) followed by a sealed record of recLen bytes
+ *  (its last four bytes the CRC-32 of the rest), without reading the record. */
+export function crc32ExtendRecord(prev: number, recLen: number): number {
+  return (multmodp(x8n(recLen), prev) ^ RECORD_RESIDUE) >>> 0;
+}

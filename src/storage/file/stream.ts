@@ -589,7 +589,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       this.fail(e as Error);
       throw e;
     }
-    w.sum?.wrote(this.wbuf, 0, this.wlen);
+    w.sum?.wroteRecords(this.wbuf, 0, this.wlen);
     w.written += this.wlen;
     this.wlen = 0;
     this.writes++;

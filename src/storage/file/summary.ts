@@ -23,9 +23,11 @@
 //   message: [varint seq delta] [varint record length] [varint subject index; a new index
 //   (= subjects so far) is followed by varint byte length + UTF-8 name] [f64 ts, varint ttl s]
 //   tombstone: varint seq.  floor: varint seq, f64 last seq, f64 last time.
-import { crc32, crc32Update } from "./crc32.js";
+import { crc32, crc32ExtendRecord, crc32Update, EXTEND_MAX_BYTES } from "./crc32.js";
 import { REC_OVERHEAD } from "./record.js";
 
+/** Shorter records are cheaper to read than to extend by arithmetic (about 32 steps). */
+const EXTEND_MIN_BYTES = 192;
 const MAGIC = 0x4d555354; // "TSUM" little-endian
 const VERSION = 1;
 export const SUM_HDR = 32;
@@ -143,6 +145,20 @@ export class SummaryBuilder {
   /** Bytes [start, end) of buf were handed to the block file after everything before. */
   wrote(buf: Buffer, start: number, end: number): void {
     this.crc = crc32Update(this.crc, buf, start, end);
+    this.covered += end - start;
+  }
+
+  /** wrote() for bytes that are whole sealed records (the write path's buffer): long records
+   *  extend the CRC by arithmetic instead of being read a second time after sealRecord. */
+  wroteRecords(buf: Buffer, start: number, end: number): void {
+    let crc = this.crc;
+    let p = start;
+    while (p < end) {
+      const len = buf.readUInt32LE(p);
+      crc = len >= EXTEND_MIN_BYTES && len <= EXTEND_MAX_BYTES ? crc32ExtendRecord(crc, len) : crc32Update(crc, buf, p, p + len);
+      p += len;
+    }
+    this.crc = crc;
     this.covered += end - start;
   }
 
