@@ -37,6 +37,9 @@ export interface Bus {
   subscribeAck?(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler): InternalSubscription;
   /** Route a message as if a client had published it. */
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
+  /** publish() with the payload as buf[start, end), valid during the call only (no view made
+   *  per message). Optional for test fakes: publish(..., buf.subarray(start, end)) stands in. */
+  publishRange?(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void;
   /** Route by `deliverSubject` but show `msgSubject` in the MSG line (JetStream deliveries
    *  keep the stored subject while going to an inbox or deliver subject). Optional so that
    *  test fakes need not implement it; callers fall back to publish(deliverSubject, ...).

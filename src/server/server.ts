@@ -592,6 +592,14 @@ export class Server implements Bus {
     }
   }
 
+  publishRange(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
+    this.routeRange(null, subject, reply, hdr, buf, start, end, subject, false, null);
+    if (!this.flushScheduled && this.dirtyClients.length > 0) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBound);
+    }
+  }
+
   deliverAs(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean {
     this.routeBacklogBytes = 0;
     this.route(null, deliverSubject, reply, hdr, payload, msgSubject, true);

@@ -599,7 +599,8 @@ export class Stream implements StreamHandle {
         p = putSeq(buf, p, b.seqs[i]!);
         if (b.dups[i]) for (let k = 0; k < ACK_DUP_TAIL.length; k++) buf[p++] = ACK_DUP_TAIL[k]!;
         else buf[p++] = 0x7d; // }
-        bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
+        if (bus.publishRange !== undefined) bus.publishRange(b.replies[i]!, "", null, buf, start, p);
+        else bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
       }
     }
     const cover = b.coverSeq;
