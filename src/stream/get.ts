@@ -111,14 +111,30 @@ function status(bus: Bus, reply: string, code: number, text: string, entries: [s
 }
 
 function withHeaders(m: StoredMsg, stream: string, extra: [string, string][]): Buffer {
-  const base: [string, string][] = [
-    ["Nats-Stream", stream],
-    ["Nats-Subject", m.subject],
-    ["Nats-Sequence", String(m.seq)],
-    ["Nats-Time-Stamp", rfc3339Ns(m.tsNs)],
-  ];
-  for (const e of extra) base.push(e);
-  return appendHeaders(m.hdr !== null && m.hdr.length > 0 ? m.hdr : null, base);
+  // As nats-server: the stored header block keeps its bytes, the new lines go before its
+  // final CRLF (or into a fresh "NATS/1.0" block).
+  let s = "Nats-Stream: " + stream + "\r\nNats-Subject: " + m.subject + "\r\nNats-Sequence: " + m.seq + "\r\nNats-Time-Stamp: " + rfc3339Ns(m.tsNs) + "\r\n";
+  for (const [k, v] of extra) s += k + ": " + v + "\r\n";
+  s += "\r\n";
+  const h = m.hdr;
+  if (h === null || h.length === 0) return Buffer.from("NATS/1.0\r\n" + s, "utf8");
+  const n = h.length;
+  if (n < 12 || h[n - 4] !== 13 || h[n - 3] !== 10 || h[n - 2] !== 13 || h[n - 1] !== 10) {
+    // Not a block we wrote (no blank line at its end): rebuild it from its parsed entries.
+    const base: [string, string][] = [
+      ["Nats-Stream", stream],
+      ["Nats-Subject", m.subject],
+      ["Nats-Sequence", String(m.seq)],
+      ["Nats-Time-Stamp", rfc3339Ns(m.tsNs)],
+    ];
+    for (const e of extra) base.push(e);
+    return appendHeaders(h, base);
+  }
+  const tail = Buffer.from(s, "utf8");
+  const out = Buffer.allocUnsafe(n - 2 + tail.length);
+  h.copy(out, 0, 0, n - 2);
+  tail.copy(out, n - 2);
+  return out;
 }
 
 /** DIRECT.GET with a JSON body (body already checked non-empty). */

@@ -3,6 +3,13 @@
 
 export const ZERO_TIME = "0001-01-01T00:00:00Z";
 
+// The "YYYY-MM-DDTHH:MM:SS" of recent whole seconds: messages read close together in time
+// (a KV bucket's keys, a consumer's batch) share a few, and Date formatting costs more than
+// the rest of the function.
+const SEC_SLOTS = 64;
+const secKey = new Float64Array(SEC_SLOTS).fill(-1);
+const secText: string[] = new Array<string>(SEC_SLOTS).fill("");
+
 /** Go time.Time JSON for a ns-since-epoch value; 0 is the zero time. */
 export function rfc3339Ns(ns: number): string {
   if (ns <= 0) return ZERO_TIME;
@@ -10,9 +17,23 @@ export function rfc3339Ns(ns: number): string {
   let frac = Math.round(ns - sec * 1e9);
   if (frac < 0) frac = 0;
   if (frac > 999_999_999) frac = 999_999_999;
-  const base = new Date(sec * 1000).toISOString().slice(0, 19);
+  const slot = sec % SEC_SLOTS;
+  let base: string;
+  if (secKey[slot] === sec) base = secText[slot]!;
+  else {
+    base = new Date(sec * 1000).toISOString().slice(0, 19);
+    secKey[slot] = sec;
+    secText[slot] = base;
+  }
   if (frac === 0) return base + "Z";
-  return base + "." + String(frac).padStart(9, "0").replace(/0+$/, "") + "Z";
+  // Go trims the fraction's trailing zeros.
+  let width = 9;
+  while (frac % 10 === 0) {
+    frac /= 10;
+    width--;
+  }
+  const f = String(frac);
+  return base + (f.length < width ? ".000000000".slice(0, 1 + width - f.length) + f : "." + f) + "Z";
 }
 
 /** Parse an RFC 3339 time to ns since epoch; NaN when invalid. */
