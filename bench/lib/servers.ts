@@ -164,6 +164,19 @@ export class ServerProc {
     }
   }
 
+  /** CPU time (user + system, every thread) the process has used, in seconds, from
+   *  /proc/<pid>/stat (Linux only; 100 ticks per second); NaN when unavailable. */
+  cpuSeconds(): number {
+    try {
+      const stat = readFileSync(`/proc/${this.pid}/stat`, "utf8");
+      // Fields after the ")" that ends the command name: state is field 3, utime 14, stime 15.
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
+    } catch {
+      return Number.NaN;
+    }
+  }
+
   /** Resident set size in bytes from /proc (Linux only); 0 when unavailable. */
   rssBytes(): number {
     try {
@@ -175,6 +188,8 @@ export class ServerProc {
     }
   }
 }
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
 
 /** Sum of file sizes under dir (apparent bytes, like `du -b`). */
 export function dirBytes(dir: string): number {

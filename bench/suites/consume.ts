@@ -17,6 +17,9 @@ import { newInboxPrefix } from "../lib/request.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
 const RATE: MetricDef[] = [{ label: "msgs/s", unit: "msgs/s", better: "higher" }];
+// Server CPU (all threads) per message consumed: the work, which a busy machine changes less
+// than it changes msgs/s.
+const RATE_CPU: MetricDef[] = [...RATE, { label: "server CPU µs/msg", unit: "µs", better: "lower" }];
 const FILL_WINDOW = 1024;
 const BATCH = 500;
 const PULLS_IN_FLIGHT = 2;
@@ -100,13 +103,15 @@ async function pull(ctx: CaseContext, size: number): Promise<Record<string, numb
     });
     conn.flush();
     await conn.ping();
+    const cpu0 = ctx.server.cpuSeconds();
     const t0 = nowNs();
     for (let k = 0; k < PULLS_IN_FLIGHT; k++) requestMore();
     conn.flush();
     await waitFor([conn], () => received >= n, () => received, 15_000, "pull consume");
     const ns = nowNs() - t0;
     await conn.ping(); // the last acks have reached the server
-    return { "msgs/s": n / (ns / 1e9) };
+    const cpu = ctx.server.cpuSeconds() - cpu0;
+    return { "msgs/s": n / (ns / 1e9), "server CPU µs/msg": (cpu * 1e6) / n };
   } finally {
     await deleteConsumer(req, stream, durable);
   }
@@ -138,6 +143,7 @@ async function push(ctx: CaseContext, size: number, ack: "none" | "explicit"): P
   conn.flush();
   await conn.ping();
   try {
+    const cpu0 = ctx.server.cpuSeconds();
     const t0 = nowNs();
     // Delivery starts as soon as the consumer exists, so the clock starts before the create.
     await createConsumer(req, stream, durable, {
@@ -148,7 +154,9 @@ async function push(ctx: CaseContext, size: number, ack: "none" | "explicit"): P
     });
     await waitFor([conn], () => received() >= n, received, 15_000, "push consume");
     const ns = nowNs() - t0;
-    return { "msgs/s": n / (ns / 1e9) };
+    if (ack === "explicit") await conn.ping(); // the last acks have reached the server
+    const cpu = ctx.server.cpuSeconds() - cpu0;
+    return { "msgs/s": n / (ns / 1e9), "server CPU µs/msg": (cpu * 1e6) / n };
   } finally {
     await deleteConsumer(req, stream, durable);
   }
@@ -172,9 +180,9 @@ export const consumeSuite: SuiteDef = {
       const n = countFor(opts, size).toLocaleString("en-US");
       cases.push(
         { name: `fill ${n} × ${label} (js publish)`, metrics: RATE, run: (c) => fill(c, size, [other]) },
-        { name: `pull, explicit ack, batch ${BATCH}, ${label}`, metrics: RATE, run: (c) => pull(c, size) },
-        { name: `push, ack none, ${label}`, metrics: RATE, run: (c) => push(c, size, "none") },
-        { name: `push, ack explicit, ${label}`, metrics: RATE, run: (c) => push(c, size, "explicit") },
+        { name: `pull, explicit ack, batch ${BATCH}, ${label}`, metrics: RATE_CPU, run: (c) => pull(c, size) },
+        { name: `push, ack none, ${label}`, metrics: RATE_CPU, run: (c) => push(c, size, "none") },
+        { name: `push, ack explicit, ${label}`, metrics: RATE_CPU, run: (c) => push(c, size, "explicit") },
       );
     }
     return cases;
