@@ -6,10 +6,12 @@
 // lengths are read from the records, not kept per message.
 //
 // Durability: storeMsg encodes into one reused write buffer and returns at once; a flush
-// (at once when sync() finds no fsync running, else setImmediate, or early when the buffer is
-// large) writes the buffer with one write call and
-// then one fsync covers every sync() callback queued before that write (group commit). In
-// syncIntervalMs mode callbacks answer right after the write and fsync runs on a timer.
+// (at once when sync() finds an fsync round free, else setImmediate, or early when the buffer
+// is large) writes the buffer with one write call and then one fsync round covers every
+// sync() callback queued before that write (group commit). Up to two rounds overlap (the disk
+// serves two flushes in about the time of one); their callbacks run in the order the rounds
+// started, each once every earlier round has completed. In syncIntervalMs mode callbacks
+// answer right after the write and fsync runs on a timer.
 //
 // Recovery: each sealed block has a summary "<n>.sum" (summary.ts) validated by a CRC of the
 // block's bytes; recovery rebuilds the index from it and scans only what no valid summary
@@ -122,6 +124,20 @@ export interface FileStreamStoreOptions {
   blockSizeBytes?: number;
 }
 
+/** One group-commit fsync: the sync() callbacks it answers and the write count it covers. */
+interface FsyncRound {
+  cbs: SyncCb[];
+  covered: number;
+  pending: number;
+  err: Error | null;
+  done: boolean;
+}
+
+/** Group-commit fsyncs that may run at once: a second one starts while the first is still on
+ *  the disk (which serves two flushes in about the time of one), so under a steady stream of
+ *  publishes a batch waits for its own fsync rather than for the one before it as well. */
+const MAX_FSYNC_ROUNDS = 2;
+
 interface CacheWin {
   blk: Blk | null;
   start: number;
@@ -171,7 +187,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private readonly flushFn: () => void;
   private queued: SyncCb[] = []; // sync() calls whose data is not yet written
   private written: SyncCb[] = []; // written, waiting for the next fsync
-  private fsyncing = false;
+  /** fsync rounds in flight, oldest first; their callbacks run in this order. */
+  private readonly rounds: FsyncRound[] = [];
   private syncTimer: TimerHandle | null = null;
   private readonly dying: Blk[] = [];
   private readonly compactQueue: Blk[] = [];
@@ -640,9 +657,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       return;
     }
     this.queued.push(cb);
-    // The disk is idle: write and start the fsync now instead of a turn later (the caller asks
-    // once per batch of publishes). While an fsync runs, later calls gather for the next one.
-    if (!this.fsyncing && this.syncIntervalMs === 0 && !this.closed) this.flush();
+    // A round can start: write and start the fsync now instead of a turn later (the caller
+    // asks once per batch of publishes). While the rounds are all busy, later calls gather
+    // for the next one.
+    if (this.syncIntervalMs === 0 && this.canStartRound()) this.flush();
     else this.scheduleFlush();
   }
 
@@ -651,7 +669,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (this.failed !== null) return this.failAll();
     if (this.closed && this.wblk.fd < 0) return;
     try {
-      if (!this.fsyncing) this.runCompactions();
+      if (this.rounds.length === 0) this.runCompactions();
       const w = this.wblk;
       // A dead write block worth reclaiming: start a fresh one, and the old one dies.
       if (w.live === 0 && w.firstSeq !== 0 && w.size >= this.blockSizeBytes >>> 2) this.roll();
@@ -681,7 +699,15 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       for (const cb of cbs) cb(null);
       return;
     }
-    if (!this.fsyncing && this.needsFsync()) this.startFsync();
+    if (this.canStartRound() && this.needsFsync()) this.startFsync();
+  }
+
+  /** Whether another fsync round may start now: always when none runs; a second one while
+   *  no compaction waits (compactions run between rounds). */
+  private canStartRound(): boolean {
+    if (this.closed) return false;
+    const n = this.rounds.length;
+    return n === 0 || (n < MAX_FSYNC_ROUNDS && this.compactQueue.length === 0);
   }
 
   private needsFsync(): boolean {
@@ -692,10 +718,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   private startFsync(): void {
-    this.fsyncing = true;
-    const cbs = this.written;
+    const round: FsyncRound = { cbs: this.written, covered: this.writes, pending: 1, err: null, done: false };
     this.written = [];
-    const covered = this.writes;
     const targets: Blk[] = [];
     for (const b of this.blocks) {
       if (b.dirty) {
@@ -711,26 +735,46 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
     const dir = this.dirDirty;
     this.dirDirty = false;
-    let pending = targets.length + (dir ? 1 : 0) + 1;
-    let firstErr: Error | null = null;
+    round.pending = targets.length + (dir ? 1 : 0) + 1;
+    this.rounds.push(round);
     const done = (err: Error | null): void => {
-      if (err !== null && firstErr === null) firstErr = err;
-      if (--pending > 0) return;
-      this.fsyncing = false;
-      const idle = this.idleWaiters.splice(0);
-      for (const r of idle) r();
-      if (firstErr !== null) {
-        this.fail(firstErr);
-        for (const cb of cbs) cb(firstErr);
-        return this.failAll();
-      }
-      this.unlinkDead(covered);
-      for (const cb of cbs) cb(null);
-      if (this.syncIntervalMs === 0 && this.needsFsync() && this.wlen === 0) this.startFsync();
+      if (err !== null && round.err === null) round.err = err;
+      if (--round.pending > 0) return;
+      round.done = true;
+      this.releaseRounds();
     };
     for (const b of targets) this.fs.fsync(b.fd, done);
     if (dir) this.fs.fsyncDir(this.dir, done);
     done(null);
+  }
+
+  /** Answer finished rounds in the order they started: a round's callbacks run only once
+   *  every earlier round is durable too (each round fsyncs only what was dirty at its start). */
+  private releaseRounds(): void {
+    const rounds = this.rounds;
+    while (rounds.length > 0 && rounds[0]!.done) {
+      const r = rounds.shift()!;
+      if (r.err !== null || this.failed !== null) {
+        const err = r.err ?? this.failed!;
+        this.fail(err);
+        for (const cb of r.cbs) cb(err);
+        // Later rounds cannot be trusted either: fail their callbacks now, once.
+        for (const later of rounds) {
+          const cbs = later.cbs;
+          later.cbs = [];
+          for (const cb of cbs) cb(err);
+        }
+        continue;
+      }
+      this.unlinkDead(r.covered);
+      for (const cb of r.cbs) cb(null);
+    }
+    if (rounds.length === 0) {
+      const idle = this.idleWaiters.splice(0);
+      for (const w of idle) w();
+    }
+    if (this.failed !== null) return this.failAll();
+    if (this.syncIntervalMs === 0 && this.wlen === 0 && this.canStartRound() && this.needsFsync()) this.startFsync();
   }
 
   private fail(e: Error): void {
@@ -749,7 +793,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.syncTimer = this.clock.setTimer(() => {
       this.syncTimer = null;
       if (this.closed) return;
-      if (!this.fsyncing && this.failed === null && this.needsFsync()) this.startFsync();
+      if (this.rounds.length === 0 && this.failed === null && this.needsFsync()) this.startFsync();
       this.armSyncTimer();
     }, this.syncIntervalMs);
   }
@@ -1091,7 +1135,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   async close(): Promise<void> {
     if (this.closed) return;
     await new Promise<void>((res) => this.sync(() => res()));
-    if (this.fsyncing) await new Promise<void>((res) => this.idleWaiters.push(res));
+    if (this.rounds.length > 0) await new Promise<void>((res) => this.idleWaiters.push(res));
     this.closed = true;
     if (this.syncTimer !== null) this.clock.clearTimer(this.syncTimer);
     this.syncTimer = null;
