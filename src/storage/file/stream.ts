@@ -53,7 +53,7 @@ const CK_CHUNK_GROUPS = 256;
 /** The write block's summary is rewritten each time this many more bytes are written, so a
  *  crash leaves at most about this much of it to scan. */
 const TAIL_SUMMARY_STEP_BYTES = 1024 * 1024;
-const CRC_CHUNK_BYTES = 1024 * 1024;
+const CRC_CHUNK_BYTES = 64 * 1024; // small enough to come from the allocator's heap, not a fresh mapping
 /** Upper bound of a record's length from its limit size (fileStoreMsgSize is rl - 6, or rl - 2
  *  with headers): used for the compaction estimate, so nothing per message has to hold rl. */
 const REC_LEN_SLACK = 6;
@@ -214,8 +214,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     for (const id of sums) if (!ids.includes(id)) fs.unlink(join(this.dir, `${id}.sum`));
     const tombs: number[] = [];
     const acc: FloorAcc = { floor: 0, floorLast: 0, floorLastTs: 0 };
-    // One buffer for checksums and scans and one for summaries, reused by every block: recovery
-    // leaves no garbage that grows with the number of blocks.
+    // One buffer for checksums (and short scans) and one for summaries, reused by every block:
+    // recovery leaves no garbage that grows with the number of blocks.
     const chunk = Buffer.allocUnsafe(CRC_CHUNK_BYTES);
     const sumBuf: Scratch = { buf: Buffer.allocUnsafe(0) };
     for (let k = 0; k < ids.length; k++) {
