@@ -239,11 +239,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       }
       let end = flen;
       if (sum === null && start === 0 && (isLast || flen > 0)) sum = new SummaryBuilder();
-      if (start < flen && sum !== null) {
-        const buf = flen - start <= chunk.length ? chunk.subarray(0, flen - start) : Buffer.allocUnsafe(flen - start);
-        const got = fs.read(fd, buf, 0, buf.length, start);
-        end = start + this.scanBlock(blk, got < buf.length ? buf.subarray(0, got) : buf, start, isLast, sum, tombs, acc, report);
-      }
+      if (start < flen && sum !== null) end = this.scanTail(blk, fd, start, flen, chunk, isLast, sum, tombs, acc, report);
       blk.size = blk.written = isLast ? end : flen;
       if (isLast && end < flen) {
         fs.truncate(fd, end);
@@ -340,8 +336,44 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (lastTs > acc.floorLastTs) acc.floorLastTs = lastTs;
   }
 
+  /** Verify and index block bytes [start, flen) through the reused window `chunk`: whole valid
+   *  records window by window, and the rest (damage, a record longer than a window, the end) in
+   *  one scan. Returns the offset up to which the block is good (a torn tail is not). */
+  private scanTail(
+    blk: Blk,
+    fd: number,
+    start: number,
+    flen: number,
+    chunk: Buffer,
+    isLast: boolean,
+    sum: SummaryBuilder,
+    tombs: number[],
+    acc: FloorAcc,
+    report: RecoveryReport,
+  ): number {
+    let pos = start;
+    while (pos < flen) {
+      const n = Math.min(chunk.length, flen - pos);
+      const got = this.fs.read(fd, chunk, 0, n, pos);
+      let buf = chunk.subarray(0, got);
+      if (pos + got < flen && got === n) {
+        const used = this.scanBlock(blk, buf, pos, isLast, sum, tombs, acc, report, true);
+        if (used > 0) {
+          pos += used;
+          continue;
+        }
+        buf = Buffer.allocUnsafe(flen - pos);
+        buf = buf.subarray(0, this.fs.read(fd, buf, 0, buf.length, pos));
+      }
+      return pos + this.scanBlock(blk, buf, pos, isLast, sum, tombs, acc, report, false);
+    }
+    return pos;
+  }
+
   /** Verify and index the records in buf (block bytes from offset base on); returns how many
-   *  bytes are good up to the end of data (a torn tail is not counted). */
+   *  bytes are good up to the end of data (a torn tail is not counted). With `partial` it
+   *  stops before the first record that is not whole and valid in buf, touching nothing for it
+   *  (the caller reads on from there). */
   private scanBlock(
     blk: Blk,
     buf: Buffer,
@@ -351,6 +383,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     tombs: number[],
     acc: FloorAcc,
     report: RecoveryReport,
+    partial: boolean,
   ): number {
     let p = 0;
     let lastMsg = blk.lastSeq;
@@ -359,6 +392,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     while (p < buf.length) {
       const rl = checkRecord(buf, p);
       if (rl === 0) {
+        if (partial) break;
         const next = resync(buf, p + 1);
         sum.broken = true;
         if (next < 0) {
