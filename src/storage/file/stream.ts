@@ -409,14 +409,16 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       const seq = recSeq(buf, p);
       if (kind === KIND_MSG) {
         const fresh = seq > this.lastSeq;
-        const rec = this.loadMsgRecord(blk, buf, p, base + p, rl, seq);
+        const tsNs = buf.readDoubleLE(p + 20); // read once: each read is a heap number until optimised
+        const ttl = buf.readUInt32LE(p + 28);
+        const rec = this.loadMsgRecord(blk, buf, p, base + p, rl, seq, tsNs, ttl);
         if (fresh) {
           lastMsg = seq;
           report.msgs++;
         }
         const hasHdr = buf.readUInt32LE(p + 8) > 0;
         if (hasHdr) blk.hdrMsgs++;
-        sum.msg(seq, rl, rec, hasHdr, buf.readDoubleLE(p + 20), buf.readUInt32LE(p + 28));
+        sum.msg(seq, rl, rec, hasHdr, tsNs, ttl);
       } else if (kind === KIND_TOMB) {
         tombs.push(seq);
         blk.tombs.push(seq);
@@ -459,7 +461,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   /** Index the message record at buf[p] (block offset off) if it is new; returns its subject. */
-  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, off: number, rl: number, seq: number): SubjRec {
+  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, off: number, rl: number, seq: number, tsNs: number, ttl: number): SubjRec {
     const sl = buf.readUInt16LE(p + 6);
     const hl = buf.readUInt32LE(p + 8);
     // Runs of one subject are common: compare bytes instead of decoding and hashing each.
@@ -471,7 +473,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (seq <= this.lastSeq) return rec;
     const dl = rl - REC_OVERHEAD - sl - hl;
     const size = fileStoreMsgSize(sl, hl, dl);
-    this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), size, buf.readUInt32LE(p + 28));
+    this.indexAppend(seq, rec, tsNs, size, ttl);
     this.noteAppend(blk, seq, off, size);
     return rec;
   }
