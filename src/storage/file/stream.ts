@@ -26,6 +26,7 @@ import type { Clock, TimerHandle } from "../../runtime/clock.js";
 import type { Fs } from "../../runtime/fs.js";
 import { StorageType, type StoreCallbacks, type StoreLimits, type StoredMsg, type StreamStore } from "../types.js";
 import { SeqIndex, type SubjRec } from "../memory/seqindex.js";
+import { ChunkCol } from "../memory/chunkcol.js";
 import {
   FLAG_HDR,
   KIND_FLOOR,
@@ -50,10 +51,11 @@ const READ_CACHE_WINDOWS = 4;
 const SMALL_READ_BYTES = 16 * 1024; // a read that does not continue the previous window
 const COMPACT_MIN_BYTES = 64 * 1024;
 const CK_SEQS = 16;
+const CK_CHUNK_GROUPS = 256;
 /** The write block's summary is rewritten each time this many more bytes are written, so a
  *  crash leaves at most about this much of it to scan. */
 const TAIL_SUMMARY_STEP_BYTES = 1024 * 1024;
-const CRC_CHUNK_BYTES = 1024 * 1024;
+const CRC_CHUNK_BYTES = 64 * 1024; // small enough to come from the allocator's heap, not a fresh mapping
 /** Upper bound of a record's length from its limit size (fileStoreMsgSize is rl - 6, or rl - 2
  *  with headers): used for the compaction estimate, so nothing per message has to hold rl. */
 const REC_LEN_SLACK = 6;
@@ -154,10 +156,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private readonly syncIntervalMs: number;
   private readonly blockSizeBytes: number;
 
-  // Checkpoints: ckCol[g - ckBase] = offset of the first record stored in seq group g
-  // (g = floor(seq / CK_SEQS)), in the block that holds it.
-  private ckCol = new Uint32Array(256);
-  private ckBase = 0;
+  // Checkpoints: ckCol.get(g) = offset of the first record stored in seq group g
+  // (g = floor(seq / CK_SEQS)), in the block that holds it. Records of one length make these
+  // an arithmetic run, which a ChunkCol keeps without an array (256 groups per chunk).
+  private readonly ckCol = new ChunkCol(CK_CHUNK_GROUPS);
   private ckLastGroup = -1;
   // The record found by the last locate(): sequential readers continue from it.
   private curBlk: Blk | null = null;
@@ -229,7 +231,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     for (const id of sums) if (!ids.includes(id)) fs.unlink(join(this.dir, `${id}.sum`));
     const tombs: number[] = [];
     const acc: FloorAcc = { floor: 0, floorLast: 0, floorLastTs: 0 };
+    // One buffer for checksums (and short scans) and one for summaries, reused by every block:
+    // recovery leaves no garbage that grows with the number of blocks.
     const chunk = Buffer.allocUnsafe(CRC_CHUNK_BYTES);
+    const sumBuf: Scratch = { buf: Buffer.allocUnsafe(0) };
     for (let k = 0; k < ids.length; k++) {
       const id = ids[k] as number;
       const blk = new Blk(id, join(this.dir, `${id}.blk`));
@@ -238,7 +243,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       const flen = fs.fsize(fd);
       let start = 0;
       let sum: SummaryBuilder | null = null;
-      const sr = sums.has(id) ? SummaryReader.open(fs.readFile(blk.sumPath)) : null;
+      const sr = sums.has(id) ? SummaryReader.open(readWhole(fs, blk.sumPath, sumBuf)) : null;
       if (sr !== null && sr.covered <= flen && sr.valid() && fileCrc(fs, fd, sr.covered, chunk) === sr.blockCrc) {
         if (isLast || sr.covered < flen) sum = new SummaryBuilder();
         this.applySummary(blk, sr, sum, tombs, acc, report);
@@ -251,11 +256,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       }
       let end = flen;
       if (sum === null && start === 0 && (isLast || flen > 0)) sum = new SummaryBuilder();
-      if (start < flen && sum !== null) {
-        const buf = Buffer.allocUnsafe(flen - start);
-        const got = fs.read(fd, buf, 0, buf.length, start);
-        end = start + this.scanBlock(blk, got < buf.length ? buf.subarray(0, got) : buf, start, isLast, sum, tombs, acc, report);
-      }
+      if (start < flen && sum !== null) end = this.scanTail(blk, fd, start, flen, chunk, isLast, sum, tombs, acc, report);
       blk.size = blk.written = isLast ? end : flen;
       if (isLast && end < flen) {
         fs.truncate(fd, end);
@@ -352,8 +353,44 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (lastTs > acc.floorLastTs) acc.floorLastTs = lastTs;
   }
 
+  /** Verify and index block bytes [start, flen) through the reused window `chunk`: whole valid
+   *  records window by window, and the rest (damage, a record longer than a window, the end) in
+   *  one scan. Returns the offset up to which the block is good (a torn tail is not). */
+  private scanTail(
+    blk: Blk,
+    fd: number,
+    start: number,
+    flen: number,
+    chunk: Buffer,
+    isLast: boolean,
+    sum: SummaryBuilder,
+    tombs: number[],
+    acc: FloorAcc,
+    report: RecoveryReport,
+  ): number {
+    let pos = start;
+    while (pos < flen) {
+      const n = Math.min(chunk.length, flen - pos);
+      const got = this.fs.read(fd, chunk, 0, n, pos);
+      let buf = chunk.subarray(0, got);
+      if (pos + got < flen && got === n) {
+        const used = this.scanBlock(blk, buf, pos, isLast, sum, tombs, acc, report, true);
+        if (used > 0) {
+          pos += used;
+          continue;
+        }
+        buf = Buffer.allocUnsafe(flen - pos);
+        buf = buf.subarray(0, this.fs.read(fd, buf, 0, buf.length, pos));
+      }
+      return pos + this.scanBlock(blk, buf, pos, isLast, sum, tombs, acc, report, false);
+    }
+    return pos;
+  }
+
   /** Verify and index the records in buf (block bytes from offset base on); returns how many
-   *  bytes are good up to the end of data (a torn tail is not counted). */
+   *  bytes are good up to the end of data (a torn tail is not counted). With `partial` it
+   *  stops before the first record that is not whole and valid in buf, touching nothing for it
+   *  (the caller reads on from there). */
   private scanBlock(
     blk: Blk,
     buf: Buffer,
@@ -363,15 +400,16 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     tombs: number[],
     acc: FloorAcc,
     report: RecoveryReport,
+    partial: boolean,
   ): number {
     let p = 0;
     let lastMsg = blk.lastSeq;
     let damaged = false;
-    const msgSeqs: number[] = [];
-    const msgOffs: number[] = [];
+    const seqBefore = this.lastSeq;
     while (p < buf.length) {
       const rl = checkRecord(buf, p);
       if (rl === 0) {
+        if (partial) break;
         const next = resync(buf, p + 1);
         sum.broken = true;
         if (next < 0) {
@@ -388,16 +426,16 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       const seq = recSeq(buf, p);
       if (kind === KIND_MSG) {
         const fresh = seq > this.lastSeq;
-        const rec = this.loadMsgRecord(blk, buf, p, base + p, rl, seq);
+        const tsNs = buf.readDoubleLE(p + 20); // read once: each read is a heap number until optimised
+        const ttl = buf.readUInt32LE(p + 28);
+        const rec = this.loadMsgRecord(blk, buf, p, base + p, rl, seq, tsNs, ttl);
         if (fresh) {
           lastMsg = seq;
-          msgSeqs.push(seq);
-          msgOffs.push(base + p);
           report.msgs++;
         }
         const hasHdr = buf.readUInt32LE(p + 8) > 0;
         if (hasHdr) blk.hdrMsgs++;
-        sum.msg(seq, rl, rec, hasHdr, buf.readDoubleLE(p + 20), buf.readUInt32LE(p + 28));
+        sum.msg(seq, rl, rec, hasHdr, tsNs, ttl);
       } else if (kind === KIND_TOMB) {
         tombs.push(seq);
         blk.tombs.push(seq);
@@ -418,7 +456,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       // a summary covered (verified, so walkable) are found by walking it.
       const offs = new Uint32Array(blk.lastSeq - blk.firstSeq + 1);
       if (base > 0) this.prefixOffsets(blk, base, offs);
-      for (let j = 0; j < msgSeqs.length; j++) offs[(msgSeqs[j] as number) - blk.firstSeq] = msgOffs[j] as number;
+      scannedOffsets(buf, base, seqBefore, blk.firstSeq, offs);
       blk.offs = offs;
     }
     return p;
@@ -440,7 +478,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   /** Index the message record at buf[p] (block offset off) if it is new; returns its subject. */
-  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, off: number, rl: number, seq: number): SubjRec {
+  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, off: number, rl: number, seq: number, tsNs: number, ttl: number): SubjRec {
     const sl = buf.readUInt16LE(p + 6);
     const hl = buf.readUInt32LE(p + 8);
     // Runs of one subject are common: compare bytes instead of decoding and hashing each.
@@ -452,7 +490,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (seq <= this.lastSeq) return rec;
     const dl = rl - REC_OVERHEAD - sl - hl;
     const size = fileStoreMsgSize(sl, hl, dl);
-    this.indexAppend(seq, rec, buf.readDoubleLE(p + 20), size, buf.readUInt32LE(p + 28));
+    this.indexAppend(seq, rec, tsNs, size, ttl);
     this.noteAppend(blk, seq, off, size);
     return rec;
   }
@@ -470,11 +508,15 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   /** noteAppend of n records of length rl from offset off: seq, seq + 1, ... */
   private noteAppendRun(w: Blk, seq: number, n: number, off: number, rl: number, size: number): void {
     const last = seq + n - 1;
-    for (let g = Math.floor(seq / CK_SEQS); g <= Math.floor(last / CK_SEQS); g++) {
-      if (g === this.ckLastGroup) continue;
-      this.ckPut(g, off + (Math.max(seq, g * CK_SEQS) - seq) * rl);
-      this.ckLastGroup = g;
+    const g0 = Math.floor(seq / CK_SEQS);
+    const g1 = Math.floor(last / CK_SEQS);
+    if (g0 !== this.ckLastGroup) this.ckPut(g0, off);
+    if (g1 > g0) {
+      // every later group of the run starts at a record boundary: one arithmetic run
+      this.ckCol.dropBelow(Math.floor(this.firstSeq / CK_SEQS));
+      this.ckCol.fillLinear(g0 + 1, g1 - g0, off + ((g0 + 1) * CK_SEQS - seq) * rl, CK_SEQS * rl);
     }
+    this.ckLastGroup = g1;
     this.noteInBlock(w, seq, n, off, size);
   }
 
@@ -491,24 +533,9 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   private ckPut(g: number, off: number): void {
-    let i = g - this.ckBase;
-    if (i < 0) throw new Error(`file store: checkpoint group ${g} below base ${this.ckBase}`);
-    if (i >= this.ckCol.length) {
-      // Groups below the first live message are never looked up again.
-      const newBase = Math.min(g, Math.floor(this.firstSeq / CK_SEQS));
-      const from = newBase - this.ckBase;
-      let len = this.ckCol.length;
-      while (g - newBase >= len) len *= 2;
-      if (len === this.ckCol.length) this.ckCol.copyWithin(0, from);
-      else {
-        const n = new Uint32Array(len);
-        if (from < this.ckCol.length) n.set(this.ckCol.subarray(from));
-        this.ckCol = n;
-      }
-      this.ckBase = newBase;
-      i = g - newBase;
-    }
-    this.ckCol[i] = off;
+    // Groups below the first live message are never looked up again.
+    if (g % CK_CHUNK_GROUPS === 0) this.ckCol.dropBelow(Math.floor(this.firstSeq / CK_SEQS));
+    this.ckCol.set(g, off);
   }
 
   private blkFd(b: Blk): number {
@@ -834,11 +861,11 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     return 0;
   }
 
-  protected onRemoved(seq: number, slot: number): void {
+  protected onRemoved(seq: number): void {
     const b = this.blockFor(seq);
     if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
     b.live--;
-    b.liveRecBytes -= (this.sizeCol[slot] as number) + REC_LEN_SLACK;
+    b.liveRecBytes -= this.sizeAt(seq) + REC_LEN_SLACK;
     if (this.loading) return;
     if (seq >= this.firstSeq) this.appendMarker(KIND_TOMB, seq);
     if (b !== this.wblk) {
@@ -949,10 +976,11 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       }
       if (old[q + 4] === KIND_MSG) {
         const s = recSeq(old, q);
-        if (s > prev && s >= lo && s <= b.lastSeq && this.subjCol[s - this.base] !== 0) {
+        const id = s > prev && s >= lo && s <= b.lastSeq ? this.subjAt(s) : 0;
+        if (id !== 0) {
           if (p + rl > out.length) return; // the size estimate is broken: leave the block as it is
           old.copy(out, p, q, q + rl);
-          const rec = this.byId[this.subjCol[s - this.base] as number] as SubjRec;
+          const rec = this.byId[id] as SubjRec;
           const hasHdr = old.readUInt32LE(q + 8) > 0;
           if (hasHdr) hdrMsgs++;
           sum.msg(s, rl, rec, hasHdr, old.readDoubleLE(q + 20), old.readUInt32LE(q + 28));
@@ -1064,7 +1092,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
     else {
       const g = Math.floor(seq / CK_SEQS);
-      off = b.firstSeq <= g * CK_SEQS ? (this.ckCol[g - this.ckBase] as number) : b.firstMsgOff;
+      off = b.firstSeq <= g * CK_SEQS ? this.ckCol.get(g) : b.firstMsgOff;
     }
     for (;;) {
       if (off + REC_HDR > b.size) break;
@@ -1171,6 +1199,28 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 }
 
+interface Scratch {
+  buf: Buffer;
+}
+
+/** The whole file at path as a view of scratch.buf (grown when too small), or null. */
+function readWhole(fs: Fs, path: string, scratch: Scratch): Buffer | null {
+  let fd: number;
+  try {
+    fd = fs.open(path, "r");
+  } catch {
+    return null;
+  }
+  try {
+    const n = fs.fsize(fd);
+    if (scratch.buf.length < n) scratch.buf = Buffer.allocUnsafe(Math.max(n, scratch.buf.length * 2));
+    const b = scratch.buf.subarray(0, n);
+    return fs.read(fd, b, 0, n, 0) === n ? b : null;
+  } finally {
+    fs.close(fd);
+  }
+}
+
 /** CRC-32 of the first len bytes of a file, read in chunks; -1 if the file is shorter. */
 function fileCrc(fs: Fs, fd: number, len: number, chunk: Buffer): number {
   let crc = 0;
@@ -1181,6 +1231,30 @@ function fileCrc(fs: Fs, fd: number, len: number, chunk: Buffer): number {
     pos += n;
   }
   return crc;
+}
+
+/** offs[seq - firstSeq] = block offset of each message record in buf (block bytes from base on)
+ *  that recovery indexed: walked over damage the way scanBlock walks, counting only sequences
+ *  above every one before (seqBefore: the index's last seq when the scan began). */
+function scannedOffsets(buf: Buffer, base: number, seqBefore: number, firstSeq: number, offs: Uint32Array): void {
+  let top = seqBefore;
+  for (let p = 0; p < buf.length; ) {
+    const rl = checkRecord(buf, p);
+    if (rl === 0) {
+      const next = resync(buf, p + 1);
+      if (next < 0) break;
+      p = next;
+      continue;
+    }
+    if (buf[p + 4] === KIND_MSG) {
+      const s = recSeq(buf, p);
+      if (s > top) {
+        top = s;
+        offs[s - firstSeq] = base + p;
+      }
+    }
+    p += rl;
+  }
 }
 
 function sameBytes(a: Buffer, b: Buffer, p: number, n: number): boolean {

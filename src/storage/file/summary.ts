@@ -58,6 +58,11 @@ export class SummaryBuilder {
   private prevLen = -1;
   private prevSubj: SumSubject | null = null;
   private lastTs = 0;
+  // Trailing one-byte entries (next seq, same length and subject, no TTL) that are all the
+  // same byte are counted, not stored, until another entry follows: the write block of a
+  // uniform stream keeps a number instead of a byte per message.
+  private pendByte = 0;
+  private pendN = 0;
   /** CRC-32 of the block bytes [0, covered). */
   crc = 0;
   covered = 0;
@@ -80,7 +85,30 @@ export class SummaryBuilder {
     b[this.len++] = v;
   }
 
+  private flushPending(): void {
+    if (this.pendN === 0) return;
+    this.room(this.pendN);
+    this.buf.fill(this.pendByte, this.len, this.len + this.pendN);
+    this.len += this.pendN;
+    this.pendN = 0;
+  }
+
+  /** n more one-byte entries b. */
+  private pending(b: number, n: number): void {
+    if (this.pendN > 0 && this.pendByte !== b) this.flushPending();
+    this.pendByte = b;
+    this.pendN += n;
+  }
+
   msg(seq: number, recLen: number, subj: SumSubject, hasHdrBytes: boolean, tsNs: number, ttlSec: number): void {
+    if (ttlSec <= 0 && seq === this.prevSeq + 1 && recLen === this.prevLen && subj === this.prevSubj) {
+      this.pending(F_SEQ1 | F_SAMELEN | F_SAMESUBJ | (hasHdrBytes ? F_HDR : 0), 1);
+      this.prevSeq = seq;
+      this.lastTs = tsNs;
+      this.records++;
+      return;
+    }
+    this.flushPending();
     this.room(40 + subj.bytes.length);
     const at = this.len++;
     let f = hasHdrBytes ? F_HDR : 0;
@@ -118,14 +146,13 @@ export class SummaryBuilder {
   msgRun(seq: number, n: number, recLen: number, subj: SumSubject, hasHdrBytes: boolean, tsNs: number): void {
     this.msg(seq, recLen, subj, hasHdrBytes, tsNs, 0);
     if (n <= 1) return;
-    this.room(n - 1);
-    this.buf.fill(F_SEQ1 | F_SAMELEN | F_SAMESUBJ | (hasHdrBytes ? F_HDR : 0), this.len, this.len + n - 1);
-    this.len += n - 1;
+    this.pending(F_SEQ1 | F_SAMELEN | F_SAMESUBJ | (hasHdrBytes ? F_HDR : 0), n - 1);
     this.records += n - 1;
     this.prevSeq = seq + n - 1;
   }
 
   tomb(seq: number): void {
+    this.flushPending();
     this.room(12);
     this.buf[this.len++] = F_KIND_TOMB;
     this.varint(seq);
@@ -133,6 +160,7 @@ export class SummaryBuilder {
   }
 
   floor(seq: number, lastSeq: number, lastTsNs: number): void {
+    this.flushPending();
     this.room(28);
     this.buf[this.len++] = F_KIND_FLOOR;
     this.varint(seq);
@@ -164,7 +192,8 @@ export class SummaryBuilder {
 
   /** The summary file's bytes, describing every record fed so far (all of them written). */
   encode(): Buffer {
-    const out = Buffer.allocUnsafe(SUM_HDR + this.len + 4);
+    const body = this.len + this.pendN;
+    const out = Buffer.allocUnsafe(SUM_HDR + body + 4);
     out.writeUInt32LE(MAGIC, 0);
     out[4] = VERSION;
     out[5] = out[6] = out[7] = 0;
@@ -172,9 +201,10 @@ export class SummaryBuilder {
     out.writeUInt32LE(this.crc, 12);
     out.writeDoubleLE(this.lastTs, 16);
     out.writeUInt32LE(this.records, 24);
-    out.writeUInt32LE(this.len, 28);
+    out.writeUInt32LE(body, 28);
     this.buf.copy(out, SUM_HDR, 0, this.len);
-    out.writeUInt32LE(crc32(out, 0, SUM_HDR + this.len), SUM_HDR + this.len);
+    out.fill(this.pendByte, SUM_HDR + this.len, SUM_HDR + body);
+    out.writeUInt32LE(crc32(out, 0, SUM_HDR + body), SUM_HDR + body);
     return out;
   }
 }

@@ -1,11 +1,14 @@
 // The in-memory sequence index shared by both stores: columns indexed by (seq - base) plus a
 // per-subject table. It owns every rule about sequences, limits, purge, compact, TTL and
 // counting; the memory and file stores only add where the bytes live (and the timestamp: the
-// file store reads it from the record). The two columns here are typed arrays that start one
-// byte wide and widen only when a subject id or a size needs it, so a file-stored message
-// costs about 2-3 bytes of index (nats-server keeps no per-message state for cold blocks).
+// file store reads it from the record). The two columns here (subject id and size, by seq) are
+// ChunkCols: a chunk of 4096 sequences whose entries are one value (one subject, one size, or
+// nothing) costs a few numbers, any other a typed array as narrow as its values, so a stream of
+// one subject and one message size keeps almost nothing per message (nats-server keeps no
+// per-message state for cold blocks).
 import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
 import { isAllFilter, isLiteralSubject, subjectMatches } from "../subjects.js";
+import { ChunkCol } from "./chunkcol.js";
 
 export class SubjRec {
   readonly id: number;
@@ -31,26 +34,16 @@ const CHUNK = 4096;
 const MATCH_YES = 1;
 const MATCH_NO = 2;
 
-/** An unsigned column as narrow as its largest value allows. */
-export type UintCol = Uint8Array | Uint16Array | Uint32Array;
-
-function widthFor(v: number): number {
-  return v <= 0xff ? 0xff : v <= 0xffff ? 0xffff : 0xffffffff;
-}
-
-function allocCol(max: number, n: number): UintCol {
-  return max === 0xff ? new Uint8Array(n) : max === 0xffff ? new Uint16Array(n) : new Uint32Array(n);
-}
+export type { UintCol } from "./chunkcol.js";
 
 export const unlimitedLimits: StoreLimits = { maxMsgs: -1, maxBytes: -1, maxAgeMs: 0, maxMsgsPerSubject: -1 };
 
 export abstract class SeqIndex {
+  // Slots (seq - base) address the concrete store's own per-message columns, if it has any.
   protected base = 1; // seq stored in slot 0
   protected cap: number;
-  protected subjCol: UintCol; // subject id, 0 = no message in this slot
-  protected sizeCol: UintCol; // bytes counted for limits / state
-  private subjMax = 0xff; // largest value the current column width holds
-  private sizeMax = 0xff;
+  private readonly subjCol = new ChunkCol(CHUNK); // subject id by seq, 0 = no message
+  private readonly sizeCol = new ChunkCol(CHUNK); // bytes counted for limits / state (kept after removal)
 
   protected firstSeq = 0;
   protected lastSeq = 0;
@@ -74,8 +67,6 @@ export abstract class SeqIndex {
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null, initialCap = 1024) {
     this.cap = initialCap;
-    this.subjCol = new Uint8Array(initialCap);
-    this.sizeCol = new Uint8Array(initialCap);
     this.limits = { ...(limits ?? unlimitedLimits) };
     this.callbacks = callbacks ?? {};
   }
@@ -112,18 +103,14 @@ export abstract class SeqIndex {
   private fixFirst(rec: SubjRec): void {
     if (!rec.firstStale) return;
     const id = rec.id;
-    let s = Math.max(rec.first, this.firstSeq);
-    while (s <= this.lastSeq && this.subjCol[s - this.base] !== id) s++;
-    rec.first = s;
+    rec.first = this.subjCol.find(Math.max(rec.first, this.firstSeq), this.lastSeq, id, true);
     rec.firstStale = false;
   }
 
   private fixLast(rec: SubjRec): void {
     if (!rec.lastStale) return;
     const id = rec.id;
-    let s = Math.min(rec.last, this.lastSeq);
-    while (s >= this.firstSeq && this.subjCol[s - this.base] !== id) s--;
-    rec.last = s;
+    rec.last = this.subjCol.findBack(Math.min(rec.last, this.lastSeq), this.firstSeq, id, true);
     rec.lastStale = false;
   }
 
@@ -164,6 +151,21 @@ export abstract class SeqIndex {
   }
 
   // ---- columns ----
+  /** Subject id of the message at seq, 0 if none. */
+  protected subjAt(seq: number): number {
+    return this.subjCol.get(seq);
+  }
+
+  /** Limit size of the message at seq (also right after its removal). */
+  protected sizeAt(seq: number): number {
+    return this.sizeCol.get(seq);
+  }
+
+  /** Chunks of the subject and size columns that hold an array (tests, memory accounting). */
+  denseColumnChunks(): number {
+    return this.subjCol.denseChunks() + this.sizeCol.denseChunks();
+  }
+
   private ensureSlot(seq: number): number {
     let i = seq - this.base;
     if (i < this.cap) return i;
@@ -179,19 +181,6 @@ export abstract class SeqIndex {
   }
 
   private resize(newCap: number, shift: number, used: number): void {
-    const keep = Math.max(0, used - shift);
-    if (newCap === this.cap) {
-      this.subjCol.copyWithin(0, shift, shift + keep);
-      this.subjCol.fill(0, keep);
-      this.sizeCol.copyWithin(0, shift, shift + keep);
-    } else {
-      const s = allocCol(this.subjMax, newCap);
-      s.set(this.subjCol.subarray(shift, shift + keep));
-      this.subjCol = s;
-      const z = allocCol(this.sizeMax, newCap);
-      z.set(this.sizeCol.subarray(shift, shift + keep));
-      this.sizeCol = z;
-    }
     this.resizeExtra(newCap, shift, used);
     this.cap = newCap;
     this.base += shift;
@@ -201,19 +190,19 @@ export abstract class SeqIndex {
   protected resetTo(firstSeq: number): void {
     // callers only do this when empty, and removal already zeroed every slot
     this.base = firstSeq;
+    this.subjCol.clear();
+    this.sizeCol.clear();
     this.lastSeq = firstSeq - 1;
     this.firstSeq = firstSeq;
   }
 
   /** Put a message at seq (> lastSeq); slots in between stay empty (deleted). */
   protected indexAppend(seq: number, rec: SubjRec, tsNs: number, size: number, ttlSec: number): number {
-    if (this.msgs === 0 && seq !== this.base) this.base = seq; // empty: no slot to keep
+    if (this.msgs === 0) this.startEmpty(seq);
     if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
     const i = this.ensureSlot(seq);
-    if (rec.id > this.subjMax) this.widenSubj(rec.id);
-    if (size > this.sizeMax) this.widenSize(size);
-    this.subjCol[i] = rec.id;
-    this.sizeCol[i] = size;
+    this.subjCol.set(seq, rec.id);
+    this.sizeCol.set(seq, size);
     this.lastSeq = seq;
     this.lastTsNs = tsNs;
     this.chunkAdd(seq);
@@ -233,15 +222,12 @@ export abstract class SeqIndex {
 
   /** indexAppend of n messages seq, seq + 1, ... of one subject and size, no TTL (recovery). */
   protected indexAppendRun(seq: number, n: number, rec: SubjRec, tsNs: number, size: number): void {
-    if (this.msgs === 0 && seq !== this.base) this.base = seq;
+    if (this.msgs === 0) this.startEmpty(seq);
     if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
     const last = seq + n - 1;
     this.ensureSlot(last);
-    if (rec.id > this.subjMax) this.widenSubj(rec.id);
-    if (size > this.sizeMax) this.widenSize(size);
-    const i0 = seq - this.base;
-    this.subjCol.fill(rec.id, i0, i0 + n);
-    this.sizeCol.fill(size, i0, i0 + n);
+    this.subjCol.fill(seq, n, rec.id);
+    this.sizeCol.fill(seq, n, size);
     if (this.msgs === 0) this.firstSeq = seq;
     for (let s = seq; s <= last; ) {
       const m = Math.min(last - s + 1, CHUNK - (s % CHUNK));
@@ -261,18 +247,11 @@ export abstract class SeqIndex {
     rec.msgs += n;
   }
 
-  private widenSubj(v: number): void {
-    this.subjMax = widthFor(v);
-    const c = allocCol(this.subjMax, this.cap);
-    c.set(this.subjCol);
-    this.subjCol = c;
-  }
-
-  private widenSize(v: number): void {
-    this.sizeMax = widthFor(v);
-    const c = allocCol(this.sizeMax, this.cap);
-    c.set(this.sizeCol);
-    this.sizeCol = c;
+  /** The first message of an empty index goes to seq: no slot or column entry to keep. */
+  private startEmpty(seq: number): void {
+    if (seq !== this.base) this.base = seq;
+    this.subjCol.clear();
+    this.sizeCol.clear();
   }
 
   /** Stretch lastSeq with empty slots (state restored from a floor record). */
@@ -303,15 +282,15 @@ export abstract class SeqIndex {
   protected removeSeq(seq: number, byLimit: boolean): boolean {
     if (this.msgs === 0 || seq < this.firstSeq || seq > this.lastSeq) return false;
     const i = seq - this.base;
-    const id = this.subjCol[i] ?? 0;
+    const id = this.subjCol.get(seq);
     if (id === 0) return false;
     const rec = this.byId[id];
     if (rec === undefined) throw new Error(`seqindex: slot ${seq} has unknown subject id ${id}`);
-    this.subjCol[i] = 0;
+    this.subjCol.set(seq, 0);
     const ci = Math.floor(seq / CHUNK) - this.chunkBase;
     this.chunkCnt[ci] = (this.chunkCnt[ci] as number) - 1;
     this.msgs--;
-    this.bytes -= this.sizeCol[i] ?? 0;
+    this.bytes -= this.sizeCol.get(seq);
     rec.msgs--;
     if (rec.msgs === 0) {
       this.freeSubject(rec);
@@ -331,13 +310,14 @@ export abstract class SeqIndex {
     }
     if (seq === this.firstSeq) {
       if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
-      else {
-        let s = seq + 1;
-        while (this.subjCol[s - this.base] === 0) s++;
-        this.firstSeq = s;
-      }
+      else this.firstSeq = this.subjCol.find(seq + 1, this.lastSeq, 0, false);
     }
     this.onRemoved(seq, i);
+    if (Math.floor(this.firstSeq / CHUNK) > Math.floor(seq / CHUNK)) {
+      // nothing below firstSeq is read again (the store has seen the removal)
+      this.subjCol.dropBelow(this.firstSeq);
+      this.sizeCol.dropBelow(this.firstSeq);
+    }
     if (byLimit) this.callbacks.onLimitRemove?.(seq, rec.name);
     return true;
   }
@@ -366,12 +346,9 @@ export abstract class SeqIndex {
 
   /** Live messages with seq >= start (start within [firstSeq, lastSeq]). */
   private countFrom(start: number): number {
-    const col = this.subjCol;
-    const base = this.base;
     const ch = Math.floor(start / CHUNK);
     const end = Math.min(this.lastSeq, (ch + 1) * CHUNK - 1);
-    let n = 0;
-    for (let s = start; s <= end; s++) if (col[s - base] !== 0) n++;
+    let n = this.subjCol.count(start, end, 0, false);
     const lastC = Math.floor(this.lastSeq / CHUNK) - this.chunkBase;
     for (let c = ch + 1 - this.chunkBase; c <= lastC; c++) n += this.chunkCnt[c] as number;
     return n;
@@ -459,11 +436,10 @@ export abstract class SeqIndex {
 
   loadMsg(seq: number): StoredMsg | null {
     if (this.msgs === 0 || seq < this.firstSeq || seq > this.lastSeq) return null;
-    const i = seq - this.base;
-    const id = this.subjCol[i] ?? 0;
+    const id = this.subjCol.get(seq);
     if (id === 0) return null;
     const rec = this.byId[id] as SubjRec;
-    return this.readSlot(seq, i, rec.name);
+    return this.readSlot(seq, seq - this.base, rec.name);
   }
 
   loadNextMsg(filter: string, start: number): StoredMsg | null {
@@ -508,10 +484,9 @@ export abstract class SeqIndex {
     if (this.msgs === 0) return 0;
     let s = Math.max(start, this.firstSeq);
     const last = this.lastSeq;
-    const base = this.base;
     const col = this.subjCol;
     if (isAllFilter(filter)) {
-      while (s <= last && col[s - base] === 0) s++;
+      s = col.find(s, last, 0, false);
       return s <= last ? s : 0;
     }
     if (isLiteralSubject(filter)) {
@@ -519,14 +494,14 @@ export abstract class SeqIndex {
       if (rec === undefined) return 0;
       if (s > this.subjLast(rec)) return 0;
       s = Math.max(s, this.subjFirst(rec));
-      const id = rec.id;
-      while (s <= last && col[s - base] !== id) s++;
+      s = col.find(s, last, rec.id, true);
       return s <= last ? s : 0;
     }
     const bits = this.matchBits(filter);
-    for (; s <= last; s++) {
-      const id = col[s - base] as number;
+    while (s <= last) {
+      const id = col.get(s);
       if (id !== 0 && this.idMatches(bits, filter, id)) return s;
+      s = col.runEnd(s) + 1;
     }
     return 0;
   }
@@ -534,9 +509,7 @@ export abstract class SeqIndex {
   loadLastMsg(filter: string): StoredMsg | null {
     if (this.msgs === 0) return null;
     if (isAllFilter(filter)) {
-      let s = this.lastSeq;
-      while (s >= this.firstSeq && this.subjCol[s - this.base] === 0) s--;
-      return this.loadMsg(s);
+      return this.loadMsg(this.subjCol.findBack(this.lastSeq, this.firstSeq, 0, false));
     }
     if (isLiteralSubject(filter)) {
       const rec = this.subjects.get(filter);
@@ -577,11 +550,11 @@ export abstract class SeqIndex {
       if (rec === undefined) return 0;
       const id = rec.id;
       const end = Math.min(limit - 1, this.subjLast(rec));
-      for (let s = this.subjFirst(rec); s <= end; s++) if (this.subjCol[s - this.base] === id) seqs.push(s);
+      for (let s = this.subjCol.find(this.subjFirst(rec), end, id, true); s <= end; s = this.subjCol.find(s + 1, end, id, true)) seqs.push(s);
     } else {
       const bits = this.matchBits(subject);
       for (let s = this.firstSeq; s < limit && s <= this.lastSeq; s++) {
-        const id = this.subjCol[s - this.base] as number;
+        const id = this.subjCol.get(s);
         if (id !== 0 && this.idMatches(bits, subject, id)) seqs.push(s);
       }
     }
@@ -643,7 +616,8 @@ export abstract class SeqIndex {
   deletedSeqs(): number[] {
     const out: number[] = [];
     if (this.msgs === 0) return out;
-    for (let s = this.firstSeq; s <= this.lastSeq; s++) if (this.subjCol[s - this.base] === 0) out.push(s);
+    const last = this.lastSeq;
+    for (let s = this.subjCol.find(this.firstSeq, last, 0, true); s <= last; s = this.subjCol.find(s + 1, last, 0, true)) out.push(s);
     return out;
   }
 
@@ -669,7 +643,6 @@ export abstract class SeqIndex {
       }
       return n;
     }
-    const base = this.base;
     const col = this.subjCol;
     if (!all && !isLiteralSubject(filter) && this.subjects.size < this.lastSeq - start) {
       // A filter that matches every subject (or none) needs no scan of the range.
@@ -683,11 +656,7 @@ export abstract class SeqIndex {
       const rec = this.subjects.get(filter);
       if (rec === undefined) return 0;
       if (start <= this.subjFirst(rec)) return rec.msgs;
-      const id = rec.id;
-      const end = this.subjLast(rec);
-      let n = 0;
-      for (let s = start; s <= end; s++) if (col[s - base] === id) n++;
-      return n;
+      return col.count(start, this.subjLast(rec), rec.id, true);
     }
     if (start === this.firstSeq) {
       let n = 0;
@@ -696,19 +665,21 @@ export abstract class SeqIndex {
     }
     const bits = this.matchBits(filter);
     let n = 0;
-    for (let s = start; s <= this.lastSeq; s++) {
-      const id = col[s - base] as number;
-      if (id !== 0 && this.idMatches(bits, filter, id)) n++;
+    for (let s = start; s <= this.lastSeq; ) {
+      const id = col.get(s);
+      const e = Math.min(col.runEnd(s), this.lastSeq);
+      if (id !== 0 && this.idMatches(bits, filter, id)) n += e - s + 1;
+      s = e + 1;
     }
     return n;
   }
 
   /** First sequence whose timestamp is >= tsNs (for by_start_time), or lastSeq+1. */
   seqFromTime(tsNs: number): number {
-    for (let s = this.firstSeq; s <= this.lastSeq; s++) {
-      const i = s - this.base;
-      if (this.subjCol[i] !== 0 && this.slotTs(s, i) >= tsNs) return s;
+    const last = this.lastSeq;
+    for (let s = this.subjCol.find(this.firstSeq, last, 0, false); s <= last; s = this.subjCol.find(s + 1, last, 0, false)) {
+      if (this.slotTs(s, s - this.base) >= tsNs) return s;
     }
-    return this.lastSeq + 1;
+    return last + 1;
   }
 }
