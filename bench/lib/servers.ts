@@ -16,6 +16,18 @@ export const HOST = "127.0.0.1";
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 const tsnatsBin = path.join(repoRoot, "dist", "src", "bin", "server.js");
 
+/** The node flags package.json's "start" script runs tsnats with (`node <flags> dist/...`),
+ *  so that the bench measures tsnats as `npm start` runs it. */
+export const productNodeFlags: string[] = (() => {
+  try {
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> };
+    const m = /^node\s+((?:--\S+\s+)*)dist\//.exec(pkg.scripts?.["start"] ?? "");
+    return m?.[1] !== undefined ? m[1].split(/\s+/).filter((f) => f !== "") : [];
+  } catch {
+    return [];
+  }
+})();
+
 export interface Availability {
   ok: boolean;
   note: string;
@@ -33,7 +45,7 @@ function findOnPath(cmd: string): string | null {
 export function availability(name: ServerName): Availability {
   if (name === "tsnats") {
     return existsSync(tsnatsBin)
-      ? { ok: true, note: `node ${path.relative(repoRoot, tsnatsBin)}` }
+      ? { ok: true, note: ["node", ...productNodeFlags, path.relative(repoRoot, tsnatsBin)].join(" ") }
       : { ok: false, note: `skipped: ${path.relative(repoRoot, tsnatsBin)} not built` };
   }
   const p = findOnPath("nats-server");
@@ -114,7 +126,7 @@ export class ServerProc {
     if (this.storeDir !== "") args.push("-js", "-sd", this.storeDir);
     // TSNATS_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the tsnats node
     // process only; NODE_OPTIONS refuses --cpu-prof.
-    const nodeFlags = (process.env["TSNATS_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "");
+    const nodeFlags = [...productNodeFlags, ...(process.env["TSNATS_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")];
     const [cmd, argv] =
       this.name === "tsnats" ? [process.execPath, [...nodeFlags, tsnatsBin, ...args]] : ["nats-server", args];
     const logFd = openSync(this.logPath, "a");
