@@ -6,9 +6,9 @@ import { adoptAccepted, inReadBuffer } from "../runtime/net.js";
 import { randomBytes } from "node:crypto";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { createServer as createServerKeys } from "@nats-io/nkeys";
 import { Sublist, type SublistResult } from "../subjects/sublist.js";
 import { Client, CloseReason } from "./client.js";
+import { newServerId } from "./serverid.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { authRequired, permissionsOf } from "./auth.js";
 import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "./bus.js";
@@ -136,7 +136,7 @@ export class Server implements Bus {
     this.log = log;
     this.clock = clock;
     this.traceEnabled = opts.trace && log.traceEnabled;
-    this.serverId = createServerKeys().getPublicKey();
+    this.serverId = newServerId();
     this.startMs = clock.nowMs();
     this.configLoadMs = this.startMs;
   }

@@ -55,7 +55,10 @@ export function sealRecord(b: Buffer, p: number, recLen: number): void {
 }
 
 export function recSeq(b: Buffer, p: number): number {
-  return b.readUInt32LE(p + 12) + b.readUInt32LE(p + 16) * TWO32;
+  const hi = b.readUInt32LE(p + 16);
+  // Below 2^32 the low word alone: an integer, where lo + 0 * 2^32 is a double (a heap number
+  // per record, and then per use, in code not yet optimised, as most of a recovery scan is).
+  return hi === 0 ? b.readUInt32LE(p + 12) : b.readUInt32LE(p + 12) + hi * TWO32;
 }
 
 /** Length of a well-formed record with a good checksum at p, or 0. */

@@ -31,6 +31,7 @@ const MATCH_CACHE_MAX = 16;
 // Live messages are also counted per chunk of 4096 sequences, so counting from a start
 // sequence (numPending) touches one partial chunk plus a counter per later chunk.
 const CHUNK = 4096;
+const CHUNK_BITS = 12; // CHUNK = 2^12
 const MATCH_YES = 1;
 const MATCH_NO = 2;
 
@@ -324,7 +325,8 @@ export abstract class SeqIndex {
 
   /** Count k new messages from seq on, all in seq's chunk. */
   private chunkAdd(seq: number, k = 1): void {
-    const ch = Math.floor(seq / CHUNK);
+    // An integer shift below 2^31 (seq / CHUNK is a heap number per call in unoptimised code).
+    const ch = seq < 0x80000000 ? seq >> CHUNK_BITS : Math.floor(seq / CHUNK);
     if (this.msgs === 0 && ch !== this.chunkBase) {
       this.chunkCnt.fill(0);
       this.chunkBase = ch;
