@@ -45,10 +45,13 @@ import { crc32Update } from "./crc32.js";
 import { SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader } from "./summary.js";
 
 export const DEFAULT_BLOCK_BYTES = 8 * 1024 * 1024;
+const EMPTY_BUF = Buffer.alloc(0);
 const FLUSH_AT_BYTES = 1024 * 1024;
 const READ_WINDOW_BYTES = 256 * 1024;
 const READ_CACHE_WINDOWS = 4;
 const SMALL_READ_BYTES = 16 * 1024; // a read that does not continue the previous window
+/** Read windows unused this long are given back (a burst of reads leaves no 1 MiB behind). */
+const READ_CACHE_IDLE_MS = 5_000;
 const COMPACT_MIN_BYTES = 64 * 1024;
 const CK_SEQS = 16;
 const CK_CHUNK_GROUPS = 256;
@@ -192,6 +195,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   /** fsync rounds in flight, oldest first; their callbacks run in this order. */
   private readonly rounds: FsyncRound[] = [];
   private syncTimer: TimerHandle | null = null;
+  private cacheTimer: TimerHandle | null = null;
+  private readsSinceCheck = 0; // view() calls that filled a window since the idle timer last looked
   private readonly dying: Blk[] = [];
   private readonly compactQueue: Blk[] = [];
   private readonly cache: CacheWin[] = [];
@@ -1076,6 +1081,32 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     win.buf = got < n ? nb.subarray(0, got) : nb;
     this.rbuf = win.buf;
     this.rp = 0;
+    this.readsSinceCheck++;
+    if (this.cacheTimer === null && !this.closed) this.armCacheTimer();
+  }
+
+  /** Every READ_CACHE_IDLE_MS while windows are held: if none was filled since the last look,
+   *  give them all back (reads are served from windows only within one call, so no view is
+   *  left pointing into them). */
+  private armCacheTimer(): void {
+    this.readsSinceCheck = 0;
+    this.cacheTimer = this.clock.setTimer(() => {
+      this.cacheTimer = null;
+      if (this.closed) return;
+      if (this.readsSinceCheck > 0) return this.armCacheTimer();
+      for (const c of this.cache) {
+        c.blk = null;
+        c.buf = EMPTY_BUF;
+      }
+      if (this.rbuf !== this.wbuf) this.rbuf = EMPTY_BUF;
+    }, READ_CACHE_IDLE_MS);
+  }
+
+  /** Bytes held by read windows (for tests and memory accounting). */
+  readCacheBytes(): number {
+    let n = 0;
+    for (const c of this.cache) n += c.buf.length;
+    return n;
   }
 
   /** Find the record of live message seq in b; leaves it whole at this.rbuf[this.rp]. */
@@ -1167,6 +1198,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.closed = true;
     if (this.syncTimer !== null) this.clock.clearTimer(this.syncTimer);
     this.syncTimer = null;
+    if (this.cacheTimer !== null) this.clock.clearTimer(this.cacheTimer);
+    this.cacheTimer = null;
     if (this.failed === null) {
       try {
         this.writeOut();
