@@ -2,6 +2,8 @@
 //   $JS.ACK.<stream>.<consumer>.<delivery count>.<stream seq>.<consumer seq>.<ts ns>.<pending>
 // and the ack payloads clients publish to it. Built by plain concatenation, once per delivery.
 
+import { NS_SPLIT, splitNs } from "../protocol/ackreply.js";
+
 export const ACK_PREFIX = "$JS.ACK.";
 
 export function ackSubject(prefix: string, dc: number, sseq: number, cseq: number, tsNs: number, pending: number): string {
@@ -15,28 +17,62 @@ let lastSecStr = "";
 const ZEROS = "000000000";
 
 /** An int64 ns timestamp without exponent notation: the exact decimal of the double (numbers
- *  above 2^53 lose the last digits), as BigInt would print it, without a BigInt per delivery.
- *  Exact: sec * 1e9 is representable (sec < 4e9 so sec * 5^9 < 2^53) and tsNs - sec * 1e9
- *  subtracts two doubles within a factor of two of each other. */
+ *  above 2^53 lose the last digits), as BigInt would print it, without a BigInt per delivery. */
 export function tsString(tsNs: number): string {
   if (Number.isSafeInteger(tsNs)) return String(tsNs);
   const t = Math.round(tsNs);
-  let sec = Math.floor(t / 1e9);
-  let ns = t - sec * 1e9;
-  if (ns < 0) {
-    sec -= 1;
-    ns += 1e9;
-  } else if (ns >= 1e9) {
-    sec += 1;
-    ns -= 1e9;
-  }
-  if (sec >= 4e9 || !Number.isFinite(t)) return BigInt(t).toString(); // past 2096 (or junk): the slow way
+  if (!Number.isFinite(t)) return BigInt(t).toString(); // junk: throws, as it always did
+  splitNs(t);
+  const sec = NS_SPLIT.sec;
+  if (sec >= 4e9) return BigInt(t).toString(); // past 2096: the slow way
   if (sec !== lastSec) {
     lastSec = sec;
     lastSecStr = String(sec);
   }
-  const n = String(ns);
+  const n = String(NS_SPLIT.ns);
   return lastSecStr + ZEROS.slice(n.length) + n;
+}
+
+/** Reads "<delivery count>.<stream seq>.<consumer seq>.<ts>.<pending>" (what follows a
+ *  consumer's own "$JS.ACK.<stream>.<consumer>.") one character code at a time, from a string
+ *  or straight from a read buffer; keeps the first three numbers. */
+export class AckTail {
+  dc = 0;
+  sseq = 0;
+  cseq = 0;
+  private field = 0;
+  private v = 0;
+  private any = false;
+
+  begin(): void {
+    this.field = 0;
+    this.v = 0;
+    this.any = false;
+  }
+
+  /** False when c cannot be next (not a digit, an empty number, a sixth number). */
+  step(c: number): boolean {
+    if (c === 0x2e) {
+      if (!this.any || this.field === 4) return false;
+      if (this.field === 0) this.dc = this.v;
+      else if (this.field === 1) this.sseq = this.v;
+      else if (this.field === 2) this.cseq = this.v;
+      this.field++;
+      this.v = 0;
+      this.any = false;
+      return true;
+    }
+    const d = c - 48;
+    if (d < 0 || d > 9) return false;
+    this.v = this.v * 10 + d;
+    this.any = true;
+    return true;
+  }
+
+  /** Whether what was read is exactly five numbers. */
+  end(): boolean {
+    return this.any && this.field === 4;
+  }
 }
 
 export interface AckTokens {

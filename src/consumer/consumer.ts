@@ -15,7 +15,7 @@ import { appendHeaders } from "../protocol/headers.js";
 import { AckReply } from "../protocol/ackreply.js";
 import { subjectIsSubsetMatch, subjectMatches } from "../subjects/subject.js";
 import { rfc3339Ns } from "../stream/time.js";
-import { ACK_PREFIX, AckKind, ackSubject, parseAck, parseAckSubject } from "./ack.js";
+import { ACK_PREFIX, AckKind, AckTail, ackSubject, parseAck, parseAckSubject } from "./ack.js";
 import { consumerConfigToWire, filtersOf, isPush, type ConsumerConfig } from "./config.js";
 import { RedeliveryWheel, TICK_MS, type Ticker, type Tickable } from "./wheel.js";
 import {
@@ -844,30 +844,12 @@ export class Consumer implements ConsumerHook, Tickable {
     const pre = this.ackPrefix;
     if (subject.length <= pre.length) return false;
     const t = this.ackNums;
-    let field = 0;
-    let v = 0;
-    let any = false;
-    for (let i = pre.length; i < subject.length; i++) {
-      const c = subject.charCodeAt(i);
-      if (c === 0x2e) {
-        if (!any || field === 4) return false;
-        if (field === 0) t.dc = v;
-        else if (field === 1) t.sseq = v;
-        else if (field === 2) t.cseq = v;
-        field++;
-        v = 0;
-        any = false;
-        continue;
-      }
-      const d = c - 48;
-      if (d < 0 || d > 9) return false;
-      v = v * 10 + d;
-      any = true;
-    }
-    return any && field === 4;
+    t.begin();
+    for (let i = pre.length; i < subject.length; i++) if (!t.step(subject.charCodeAt(i))) return false;
+    return t.end();
   }
 
-  private readonly ackNums = { dc: 0, sseq: 0, cseq: 0 };
+  private readonly ackNums = new AckTail();
 
   private readonly onAckMsg = (subject: string, reply: string, _hdr: Buffer | null, payload: Buffer): void => {
     if (this.stopped) return;
@@ -882,27 +864,9 @@ export class Consumer implements ConsumerHook, Tickable {
    *  back to routing and reaches onAckMsg. */
   private readonly onAckBytes = (buf: Buffer, start: number, end: number, reply: string, pbuf: Buffer, pstart: number, pend: number): boolean => {
     const t = this.ackNums;
-    let field = 0;
-    let v = 0;
-    let any = false;
-    for (let i = start; i < end; i++) {
-      const c = buf[i]!;
-      if (c === 0x2e) {
-        if (!any || field === 4) return false;
-        if (field === 0) t.dc = v;
-        else if (field === 1) t.sseq = v;
-        else if (field === 2) t.cseq = v;
-        field++;
-        v = 0;
-        any = false;
-        continue;
-      }
-      const d = c - 48;
-      if (d < 0 || d > 9) return false;
-      v = v * 10 + d;
-      any = true;
-    }
-    if (!any || field !== 4) return false;
+    t.begin();
+    for (let i = start; i < end; i++) if (!t.step(buf[i]!)) return false;
+    if (!t.end()) return false;
     if (this.stopped) return true;
     // The payload is read during the call only (parseAck copies what it keeps): a view will do.
     this.handleAck(t, reply, pstart === pend ? EMPTY : pbuf.subarray(pstart, pend));

@@ -34,34 +34,19 @@ export class AckReply {
     this.pending = pending;
     this.str = null;
     this.tsBig = null;
-    if (Number.isSafeInteger(tsNs) && tsNs >= 0) {
-      let sec = Math.floor(tsNs / 1e9);
-      let frac = tsNs - sec * 1e9; // exact; the quotient may have rounded to the next second
-      if (frac < 0) {
-        sec -= 1;
-        frac += 1e9;
-      }
-      this.tsSec = sec;
-      this.tsFrac = frac;
-      return;
-    }
-    // As tsString (consumer/ack.ts): the exact decimal of the double, as BigInt prints it.
+    // The exact decimal of the double, as BigInt prints it (tsString in consumer/ack.ts).
     const t = Math.round(tsNs);
-    let sec = Math.floor(t / 1e9);
-    let ns = t - sec * 1e9;
-    if (ns < 0) {
-      sec -= 1;
-      ns += 1e9;
-    } else if (ns >= 1e9) {
-      sec += 1;
-      ns -= 1e9;
-    }
-    if (sec >= 4e9 || sec < 0 || !Number.isFinite(t)) {
-      this.tsBig = Number.isFinite(t) ? BigInt(t).toString() : "0";
+    if (!Number.isFinite(t)) {
+      this.tsBig = "0";
       return;
     }
-    this.tsSec = sec;
-    this.tsFrac = ns;
+    splitNs(t);
+    if (NS_SPLIT.sec < 0 || NS_SPLIT.sec >= 4e9) {
+      this.tsBig = BigInt(t).toString(); // before 1970 or past 2096: the slow way
+      return;
+    }
+    this.tsSec = NS_SPLIT.sec;
+    this.tsFrac = NS_SPLIT.ns;
   }
 
   /** The subject's length in bytes. */
@@ -109,6 +94,26 @@ export class AckReply {
   }
 }
 
+/** Where splitNs leaves its answer (no object per call). */
+export const NS_SPLIT = { sec: 0, ns: 0 };
+
+/** An integer t as t = sec * 1e9 + ns with 0 <= ns < 1e9, exactly: the quotient may round to
+ *  the next integer, and sec * 1e9 and t - sec * 1e9 are exact for |sec| < 4e9 (sec * 5^9 <
+ *  2^53; the subtraction is of two doubles within a factor of two of each other). */
+export function splitNs(t: number): void {
+  let sec = Math.floor(t / 1e9);
+  let ns = t - sec * 1e9;
+  if (ns < 0) {
+    sec -= 1;
+    ns += 1e9;
+  } else if (ns >= 1e9) {
+    sec += 1;
+    ns -= 1e9;
+  }
+  NS_SPLIT.sec = sec;
+  NS_SPLIT.ns = ns;
+}
+
 /** Decimal digits of a non-negative safe integer (powers of ten are exact doubles). */
 function digits(v: number): number {
   let n = 1;
@@ -120,16 +125,9 @@ function digits(v: number): number {
  *  2^31 it goes as two halves, so the digit arithmetic stays exact. */
 function putUint(out: Buffer, p: number, v: number): number {
   if (v >= 0x80000000) {
-    let hi = Math.floor(v / 1e9);
-    let lo = v - hi * 1e9;
-    if (lo < 0) {
-      hi -= 1;
-      lo += 1e9;
-    } else if (lo >= 1e9) {
-      hi += 1;
-      lo -= 1e9;
-    }
-    p = putUint(out, p, hi);
+    splitNs(v);
+    const lo = NS_SPLIT.ns;
+    p = putUint(out, p, NS_SPLIT.sec);
     return put9(out, p, lo);
   }
   const n = digits(v);

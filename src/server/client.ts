@@ -199,11 +199,7 @@ export class Client implements ParserHandler, SubOwner {
 
   processPub(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (!this.requireConnect()) return;
-    this.inMsgs++;
-    const size = end - start + (hdr ? hdr.length : 0);
-    this.inBytes += size;
-    this.server.stats.inMsgs++;
-    this.server.stats.inBytes += size;
+    this.countIn(end - start + (hdr ? hdr.length : 0));
     // Pedantic clients are told about a non-literal subject; the message still flows.
     if (this.pedantic && !(isValidSubject(subject) && isLiteral(subject))) this.sendErr("Invalid Publish Subject");
     // Reserved subjects start with '_' or '$': two compares for every other publish.
@@ -223,12 +219,16 @@ export class Client implements ParserHandler, SubOwner {
     if (this.pubChecks || this.verbose || !this.connected) return false;
     if (reply.length > 0 && mayBeReserved(reply)) return false;
     if (!this.server.routeAck(buf, s0, s1, reply, start, end)) return false;
+    this.countIn(end - start);
+    return true;
+  }
+
+  /** One inbound message of size bytes, for this connection's and the server's counters. */
+  private countIn(size: number): void {
     this.inMsgs++;
-    const size = end - start;
     this.inBytes += size;
     this.server.stats.inMsgs++;
     this.server.stats.inBytes += size;
-    return true;
   }
 
   processSub(subject: string, queue: string, sid: string): void {

@@ -503,10 +503,7 @@ export class Server implements Bus {
 
   markDirty(c: Client): void {
     this.dirtyClients.push(c);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(this.flushBound);
-    }
+    this.scheduleFlush();
   }
 
   flushDirty(): void {
@@ -585,15 +582,16 @@ export class Server implements Bus {
   }
 
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
-    this.route(null, subject, reply, hdr, payload);
-    if (!this.flushScheduled && this.dirtyClients.length > 0) {
-      this.flushScheduled = true;
-      setImmediate(this.flushBound);
-    }
+    this.publishRange(subject, reply, hdr, payload, 0, payload.length);
   }
 
   publishRange(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     this.routeRange(null, subject, reply, hdr, buf, start, end, subject, false, null);
+    this.scheduleFlush();
+  }
+
+  /** Flush dirty clients on the next turn (routing from outside a client's read). */
+  private scheduleFlush(): void {
     if (!this.flushScheduled && this.dirtyClients.length > 0) {
       this.flushScheduled = true;
       setImmediate(this.flushBound);
@@ -601,26 +599,21 @@ export class Server implements Bus {
   }
 
   deliverAs(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean {
-    this.routeBacklogBytes = 0;
-    this.route(null, deliverSubject, reply, hdr, payload, msgSubject, true);
-    if (!this.flushScheduled && this.dirtyClients.length > 0) {
-      this.flushScheduled = true;
-      setImmediate(this.flushBound);
-    }
-    // Well before the slow-consumer bound (a quarter of it at most), and small enough that
-    // the outbound buffer stays a size the socket takes in one go.
-    return this.routeBacklogBytes > Math.min(this.opts.maxPendingBytes / 4, DELIVER_BACKLOG_PAUSE_BYTES);
+    return this.deliverVia(deliverSubject, msgSubject, reply, null, hdr, payload);
   }
 
   /** deliverAs with the reply subject given by ack (written by each client connection
    *  straight into its outbound buffer). */
   deliverAck(deliverSubject: string, msgSubject: string, ack: AckReply, hdr: Buffer | null, payload: Buffer): boolean {
+    return this.deliverVia(deliverSubject, msgSubject, "", ack, hdr, payload);
+  }
+
+  private deliverVia(deliverSubject: string, msgSubject: string, reply: string, ack: AckReply | null, hdr: Buffer | null, payload: Buffer): boolean {
     this.routeBacklogBytes = 0;
-    this.routeRange(null, deliverSubject, "", hdr, payload, 0, payload.length, msgSubject, true, ack);
-    if (!this.flushScheduled && this.dirtyClients.length > 0) {
-      this.flushScheduled = true;
-      setImmediate(this.flushBound);
-    }
+    this.routeRange(null, deliverSubject, reply, hdr, payload, 0, payload.length, msgSubject, true, ack);
+    this.scheduleFlush();
+    // Well before the slow-consumer bound (a quarter of it at most), and small enough that
+    // the outbound buffer stays a size the socket takes in one go.
     return this.routeBacklogBytes > Math.min(this.opts.maxPendingBytes / 4, DELIVER_BACKLOG_PAUSE_BYTES);
   }
 

@@ -118,21 +118,13 @@ function withHeaders(m: StoredMsg, stream: string, extra: [string, string][]): B
   s += "\r\n";
   const h = m.hdr;
   if (h === null || h.length === 0) return Buffer.from("NATS/1.0\r\n" + s, "utf8");
-  const n = h.length;
-  if (n < 12 || h[n - 4] !== 13 || h[n - 3] !== 10 || h[n - 2] !== 13 || h[n - 1] !== 10) {
-    // Not a block we wrote (no blank line at its end): rebuild it from its parsed entries.
-    const base: [string, string][] = [
-      ["Nats-Stream", stream],
-      ["Nats-Subject", m.subject],
-      ["Nats-Sequence", String(m.seq)],
-      ["Nats-Time-Stamp", rfc3339Ns(m.tsNs)],
-    ];
-    for (const e of extra) base.push(e);
-    return appendHeaders(h, base);
-  }
+  // A block that does not end in a blank line (not one we wrote) is re-encoded from its parsed
+  // entries first, which leaves it ending in one.
+  const hb = endsWithBlankLine(h) ? h : appendHeaders(h, []);
+  const n = hb.length;
   const tail = Buffer.from(s, "utf8");
   const out = Buffer.allocUnsafe(n - 2 + tail.length);
-  h.copy(out, 0, 0, n - 2);
+  hb.copy(out, 0, 0, n - 2);
   tail.copy(out, n - 2);
   return out;
 }
@@ -330,4 +322,9 @@ function directMulti(bus: Bus, store: StreamStore, stream: string, reply: string
     ["Nats-Last-Sequence", String(lseq)],
     ["Nats-UpTo-Sequence", String(upTo)],
   ]);
+}
+
+function endsWithBlankLine(h: Buffer): boolean {
+  const n = h.length;
+  return n >= 12 && h[n - 4] === 13 && h[n - 3] === 10 && h[n - 2] === 13 && h[n - 1] === 10;
 }

@@ -252,9 +252,9 @@ export class Sublist<S extends SubLike> {
     // A result of one node is that node's own (prebuilt) result: walking again costs about
     // what a cache probe would (the parser's subject strings are new, so a probe hashes
     // them), so only merged results, which allocate, are worth caching.
-    const first = acc.first as Node<S> | null; // set by the walk
-    if (acc.more === null) return first === null ? (EMPTY_RESULT as SublistResult<S>) : (first.solo ??= nodeResult(first));
+    const merged = (acc.more as Node<S>[] | null) !== null; // set by the walk
     const result = finish(acc);
+    if (!merged) return result;
     // Admission (see DOOR_SLOTS): on a miss, only a subject whose wideHash missed in this
     // epoch or the previous one goes in.
     const epoch = ((++this.misses >>> DOOR_EPOCH_SHIFT) & 0x7f) + 1;
