@@ -6,46 +6,16 @@
 // publish permissions still apply.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { AckPolicy, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { startServer, type RunningServer } from "../../src/index.js";
+import { connect, type Msg } from "@nats-io/transport-node";
+import { AckPolicy } from "@nats-io/jetstream";
 import type { UserEntry } from "../../src/server/options.js";
-import { until } from "../helpers/until.js";
+import { bootJs, until, type JsEnv } from "../helpers/js-consumer.js";
 
-interface Env {
-  srv: RunningServer;
-  nc: NatsConnection;
-  jsm: JetStreamManager;
-  close(): Promise<void>;
-}
-
-async function boot(users: UserEntry[] | null = null): Promise<Env> {
-  const dir = mkdtempSync(join(tmpdir(), "tsnats-e2e-ackroute-"));
-  const srv = await startServer({
-    port: 0,
-    jetstream: { enabled: true, storeDir: dir },
-    ...(users !== null ? { authorization: { users } } : {}),
-  });
-  const nc = await connect({ servers: srv.url, ...(users !== null ? { user: "admin", pass: "admin" } : {}) });
-  const jsm = await jetstreamManager(nc);
-  return {
-    srv,
-    nc,
-    jsm,
-    close: async () => {
-      await nc.close();
-      await srv.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+const boot = (users: UserEntry[] | null = null): Promise<JsEnv> => bootJs("ackroute", users);
 
 /** A stream with n messages and a push consumer with explicit acks; the deliveries' ack
  *  subjects, in order, once all n have arrived (none is acked yet). */
-async function pushSetup(env: Env, stream: string, n: number): Promise<string[]> {
+async function pushSetup(env: JsEnv, stream: string, n: number): Promise<string[]> {
   await env.jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
   for (let i = 0; i < n; i++) env.nc.publish(`${stream}.m`, `m${i}`);
   await env.nc.flush();
@@ -63,7 +33,7 @@ async function pushSetup(env: Env, stream: string, n: number): Promise<string[]>
   return replies;
 }
 
-async function ackPending(env: Env, stream: string): Promise<number> {
+async function ackPending(env: JsEnv, stream: string): Promise<number> {
   return (await env.jsm.consumers.info(stream, "C")).num_ack_pending;
 }
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { connect, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import { startServer, type RunningServer } from "../../src/index.js";
+import type { UserEntry } from "../../src/server/options.js";
 
 export interface JsEnv {
   readonly srv: RunningServer;
@@ -17,10 +18,17 @@ export interface JsEnv {
   close(): Promise<void>;
 }
 
-export async function bootJs(prefix: string): Promise<JsEnv> {
+/** users: an authorization users list; the env's own connection is then user "admin",
+ *  password "admin", which the list must hold. */
+export async function bootJs(prefix: string, users: UserEntry[] | null = null): Promise<JsEnv> {
   const dir = mkdtempSync(join(tmpdir(), `tsnats-e2e-${prefix}-`));
-  const srv = await startServer({ port: 0, host: "127.0.0.1", jetstream: { enabled: true, storeDir: dir } });
-  const nc = await connect({ servers: srv.url });
+  const srv = await startServer({
+    port: 0,
+    host: "127.0.0.1",
+    jetstream: { enabled: true, storeDir: dir },
+    ...(users !== null ? { authorization: { users } } : {}),
+  });
+  const nc = await connect({ servers: srv.url, ...(users !== null ? { user: "admin", pass: "admin" } : {}) });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   return {
