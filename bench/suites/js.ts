@@ -68,7 +68,16 @@ async function waitForCount(ctx: CaseContext, n: number, boundMs: number): Promi
   }
 }
 
-async function storeAndRecover(ctx: CaseContext): Promise<Record<string, number>> {
+/** Subjects the store case spreads its messages over: one, or a KV-like many with a few
+ *  messages each, where per-subject state is what holding the messages costs. */
+export const MANY_SUBJECTS = 100_000;
+
+function storeSubjects(count: number): string[] {
+  if (count === 1) return ["bench.js.store"];
+  return Array.from({ length: count }, (_, i) => `bench.js.k.${i}`);
+}
+
+async function storeAndRecover(ctx: CaseContext, subjectCount: number): Promise<Record<string, number>> {
   const n = ctx.opts.msgs;
   const server = await ctx.freshServer(); // clean store, nothing else in memory
   const req = await ctx.requester();
@@ -78,7 +87,7 @@ async function storeAndRecover(ctx: CaseContext): Promise<Record<string, number>
 
   const conn = await ctx.connect("detail");
   const fill = await windowedRequests(conn, {
-    subjects: ["bench.js.store"],
+    subjects: storeSubjects(subjectCount),
     payload: payloadOf(16),
     window: FILL_WINDOW,
     maxMsgs: n,
@@ -117,13 +126,26 @@ async function storeAndRecover(ctx: CaseContext): Promise<Record<string, number>
   };
 }
 
+const STORE_METRICS: MetricDef[] = [
+  { label: "fill msgs/s", unit: "msgs/s", better: "higher" },
+  { label: "RSS/msg", unit: "bytes", better: "lower" },
+  { label: "RSS/msg idle", unit: "bytes", better: "lower" },
+  { label: "RSS/msg recovered", unit: "bytes", better: "lower" },
+  { label: "disk/msg", unit: "bytes", better: "lower" },
+  { label: "recovery", unit: "ms", better: "lower" },
+];
+
+function storeCase(name: string, subjectCount: number): CaseDef {
+  return { name, metrics: STORE_METRICS, run: (c) => storeAndRecover(c, subjectCount) };
+}
+
 export const jsSuite: SuiteDef = {
   name: "js",
   jetstream: true,
   notes: [
     "Raw TCP sockets (not @nats-io/jetstream): JetStream publish = PUB with a unique reply subject per message, answered by a PubAck.",
     `Stream: file storage, R1, subjects bench.js.>; recreated for every publish case. Sync = 1 in flight; async = 256 in flight.`,
-    `Store case: a fresh server, ${FILL_WINDOW} publishes in flight to fill; RSS from /proc/<pid>/status before the fill and 1 s after it ("RSS/msg"), its lowest over ${IDLE_SAMPLES} s idle after that ("idle"), and 1 s after the recovery below ("recovered"), each minus the empty server's; disk = apparent bytes under the store dir.`,
+    `Store case: a fresh server, ${FILL_WINDOW} publishes in flight to fill; RSS from /proc/<pid>/status before the fill and 1 s after it ("RSS/msg"), its lowest over ${IDLE_SAMPLES} s idle after that ("idle"), and 1 s after the recovery below ("recovered"), each minus the empty server's; disk = apparent bytes under the store dir. The second store case spreads the messages round-robin over ${MANY_SUBJECTS.toLocaleString("en-US")} subjects (10 each at the default --msgs), so both servers hold per-subject state: there the bytes per message are a cost per message, where with one subject they are mostly the runtime's fixed cost of having run recovery.`,
     "Recovery: SIGKILL, restart on the same store dir and port, time until $JS.API.STREAM.INFO reports every message (includes process start).",
     SYNC_INTERVAL_NOTE,
   ],
@@ -137,18 +159,8 @@ export const jsSuite: SuiteDef = {
       syncIntervalCase("js pub sync, 16 B", PUB_METRICS, (c) => jsPublish(c, 16, 1)),
       syncIntervalCase("js pub async (256 in flight), 16 B", PUB_METRICS, (c) => jsPublish(c, 16, 256)),
       syncIntervalCase("js pub async (256 in flight), 1 KiB", PUB_METRICS, (c) => jsPublish(c, 1024, 256)),
-      {
-        name: `store ${n} × 16 B`,
-        metrics: [
-          { label: "fill msgs/s", unit: "msgs/s", better: "higher" },
-          { label: "RSS/msg", unit: "bytes", better: "lower" },
-          { label: "RSS/msg idle", unit: "bytes", better: "lower" },
-          { label: "RSS/msg recovered", unit: "bytes", better: "lower" },
-          { label: "disk/msg", unit: "bytes", better: "lower" },
-          { label: "recovery", unit: "ms", better: "lower" },
-        ],
-        run: storeAndRecover,
-      },
+      storeCase(`store ${n} × 16 B`, 1),
+      storeCase(`store ${n} × 16 B over ${MANY_SUBJECTS.toLocaleString("en-US")} subjects`, MANY_SUBJECTS),
     ];
   },
 };
