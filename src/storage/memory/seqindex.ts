@@ -13,7 +13,9 @@ import { ChunkCol } from "./chunkcol.js";
 export class SubjRec {
   readonly id: number;
   readonly name: string;
-  readonly bytes: Buffer; // UTF-8 of name, cached so appends copy instead of encoding
+  // UTF-8 of name, made on first use and kept so appends copy instead of encoding; a stream
+  // recovered with many subjects holds none for the subjects nobody writes to again.
+  private enc: Buffer | null = null;
   msgs = 0;
   first = 0;
   last = 0;
@@ -23,7 +25,9 @@ export class SubjRec {
   constructor(id: number, name: string) {
     this.id = id;
     this.name = name;
-    this.bytes = Buffer.from(name, "utf8");
+  }
+  get bytes(): Buffer {
+    return (this.enc ??= Buffer.from(this.name, "utf8"));
   }
 }
 
