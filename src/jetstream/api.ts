@@ -138,13 +138,16 @@ export class ApiRouter {
     };
     this.snapshots = new Snapshots(
       svc,
-      (dir) => {
-        const st = svc.loadStreamDir(dir);
-        this.recoverConsumersFn?.(this.ctx, st);
-        return st;
-      },
+      (dir) => this.openStreamDir(dir),
       (reply, obj) => this.respond(reply, obj),
     );
+  }
+
+  /** Open a stream directory as recovery does, with its durable consumers. */
+  openStreamDir(dir: string): Stream {
+    const st = this.svc.loadStreamDir(dir);
+    this.recoverConsumersFn?.(this.ctx, st);
+    return st;
   }
 
   /** Bring back every stream's durable consumers (at start, so push consumers deliver

@@ -18,8 +18,11 @@ import { rfc3339Ns } from "../stream/time.js";
 import { ApiRouter } from "./api.js";
 import { JS_API_LEVEL } from "../version.js";
 import { randomBytes } from "node:crypto";
+import type { TimerHandle } from "../runtime/clock.js";
 
 export const ACCOUNT = "$G";
+/** How long a stream whose store stopped refuses publishes before it is reopened. */
+export const REOPEN_DELAY_MS = 1000;
 
 interface StoredMeta {
   created: string;
@@ -38,10 +41,12 @@ export class JetStreamService {
   private started = false;
   /** Extra subscriptions per stream (direct get), removed with the stream. */
   private readonly directSubs = new Map<string, InternalSubscription[]>();
+  /** Streams whose store stopped, waiting to be reopened: name -> timer. */
+  private readonly reopening = new Map<string, TimerHandle>();
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
-    this.fs = new NodeFs();
+    this.fs = deps.fs ?? new NodeFs();
     this.sourcing = new Sourcing(this);
     this.router = new ApiRouter(this);
   }
@@ -86,6 +91,8 @@ export class JetStreamService {
     for (const s of this.apiSubs) s.unsubscribe();
     this.apiSubs = [];
     this.sourcing.stop();
+    for (const t of this.reopening.values()) this.deps.clock.clearTimer(t);
+    this.reopening.clear();
     this.router.snapshots.stop();
     await this.router.idle();
     for (const st of [...this.streams.values()]) {
@@ -110,7 +117,66 @@ export class JetStreamService {
       wouldExceedAccount: (storage, bytes) => this.wouldExceed(storage, bytes),
       canAddConsumer: () => true,
       syncIntervalMs: this.syncIntervalMs(),
+      storeFailed: (st, err) => this.storeFailed(st, err),
     };
+  }
+
+  /** A file store stopped after a failed write or fsync (most often a full disk). Publishes to
+   *  the stream are refused (10077) meanwhile; after REOPEN_DELAY_MS the stream is closed,
+   *  its block files cut back to what was acknowledged, and it is opened again from disk with
+   *  its consumers, as a restart would, so it takes messages again once there is space. The
+   *  server and every other stream carry on. */
+  private storeFailed(st: Stream, err: Error): void {
+    if (!this.started || this.reopening.has(st.name) || this.streams.get(st.name) !== st || st.dir === null) return;
+    const outOfSpace = /no space left/i.test(err.message) || (err as { code?: string }).code === "ENOSPC";
+    this.deps.log.error(
+      `JetStream stream '${ACCOUNT} > ${st.name}' stopped storing: ${err.message}; ` +
+        `messages not yet acknowledged are dropped, and the stream reopens from disk in ${REOPEN_DELAY_MS} ms`,
+    );
+    if (outOfSpace) {
+      this.advisory("$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE", {
+        type: "io.nats.jetstream.advisory.v1.server_out_of_space",
+        server: this.deps.serverName,
+        server_id: this.deps.serverId,
+        stream: st.name,
+        cluster: "",
+      });
+    }
+    this.scheduleReopen(st, st.dir);
+  }
+
+  private scheduleReopen(st: Stream, dir: string): void {
+    const timer = this.deps.clock.setTimer(() => {
+      void this.reopenStream(st, dir);
+    }, REOPEN_DELAY_MS);
+    this.reopening.set(st.name, timer);
+  }
+
+  private async reopenStream(st: Stream, dir: string): Promise<void> {
+    const name = st.name;
+    try {
+      if (this.streams.get(name) === st) {
+        this.removeDirect(name);
+        this.sourcing.detach(st);
+        st.detach();
+        await st.drainAcks();
+        await st.stopConsumers(false);
+        await st.store.close();
+        if (this.streams.get(name) === st) this.streams.delete(name);
+      }
+      if (!this.started || this.streams.has(name)) {
+        this.reopening.delete(name);
+        return;
+      }
+      const nst = this.router.openStreamDir(dir);
+      this.reopening.delete(name);
+      this.deps.log.info(`JetStream stream '${ACCOUNT} > ${name}' reopened with ${nst.store.state().msgs} messages`);
+    } catch (e) {
+      // Not open now (its directory could not be read back): try again later.
+      this.deps.log.error(`JetStream could not reopen stream '${ACCOUNT} > ${name}': ${(e as Error).message}`);
+      if (this.started && !this.streams.has(name)) this.scheduleReopen(st, dir);
+      else this.reopening.delete(name);
+    }
   }
 
   /** Open a stream directory as recovery does (a restored snapshot lands this way). */

@@ -52,6 +52,9 @@ export interface StreamStore {
   /** Durability barrier: cb runs once everything stored before the call is on stable
    *  storage (for memory stores: on the next tick). Many calls share one fsync. */
   sync(cb: (err: Error | null) => void): void;
+  /** The write or fsync error that stopped the store (it then refuses new messages until it
+   *  is closed and opened again), or null; absent where storing cannot fail that way. */
+  failure?(): Error | null;
   loadMsg(seq: number): StoredMsg | null;
   /** First message with seq >= start whose subject matches filter ("" or ">" = any). */
   loadNextMsg(filter: string, start: number): StoredMsg | null;

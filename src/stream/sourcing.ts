@@ -222,6 +222,8 @@ export class Sourcing {
 
   private storeMirrored(r: Reader, m: StoredMsg): void {
     const t = r.target;
+    // A stopped store: the stream is reopened, and its mirror resumes from what it holds.
+    if (t.storeFailure !== null) return;
     const subj = r.map(m.subject);
     if (subj === null) return; // filtered out: leaves a gap, filled when the next one arrives
     const st = t.store.state();

@@ -50,6 +50,8 @@ export interface StreamEnv {
   canAddConsumer(): boolean;
   /** The file store's sync_interval (0 or absent: fsync before every PubAck). */
   syncIntervalMs?: number;
+  /** The store stopped after a failed write or fsync (a full disk): reopen the stream. */
+  storeFailed?(st: Stream, err: Error): void;
 }
 
 /** Pending PubAcks answered together when one store.sync() completes (group commit). */
@@ -136,6 +138,10 @@ export class Stream implements StreamHandle {
   private readonly markerSeqs = new Set<number>();
   private readonly storeListeners: (() => void)[] = [];
   private closed = false;
+  /** Set when the store stopped (a failed write or fsync): every publish is refused with it,
+   *  before the duplicate check (a retried message id must not be called a duplicate of a
+   *  message that was never acknowledged), until the service reopens the stream. */
+  storeFailure: Error | null = null;
 
   constructor(cfg: StreamConfig, store: StreamStore, dir: string | null, env: StreamEnv, createdNs: number) {
     this.name = cfg.name;
@@ -353,6 +359,7 @@ export class Stream implements StreamHandle {
   /** A message published on one of the stream's subjects. */
   processInbound(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     if (this.closed) return;
+    if (this.storeFailure !== null) return this.respondErr(reply, "JSStreamStoreFailedF", { err: this.storeFailure.message });
     const cfg = this.cfg;
     if (cfg.sealed) return this.respondErr(reply, "JSStreamSealedErr");
     const subj = this.ingestTr !== null ? (this.ingestTr.apply(subject) ?? subject) : subject;
@@ -424,7 +431,7 @@ export class Stream implements StreamHandle {
 
   /** A message copied from a source: dedup and limits apply, the expected-* checks do not. */
   processSourced(subj: string, hdr: Buffer | null, payload: Buffer, msgId: string, ttlSec: number): void {
-    if (this.closed || this.cfg.sealed) return;
+    if (this.closed || this.cfg.sealed || this.storeFailure !== null) return;
     const now = this.env.clock.nowNs();
     if (msgId !== "" && this.dedup.check(msgId, now) > 0) return;
     const size = this.msgSize(subj, hdr === null ? 0 : hdr.length, payload.length);
@@ -477,6 +484,10 @@ export class Stream implements StreamHandle {
     rollup: number,
     reply: string,
   ): number {
+    if (this.storeFailure !== null) {
+      this.respondErr(reply, "JSStreamStoreFailedF", { err: this.storeFailure.message });
+      return 0;
+    }
     let seq: number;
     // Previous seq on the subject, sent on republish for gap detection.
     const prevSeq = this.republishTr !== null ? (this.store.loadLastMsg(subj)?.seq ?? 0) : 0;
@@ -485,6 +496,7 @@ export class Stream implements StreamHandle {
     } catch (e) {
       this.env.log.error(`JetStream failed to store a msg on stream '$G > ${this.name}': ${(e as Error).message}`);
       this.respondErr(reply, "JSStreamStoreFailedF", { err: (e as Error).message });
+      this.noteStoreFailure();
       return 0;
     }
     this.lastMsgId = msgId;
@@ -587,6 +599,7 @@ export class Stream implements StreamHandle {
         JSON.stringify({ error: jsErr("JSStreamStoreFailedF", { err: err.message }), stream: this.name, seq: 0 }),
       );
       for (let i = 0; i < n; i++) bus.publish(b.replies[i]!, "", null, body);
+      this.noteStoreFailure();
     } else {
       // Every body of the batch in one buffer, written byte by byte: no string building or
       // UTF-8 encoding per ack; each publish gets a view (receivers copy or keep the view).
@@ -609,6 +622,15 @@ export class Stream implements StreamHandle {
     // PubAcks first, then deliveries: a publisher sees its ack before any consumer's copy.
     if (err === null && cover > this.visibleSeq) this.advanceVisible(cover);
   };
+
+  /** A store that stopped is reported once; other store errors stay with their message. */
+  private noteStoreFailure(): void {
+    if (this.storeFailure !== null) return;
+    const f = this.store.failure?.() ?? null;
+    if (f === null) return;
+    this.storeFailure = f;
+    this.env.storeFailed?.(this, f);
+  }
 
   private advanceVisible(upTo: number): void {
     this.visibleSeq = upTo;

@@ -47,6 +47,9 @@ export class SimFs implements Fs {
   fsyncCount = 0;
   /** When set, the next fsync fails with this error (fault injection). */
   failNextFsync: Error | null = null;
+  /** Bytes the live files may hold in all (a full disk): a write that would go past it writes
+   *  what fits, then throws ENOSPC, as write(2) does. */
+  capacityBytes = Infinity;
 
   mkdirp(path: string): void {
     let p = path;
@@ -98,9 +101,21 @@ export class SimFs implements Fs {
   }
   write(fd: number, buf: Buffer, off: number, len: number, pos: number): void {
     const f = this.h(fd);
-    const bytes = Buffer.from(buf.subarray(off, off + len));
-    applyWrite(f, pos, bytes);
-    f.ops.push({ kind: "write", pos, bytes, len });
+    const grow = Math.max(0, pos + len - f.len);
+    const room = this.capacityBytes - this.usedBytes();
+    const fits = grow <= room ? len : Math.max(0, len - (grow - Math.max(0, room)));
+    const bytes = Buffer.from(buf.subarray(off, off + fits));
+    if (fits > 0) {
+      applyWrite(f, pos, bytes);
+      f.ops.push({ kind: "write", pos, bytes, len: fits });
+    }
+    if (fits < len) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+  }
+  /** Bytes held by the live files. */
+  usedBytes(): number {
+    let n = 0;
+    for (const f of new Set(this.live.values())) n += f.len;
+    return n;
   }
   truncate(fd: number, len: number): void {
     const f = this.h(fd);

@@ -79,6 +79,9 @@ export class Blk {
   size = 0; // bytes including the unwritten part of the write buffer
   written = 0; // bytes handed to the file
   dirty = false; // written but not fsynced
+  /** Bytes from the start that were answered for: fsynced (or, with sync_interval, written).
+   *  After a write or fsync failure the file is cut back to this before it is reopened. */
+  good = 0;
   hasFloor = false;
   tombs: number[] = [];
   unlinkAfterWrite = 0; // set when dead: unlink once a fsync covering this write count completes
@@ -133,6 +136,8 @@ export interface FileStreamStoreOptions {
 interface FsyncRound {
   cbs: SyncCb[];
   covered: number;
+  blks: Blk[]; // the blocks it fsyncs, and each one's written length when it started
+  lens: number[];
   pending: number;
   err: Error | null;
   done: boolean;
@@ -262,7 +267,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       let end = flen;
       if (sum === null && start === 0 && (isLast || flen > 0)) sum = new SummaryBuilder();
       if (start < flen && sum !== null) end = this.scanTail(blk, fd, start, flen, chunk, isLast, sum, tombs, acc, report);
-      blk.size = blk.written = isLast ? end : flen;
+      blk.size = blk.written = blk.good = isLast ? end : flen;
       if (isLast && end < flen) {
         fs.truncate(fd, end);
         fs.fsyncSync(fd);
@@ -296,6 +301,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
     this.loading = false;
     this.lastRec = null;
+    // Names found here may not be durable yet (a block made just before the store was closed
+    // after a failure, and reopened without a crash): the first fsync round covers the
+    // directory too, before anything written into them is acknowledged.
+    this.dirDirty = true;
     for (const b of [...this.blocks]) if (b !== this.wblk && b.live === 0) this.blockDied(b);
     this.setLimits(this.limits); // limits may have been lowered while the store was closed
     if (this.syncIntervalMs > 0) this.armSyncTimer();
@@ -640,6 +649,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
     w.sum?.wroteRecords(this.wbuf, 0, this.wlen);
     w.written += this.wlen;
+    if (this.syncIntervalMs > 0) w.good = w.written;
     this.wlen = 0;
     this.writes++;
     w.dirty = true;
@@ -681,6 +691,11 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       this.flushScheduled = true;
       setImmediate(this.flushFn);
     }
+  }
+
+  /** The write or fsync error that stopped this store, or null. */
+  failure(): Error | null {
+    return this.failed;
   }
 
   sync(cb: SyncCb): void {
@@ -750,7 +765,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   }
 
   private startFsync(): void {
-    const round: FsyncRound = { cbs: this.written, covered: this.writes, pending: 1, err: null, done: false };
+    const round: FsyncRound = { cbs: this.written, covered: this.writes, blks: [], lens: [], pending: 1, err: null, done: false };
     this.written = [];
     const targets: Blk[] = [];
     for (const b of this.blocks) {
@@ -775,7 +790,11 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       round.done = true;
       this.releaseRounds();
     };
-    for (const b of targets) this.fs.fsync(b.fd, done);
+    for (const b of targets) {
+      round.blks.push(b);
+      round.lens.push(b.written);
+      this.fs.fsync(b.fd, done);
+    }
     if (dir) this.fs.fsyncDir(this.dir, done);
     done(null);
   }
@@ -797,6 +816,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
           for (const cb of cbs) cb(err);
         }
         continue;
+      }
+      for (let i = 0; i < r.blks.length; i++) {
+        const b = r.blks[i]!;
+        if (r.lens[i]! > b.good) b.good = r.lens[i]!;
       }
       this.unlinkDead(r.covered);
       for (const cb of r.cbs) cb(null);
@@ -1028,7 +1051,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     for (let k = 0; k < cks.length; k += 2) this.ckPut(cks[k] as number, cks[k + 1] as number);
     b.firstMsgOff = 0;
     b.offs = null;
-    b.size = b.written = p;
+    b.size = b.written = b.good = p;
     b.dirty = false;
     b.tombs = tombs;
     b.hdrMsgs = hdrMsgs;
@@ -1213,6 +1236,21 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         this.unlinkDead(this.writes);
       } catch {
         // the store is going away; a failed final sync leaves the disk as recovery will see it
+      }
+    } else {
+      // A write or fsync failed: cut every block back to what was answered for, so that
+      // reopening it finds exactly the acknowledged messages and none of those whose
+      // publishers were told the store failed (a retry of one must not store it twice).
+      // Shrinking a file needs no free space.
+      for (const b of [...this.blocks, ...this.dying]) {
+        // The write block may hold part of a write that failed half way (written not advanced).
+        if (b.written <= b.good && b !== this.wblk) continue;
+        try {
+          this.fs.truncate(this.blkFd(b), b.good);
+          this.fs.fsyncSync(b.fd);
+        } catch {
+          // recovery will find and drop a torn or unsynced tail as after a crash
+        }
       }
     }
     for (const b of [...this.blocks, ...this.dying]) {
