@@ -587,13 +587,13 @@ export class ApiRouter {
     if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
     const body = parseBody(payload, true);
     const seq = optInt(body, "seq");
-    optBool(body, "no_erase");
+    const noErase = optBool(body, "no_erase");
     const st = this.lookup(name);
     if (st.cfg.sealed) fail("JSStreamSealedErr");
     if (st.cfg.deny_delete) fail("JSStreamMsgDeleteFailedF", { err: "message delete not permitted" });
     const s = st.store.state();
     if (seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "stream store EOF" });
-    if (seq === 0 || !st.deleteMsg(seq)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
+    if (seq === 0 || !st.deleteMsg(seq, noErase !== true)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
     return { success: true };
   }
 }

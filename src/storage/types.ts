@@ -70,6 +70,9 @@ export interface StreamStore {
   loadLastMsg(filter: string): StoredMsg | null;
   /** Remove one message; false if it was not there. */
   removeMsg(seq: number): boolean;
+  /** removeMsg, and the message's bytes are overwritten where they are stored (absent: the
+   *  store keeps no copy once a message is removed). */
+  eraseMsg?(seq: number): boolean;
   /** Purge: all, or those matching subject, or below seq (exclusive), keeping the newest `keep`. */
   purge(opts: { subject?: string; seq?: number; keep?: number }): number;
   /** Remove all messages with seq < seq; if seq > lastSeq+1 the stream restarts at seq. */

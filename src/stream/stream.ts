@@ -752,8 +752,10 @@ export class Stream implements StreamHandle {
     return n;
   }
 
-  deleteMsg(seq: number): boolean {
-    return this.store.removeMsg(seq);
+  /** erase (nats-server's default, `no_erase: false`): overwrite the stored bytes too. */
+  deleteMsg(seq: number, erase: boolean): boolean {
+    const store = this.store;
+    return erase && store.eraseMsg !== undefined ? store.eraseMsg(seq) : store.removeMsg(seq);
   }
 
   /** Rebuild the dedup window and last msg id from stored Nats-Msg-Id headers (recovery). */

@@ -1,7 +1,7 @@
 // JetStream streams over TCP with the official clients (@nats-io/jetstream 3.x and nats 2.x).
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -127,6 +127,33 @@ void test("publish options: msgID, expect lastMsgID/lastSequence/lastSubjectSequ
   const m = await jsm.streams.getMessage("P", { seq: 6 });
   assert.equal(m?.header.get("Nats-TTL"), "5s");
   await jsm.streams.delete("P");
+});
+
+void test("deleteMessage erases the bytes on disk by default; with erase false they stay until compaction", async () => {
+  await jsm.streams.add({ name: "ERASE", subjects: ["erase.>"] });
+  await js.publish("erase.card-1", "PAN-4111111111111111");
+  await js.publish("erase.card-2", "PAN-5500000000000004");
+  await js.publish("erase.card-3", "PAN-340000000000009");
+  const blocks = (): Buffer => {
+    const dir = join(storeDir, "jetstream", "$G", "streams", "ERASE", "msgs");
+    return Buffer.concat(readdirSync(dir).filter((n) => n.endsWith(".blk")).map((n) => readFileSync(join(dir, n))));
+  };
+  assert.ok(blocks().includes("PAN-4111111111111111"), "stored in the block file");
+  assert.equal(await jsm.streams.deleteMessage("ERASE", 1), true); // erase: true is the client's default
+  assert.equal(await jsm.streams.deleteMessage("ERASE", 2, false), true);
+  const disk = blocks();
+  assert.ok(!disk.includes("PAN-4111111111111111") && !disk.includes("erase.card-1"), "erased: payload and subject gone");
+  assert.ok(disk.includes("PAN-5500000000000004"), "no_erase: only marked deleted");
+  assert.equal(await jsm.streams.getMessage("ERASE", { seq: 1 }), null);
+  assert.equal(await jsm.streams.getMessage("ERASE", { seq: 2 }), null);
+  assert.equal((await jsm.streams.getMessage("ERASE", { seq: 3 }))?.string(), "PAN-340000000000009");
+  await shutdown();
+  await boot();
+  const si = await jsm.streams.info("ERASE");
+  assert.equal(si.state.messages, 1);
+  assert.equal(si.state.last_seq, 3);
+  assert.equal((await jsm.streams.getMessage("ERASE", { seq: 3 }))?.string(), "PAN-340000000000009");
+  await jsm.streams.delete("ERASE");
 });
 
 void test("getMessage, deleteMessage and direct get", async () => {

@@ -693,6 +693,46 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
   }
 
+  /** Remove a message and overwrite its record on disk: subject, headers and payload become
+   *  zero bytes (nats-server writes random ones), the length, sequence and time stay so the
+   *  block still walks and recovers as before. The tombstone is made durable first: a crash
+   *  in between leaves the message deleted, never an erased record without its tombstone
+   *  (which recovery would read as an empty message). */
+  eraseMsg(seq: number): boolean {
+    if (this.closed) throw new Error("file store is closed");
+    if (this.failed !== null) throw this.failed;
+    const b = this.blockFor(seq);
+    if (b === null || this.subjAt(seq) === 0) return false;
+    this.locate(b, seq);
+    const off = this.curOff;
+    const rl = this.rbuf.readUInt32LE(this.rp);
+    const rec = Buffer.alloc(rl);
+    this.rbuf.copy(rec, 0, this.rp, this.rp + REC_HDR);
+    if (!this.removeMsg(seq)) return false;
+    try {
+      this.writeOut();
+      this.fs.fsyncSync(this.blkFd(this.wblk));
+      if (b !== this.wblk) this.fs.fsyncSync(this.blkFd(b));
+      rec[5] = 0; // flags: no header block
+      rec.writeUInt16LE(0, 6); // subject length
+      rec.writeUInt32LE(0, 8); // header length
+      rec.writeUInt32LE(0, 28); // ttl
+      sealRecord(rec, 0, rl);
+      this.fs.write(this.blkFd(b), rec, 0, rl, off);
+    } catch (e) {
+      this.fail(e as Error);
+      throw e;
+    }
+    b.dirty = true;
+    // The block's bytes changed under its summary: recovery scans it (and writes a new one).
+    b.sum = null;
+    b.sumCovered = 0;
+    this.fs.unlink(b.sumPath);
+    this.dropCache(b);
+    this.scheduleFlush();
+    return true;
+  }
+
   /** The write or fsync error that stopped this store, or null. */
   failure(): Error | null {
     return this.failed;
