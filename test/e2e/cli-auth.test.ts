@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { TARGETS, cleanupCliEnv, makeCliEnv, runCli, startServer, type CliEnv, type RunningServer } from "../helpers/cli.js";
 
 for (const target of TARGETS) {
-  describe(`tsnats CLI authentication against ${target.name}`, { skip: target.skip }, () => {
+  void describe(`tsnats CLI authentication against ${target.name}`, { skip: target.skip }, () => {
     let userServer: RunningServer;
     let tokenServer: RunningServer;
     let env: CliEnv;
@@ -22,7 +22,7 @@ for (const target of TARGETS) {
       if (tokenEnv !== undefined) cleanupCliEnv(tokenEnv);
     });
 
-    it("--user and --password, NATS_USER/NATS_PASSWORD, and a saved context", async () => {
+    void it("--user and --password, NATS_USER/NATS_PASSWORD, and a saved context", async () => {
       const denied = await runCli(env, ["pub", "x", "y"]);
       assert.notEqual(denied.code, 0);
       assert.match(denied.stderr, /^tsnats: error: could not connect to .*: .*(authorization|Authorization)/);
@@ -40,7 +40,7 @@ for (const target of TARGETS) {
       assert.equal(viaCtx.code, 0, viaCtx.stderr);
     });
 
-    it("--token and NATS_TOKEN", async () => {
+    void it("--token and NATS_TOKEN", async () => {
       const denied = await runCli(tokenEnv, ["pub", "x", "y"]);
       assert.notEqual(denied.code, 0);
       const ok = await runCli(tokenEnv, ["--token", "t0ken", "pub", "x", "y"]);

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { TARGETS, cleanupCliEnv, makeCliEnv, runCli, spawnCli, startServer, type CliEnv, type RunningServer } from "../helpers/cli.js";
 
 for (const target of TARGETS) {
-  describe(`tsnats CLI consumers against ${target.name}`, { skip: target.skip }, () => {
+  void describe(`tsnats CLI consumers against ${target.name}`, { skip: target.skip }, () => {
     let server: RunningServer;
     let env: CliEnv;
     before(async () => {
@@ -20,7 +20,7 @@ for (const target of TARGETS) {
       if (env !== undefined) cleanupCliEnv(env);
     });
 
-    it("adds a pull consumer with --defaults and shows natscli's info layout", async () => {
+    void it("adds a pull consumer with --defaults and shows natscli's info layout", async () => {
       const r = await runCli(env, ["consumer", "add", "JOBS", "WORKER", "--pull", "--defaults", "--filter", "jobs.>", "--max-deliver", "5", "--wait", "10s"]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^Information for Consumer JOBS > WORKER created /);
@@ -32,7 +32,7 @@ for (const target of TARGETS) {
       assert.match(r.stdout, /^ +Unprocessed Messages: 5$/m);
     });
 
-    it("next --ack, --nak, --term and --count", async () => {
+    void it("next --ack, --nak, --term and --count", async () => {
       const one = await runCli(env, ["consumer", "next", "JOBS", "WORKER"]);
       assert.equal(one.code, 0, one.stderr);
       assert.match(one.stdout, /subj: jobs\.new \/ tries: 1 \/ cons seq: 1 \/ str seq: 1 \/ pending: 4/);
@@ -58,7 +58,7 @@ for (const target of TARGETS) {
       assert.match(empty.stderr, /no message received/);
     });
 
-    it("adds a push consumer and sub --durable receives nothing new; ls, report, state, edit, copy, rm", async () => {
+    void it("adds a push consumer and sub --durable receives nothing new; ls, report, state, edit, copy, rm", async () => {
       const push = await runCli(env, ["consumer", "add", "JOBS", "PUSHER", "--target", "deliver.jobs", "--deliver", "last", "--defaults"]);
       assert.equal(push.code, 0, push.stderr);
       assert.match(push.stdout, /^ +Delivery Subject: deliver\.jobs$/m);
@@ -90,7 +90,7 @@ for (const target of TARGETS) {
       assert.match(gone.stderr, /consumer not found \(10014\)/);
     });
 
-    it("sub --durable consumes and acks through an existing pull consumer", async () => {
+    void it("sub --durable consumes and acks through an existing pull consumer", async () => {
       await runCli(env, ["consumer", "add", "JOBS", "SUBBER", "--pull", "--defaults"]);
       const r = await runCli(env, ["sub", "--stream", "JOBS", "--durable", "SUBBER", "--count", "5"]);
       assert.equal(r.code, 0, r.stderr);
@@ -108,7 +108,7 @@ for (const target of TARGETS) {
       assert.match(res.stdout, /^late job$/m);
     });
 
-    it("sub --all, --last, --since, --start-sequence and --last-per-subject read the stream", async () => {
+    void it("sub --all, --last, --since, --start-sequence and --last-per-subject read the stream", async () => {
       const all = await runCli(env, ["sub", "jobs.new", "--all", "--count", "2"]);
       assert.equal(all.code, 0, all.stderr);
       assert.match(all.stdout, /^\[#1\] Received JetStream message: stream: JOBS seq: 1 \/ pending: \d+ \/ subject: jobs\.new /m);
@@ -126,7 +126,7 @@ for (const target of TARGETS) {
       assert.deepEqual(lps.stdout.trim().split("\n").sort(), ["job 5", "late job"]);
     });
 
-    it("pause and resume (needs a 2.11 server) report clearly either way", async () => {
+    void it("pause and resume (needs a 2.11 server) report clearly either way", async () => {
       const p = await runCli(env, ["consumer", "pause", "JOBS", "WORKER", "1h", "-f"]);
       if (p.code === 0) {
         assert.match(p.stdout, /^Paused JOBS > WORKER until /);
@@ -144,7 +144,7 @@ for (const target of TARGETS) {
       assert.match(notPaused.stderr, /consumer is not paused/);
     });
 
-    it("bad consumer input gives clear errors", async () => {
+    void it("bad consumer input gives clear errors", async () => {
       const noStream = await runCli(env, ["consumer", "add", "NOPE", "C", "--pull", "--defaults"]);
       assert.notEqual(noStream.code, 0);
       assert.match(noStream.stderr, /stream not found \(10059\)/);

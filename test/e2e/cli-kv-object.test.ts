@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { TARGETS, cleanupCliEnv, makeCliEnv, runCli, spawnCli, startServer, type CliEnv, type RunningServer } from "../helpers/cli.js";
 
 for (const target of TARGETS) {
-  describe(`tsnats CLI kv and object against ${target.name}`, { skip: target.skip }, () => {
+  void describe(`tsnats CLI kv and object against ${target.name}`, { skip: target.skip }, () => {
     let server: RunningServer;
     let env: CliEnv;
     let dir: string;
@@ -22,7 +22,7 @@ for (const target of TARGETS) {
       if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    it("kv add, put, get, create, update, history, ls, status", async () => {
+    void it("kv add, put, get, create, update, history, ls, status", async () => {
       const add = await runCli(env, ["kv", "add", "CONFIG", "--history", "5"]);
       assert.equal(add.code, 0, add.stderr);
       assert.match(add.stdout, /^Information for Key-Value Store Bucket CONFIG created /);
@@ -65,7 +65,7 @@ for (const target of TARGETS) {
       assert.match(streams.stdout, /No Streams defined, pass -a to include system streams/);
     });
 
-    it("kv watch, del, purge and rm", async () => {
+    void it("kv watch, del, purge and rm", async () => {
       const w = spawnCli(env, ["kv", "watch", "CONFIG", "color", "--count", "2"]);
       await w.waitFor("stdout", "PUT CONFIG > color: blue");
       const del = await runCli(env, ["kv", "del", "CONFIG", "color", "-f"]);
@@ -88,7 +88,7 @@ for (const target of TARGETS) {
       assert.match(none.stderr, /stream not found \(10059\)/);
     });
 
-    it("object add, put, ls, info, get, rm", async () => {
+    void it("object add, put, ls, info, get, rm", async () => {
       const add = await runCli(env, ["object", "add", "FILES", "--description", "some files"]);
       assert.equal(add.code, 0, add.stderr);
       assert.match(add.stdout, /^Information for Object Store Bucket FILES created /);

@@ -18,7 +18,7 @@ import {
 const NO_PTY = HAVE_SCRIPT ? undefined : "util-linux `script` is not installed, prompts cannot be driven";
 
 for (const target of TARGETS) {
-  describe(`tsnats CLI messaging, server, bench and contexts against ${target.name}`, { skip: target.skip }, () => {
+  void describe(`tsnats CLI messaging, server, bench and contexts against ${target.name}`, { skip: target.skip }, () => {
     let server: RunningServer;
     let env: CliEnv;
     before(async () => {
@@ -30,7 +30,7 @@ for (const target of TARGETS) {
       if (env !== undefined) cleanupCliEnv(env);
     });
 
-    it("sub prints what pub sends, with headers; --queue and --headers-only", async () => {
+    void it("sub prints what pub sends, with headers; --queue and --headers-only", async () => {
       const sub = spawnCli(env, ["sub", "greet.*", "--count", "2"]);
       await sub.waitFor("stderr", "Subscribing on greet.*");
       const q = spawnCli(env, ["sub", "greet.*", "--queue", "workers", "--headers-only", "--count", "2"]);
@@ -47,7 +47,7 @@ for (const target of TARGETS) {
       assert.doesNotMatch(qr.stdout, /hello/);
     });
 
-    it("req gets the reply from reply (echo and fixed body); no responders is an error", async () => {
+    void it("req gets the reply from reply (echo and fixed body); no responders is an error", async () => {
       const echo = spawnCli(env, ["reply", "svc.echo", "--count", "1"]);
       await echo.waitFor("stderr", 'Listening on "svc.echo"');
       const r1 = await runCli(env, ["req", "svc.echo", "ping"]);
@@ -66,7 +66,7 @@ for (const target of TARGETS) {
       assert.match(none.stderr, /no responders/i);
     });
 
-    it("account info, server ping, server info and server check jetstream", async () => {
+    void it("account info, server ping, server info and server check jetstream", async () => {
       await runCli(env, ["stream", "add", "ACCT", "--subjects", "acct.>", "--defaults"]);
       const a = await runCli(env, ["account", "info"]);
       assert.equal(a.code, 0, a.stderr);
@@ -90,7 +90,7 @@ for (const target of TARGETS) {
       assert.match(c.stdout, /^JetStream OK .*streams=1 /);
     });
 
-    it("bench pub, sub, js pub, js consume and kv print rates and latency percentiles", async () => {
+    void it("bench pub, sub, js pub, js consume and kv print rates and latency percentiles", async () => {
       const pub = await runCli(env, ["bench", "pub", "bench.core", "--msgs", "2000", "--size", "64"]);
       assert.equal(pub.code, 0, pub.stderr);
       assert.match(pub.stdout, /^NATS Core NATS publisher stats: [\d,]+ msgs\/sec ~ .*\/sec$/m);
@@ -117,7 +117,7 @@ for (const target of TARGETS) {
       assert.match(kvget.stdout, /^NATS KV get stats: .* P99: /m);
     });
 
-    it("contexts: add --select, ls, info, used without --server, NATS_URL, rm", async () => {
+    void it("contexts: add --select, ls, info, used without --server, NATS_URL, rm", async () => {
       const add = await runCli(env, ["context", "add", "local", "--description", "test server", "--select"]);
       assert.equal(add.code, 0, add.stderr);
       assert.match(add.stdout, /^NATS Configuration Context "local"/);
@@ -145,7 +145,7 @@ for (const target of TARGETS) {
       assert.match(unknown.stderr, /unknown context "broken"/);
     });
 
-    it("prompts on a terminal for the stream name and subjects", { skip: NO_PTY }, async () => {
+    void it("prompts on a terminal for the stream name and subjects", { skip: NO_PTY }, async () => {
       const r = await runCliPty(
         env,
         [
@@ -163,7 +163,7 @@ for (const target of TARGETS) {
       assert.match(r.stdout, /Subjects: prompted\.>/);
     });
 
-    it("asks every stream question natscli asks, taking defaults and choices by name or number", { skip: NO_PTY }, async () => {
+    void it("asks every stream question natscli asks, taking defaults and choices by name or number", { skip: NO_PTY }, async () => {
       const r = await runCliPty(env, ["stream", "add"], [
         { prompt: "? Stream Name", reply: "ASKED" },
         { prompt: "? Subjects", reply: "asked.one, asked.two" },
@@ -195,7 +195,7 @@ for (const target of TARGETS) {
       assert.match(r.stdout, /Allows Purge: true/);
     });
 
-    it("asks the consumer questions and confirms deletes on a terminal; --defaults never asks", { skip: NO_PTY }, async () => {
+    void it("asks the consumer questions and confirms deletes on a terminal; --defaults never asks", { skip: NO_PTY }, async () => {
       const c = await runCliPty(env, ["consumer", "add", "ASKED"], [
         { prompt: "? Consumer name", reply: "ASKEDC" },
         { prompt: "? Delivery target", reply: "" },

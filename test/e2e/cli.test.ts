@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { TARGETS, cleanupCliEnv, makeCliEnv, runCli, startServer, type CliEnv, type RunningServer } from "../helpers/cli.js";
 
 for (const target of TARGETS) {
-  describe(`tsnats CLI streams against ${target.name}`, { skip: target.skip }, () => {
+  void describe(`tsnats CLI streams against ${target.name}`, { skip: target.skip }, () => {
     let server: RunningServer;
     let env: CliEnv;
     before(async () => {
@@ -20,7 +20,7 @@ for (const target of TARGETS) {
       if (env !== undefined) cleanupCliEnv(env);
     });
 
-    it("runs the guide's four lines with nats' output", async () => {
+    void it("runs the guide's four lines with nats' output", async () => {
       const add = await runCli(env, [
         "stream", "add", "ORDERS", "--subjects", "orders.>", "--storage", "file", "--retention", "limits",
         "--max-age", "24h", "--replicas", "1", "--defaults",
@@ -52,7 +52,7 @@ for (const target of TARGETS) {
       assert.match(view.stderr, /Reached apparent end of data/);
     });
 
-    it("stream info --json prints the API's StreamInfo", async () => {
+    void it("stream info --json prints the API's StreamInfo", async () => {
       const r = await runCli(env, ["stream", "info", "ORDERS", "--json"]);
       assert.equal(r.code, 0, r.stderr);
       const info = JSON.parse(r.stdout) as { config: { name: string; max_age: number }; state: { messages: number } };
@@ -61,7 +61,7 @@ for (const target of TARGETS) {
       assert.equal(info.state.messages, 1);
     });
 
-    it("stream ls, report, state, get and get --last-for", async () => {
+    void it("stream ls, report, state, get and get --last-for", async () => {
       const ls = await runCli(env, ["stream", "ls"]);
       assert.equal(ls.code, 0, ls.stderr);
       assert.match(ls.stdout, /│ ORDERS +│/);
@@ -84,7 +84,7 @@ for (const target of TARGETS) {
       assert.equal(Buffer.from(m.data, "base64").toString(), '{"order_id":"order-123","status":"created"}');
     });
 
-    it("pub --count with a {{Count}} template and --header, then view --subject, --raw and paging", async () => {
+    void it("pub --count with a {{Count}} template and --header, then view --subject, --raw and paging", async () => {
       const pub = await runCli(env, ["pub", "orders.bulk", "order {{Count}}", "--count", "3", "-H", "X-Test:yes"]);
       assert.equal(pub.code, 0, pub.stderr);
       const view = await runCli(env, ["stream", "view", "ORDERS", "--subject", "orders.bulk", "--raw"]);
@@ -100,13 +100,13 @@ for (const target of TARGETS) {
       assert.ok(since.stdout.includes("order-123"), since.stdout);
     });
 
-    it("pub --jetstream reports the stored sequence", async () => {
+    void it("pub --jetstream reports the stored sequence", async () => {
       const r = await runCli(env, ["pub", "orders.js", "hello", "--jetstream"]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stderr, /Stored in Stream: ORDERS Sequence: 5/);
     });
 
-    it("rmm, purge --subject / --keep / --seq", async () => {
+    void it("rmm, purge --subject / --keep / --seq", async () => {
       const rmm = await runCli(env, ["stream", "rmm", "ORDERS", "5", "-f"]);
       assert.equal(rmm.code, 0, rmm.stderr);
       const gone = await runCli(env, ["stream", "get", "ORDERS", "5"]);
@@ -124,7 +124,7 @@ for (const target of TARGETS) {
       assert.match(bad.stderr, /sequence and keep cannot be combined/);
     });
 
-    it("edit, copy, seal and rm", async () => {
+    void it("edit, copy, seal and rm", async () => {
       const dry = await runCli(env, ["stream", "edit", "ORDERS", "--description", "all orders", "--dry-run"]);
       assert.equal(dry.code, 0, dry.stderr);
       assert.match(dry.stdout, /description: \(unset\) -> "all orders"/);
@@ -148,7 +148,7 @@ for (const target of TARGETS) {
       assert.notEqual(after.code, 0);
     });
 
-    it("add --config FILE, --output and --validate", async () => {
+    void it("add --config FILE, --output and --validate", async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tsnats-cli-cfgfile-"));
       try {
         const out = path.join(dir, "s.json");
@@ -172,7 +172,7 @@ for (const target of TARGETS) {
       }
     });
 
-    it("backup and restore a stream over the network", async () => {
+    void it("backup and restore a stream over the network", async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tsnats-cli-backup-"));
       try {
         await runCli(env, ["stream", "add", "BK", "--subjects", "bk.>", "--defaults"]);
@@ -197,7 +197,7 @@ for (const target of TARGETS) {
       }
     });
 
-    it("unknown streams and bad flags give a clear error and a non-zero exit", async () => {
+    void it("unknown streams and bad flags give a clear error and a non-zero exit", async () => {
       const nf = await runCli(env, ["stream", "info", "NOPE"]);
       assert.equal(nf.code, 1);
       assert.equal(nf.stderr.trim(), "tsnats: error: stream not found (10059)");
