@@ -552,6 +552,37 @@ export function streamStoreContract(t: ContractTarget): void {
       );
     });
 
+    void it("stores, counts, matches and recovers subjects that are not ASCII", async () => {
+      const env = t.newEnv();
+      let s = await env.open();
+      try {
+        const subjects = ["orders.müller", "orders.müller", "orders.日本", "orders.plain", "orders.日本", "orders.müller"];
+        subjects.forEach((subj, i) => put(s, subj, `v${i}`, { ts: T0 + i }));
+        await syncP(s);
+        const check = (st: StreamStore, when: string): void => {
+          subjects.forEach((subj, i) => {
+            const m = st.loadMsg(i + 1);
+            assert.equal(m?.subject, subj, `${when}: subject of seq ${i + 1}`);
+            assert.equal(body(m), `v${i}`, `${when}: data of seq ${i + 1}`);
+          });
+          assert.equal(st.loadLastMsg("orders.日本")?.seq, 5, when);
+          assert.equal(st.subjectsState("orders.*").get("orders.müller")?.msgs, 3, when);
+          assert.equal(st.state().bytes, subjects.reduce((n, subj, i) => n + t.msgSize(subj, null, Buffer.from(`v${i}`)), 0), when);
+        };
+        check(s, "stored");
+        if (env.reopen !== null) {
+          s = await env.reopen(s);
+          check(s, "reopened");
+          put(s, "orders.日本", "more", { ts: T0 + 99 });
+          s = await env.reopen(s);
+          assert.equal(s.loadLastMsg("orders.日本")?.seq, 7);
+        }
+      } finally {
+        await s.close();
+        await env.dispose();
+      }
+    });
+
     void it("keeps state across restart (when the store persists)", async (ctx) => {
       const env = t.newEnv();
       if (env.reopen === null) {

@@ -3,6 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { SubjRec } from "../../src/storage/memory/seqindex.js";
 import { FLOOR_REC_LEN, SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader, TOMB_REC_LEN, type SumSubject } from "../../src/storage/file/summary.js";
 
 type Entry =
@@ -37,8 +38,8 @@ interface Out {
   ttl?: number;
 }
 
-const names = ["a.one", "b.two", "c.three", "d.four"];
-const subjects: SumSubject[] = names.map((n) => ({ name: n, bytes: Buffer.from(n) }));
+const names = ["a.one", "b.two", "c.three", "d.fünf.日本"]; // one not ASCII: written through the UTF-8 path
+const subjects: SumSubject[] = names.map((n) => new SubjRec(0, n));
 
 function build(entries: Entry[]): { b: SummaryBuilder; want: Out[]; covered: number } {
   const b = new SummaryBuilder();

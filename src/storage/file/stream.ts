@@ -497,7 +497,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const hl = buf.readUInt32LE(p + 8);
     // Runs of one subject are common: compare bytes instead of decoding and hashing each.
     let rec = this.lastRec;
-    if (rec === null || !sameBytes(rec.bytes, buf, p + REC_HDR, sl)) {
+    if (rec === null || !rec.sameAs(buf, p + REC_HDR, sl)) {
       rec = this.internSubject(buf.toString("utf8", p + REC_HDR, p + REC_HDR + sl));
       this.lastRec = rec;
     }
@@ -578,7 +578,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (this.closed) throw new Error("file store is closed");
     if (this.failed !== null) throw this.failed;
     const rec = this.internSubject(subject);
-    const sl = rec.bytes.length;
+    const sl = rec.blen;
     const hl = hdr === null ? 0 : hdr.length;
     const dl = data.length;
     const rl = REC_OVERHEAD + sl + hl + dl;
@@ -589,7 +589,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const seq = this.lastSeq + 1;
     const b = this.wbuf;
     writeRecordHeader(b, p, rl, KIND_MSG, hdr === null ? 0 : FLAG_HDR, sl, hl, seq, tsNs, ttlSec > 0 ? ttlSec : 0);
-    rec.bytes.copy(b, p + REC_HDR);
+    rec.writeTo(b, p + REC_HDR);
     if (hdr !== null) hdr.copy(b, p + REC_HDR + sl);
     data.copy(b, p + REC_HDR + sl + hl);
     sealRecord(b, p, rl);
@@ -1366,12 +1366,6 @@ function scannedOffsets(buf: Buffer, base: number, seqBefore: number, firstSeq: 
     }
     p += rl;
   }
-}
-
-function sameBytes(a: Buffer, b: Buffer, p: number, n: number): boolean {
-  if (a.length !== n) return false;
-  for (let i = 0; i < n; i++) if (a[i] !== b[p + i]) return false;
-  return true;
 }
 
 /** Next offset after p where a valid record starts, or -1. */

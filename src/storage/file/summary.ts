@@ -45,7 +45,10 @@ export const FLOOR_REC_LEN = REC_OVERHEAD + 16;
 /** Identity of a subject while it is interned; the builder maps it to a local index. */
 export interface SumSubject {
   readonly name: string;
-  readonly bytes: Buffer;
+  /** UTF-8 length of name. */
+  readonly blen: number;
+  /** Writes name's UTF-8 bytes at b[p]. */
+  writeTo(b: Buffer, p: number): void;
 }
 
 export class SummaryBuilder {
@@ -109,7 +112,7 @@ export class SummaryBuilder {
       return;
     }
     this.flushPending();
-    this.room(40 + subj.bytes.length);
+    this.room(40 + subj.blen);
     const at = this.len++;
     let f = hasHdrBytes ? F_HDR : 0;
     if (ttlSec > 0) f |= F_TTL;
@@ -124,9 +127,9 @@ export class SummaryBuilder {
         idx = this.subjects++;
         this.local.set(subj, idx);
         this.varint(idx);
-        this.varint(subj.bytes.length);
-        subj.bytes.copy(this.buf, this.len);
-        this.len += subj.bytes.length;
+        this.varint(subj.blen);
+        subj.writeTo(this.buf, this.len);
+        this.len += subj.blen;
       } else this.varint(idx);
     }
     if (ttlSec > 0) {

@@ -13,9 +13,11 @@ import { ChunkCol } from "./chunkcol.js";
 export class SubjRec {
   readonly id: number;
   readonly name: string;
-  // UTF-8 of name, made on first use and kept so appends copy instead of encoding; a stream
-  // recovered with many subjects holds none for the subjects nobody writes to again.
-  private enc: Buffer | null = null;
+  /** UTF-8 length of name; ascii: one byte per char. No encoded copy is kept: a record's
+   *  subject is written char by char (as fast as copying 15 bytes), which saves a Buffer
+   *  object per subject (~100 B; a stream of 100,000 subjects holds 10 MB less). */
+  readonly blen: number;
+  readonly ascii: boolean;
   msgs = 0;
   first = 0;
   last = 0;
@@ -25,9 +27,27 @@ export class SubjRec {
   constructor(id: number, name: string) {
     this.id = id;
     this.name = name;
+    this.blen = Buffer.byteLength(name, "utf8");
+    this.ascii = this.blen === name.length;
   }
-  get bytes(): Buffer {
-    return (this.enc ??= Buffer.from(this.name, "utf8"));
+
+  /** The subject's UTF-8 bytes into b at p (blen bytes). */
+  writeTo(b: Buffer, p: number): void {
+    const s = this.name;
+    if (!this.ascii) {
+      b.write(s, p, this.blen, "utf8");
+      return;
+    }
+    for (let i = 0; i < s.length; i++) b[p + i] = s.charCodeAt(i);
+  }
+
+  /** Whether b[p, p + n) holds exactly this subject's UTF-8 bytes. */
+  sameAs(b: Buffer, p: number, n: number): boolean {
+    if (n !== this.blen) return false;
+    const s = this.name;
+    if (!this.ascii) return b.toString("utf8", p, p + n) === s;
+    for (let i = 0; i < n; i++) if (b[p + i] !== s.charCodeAt(i)) return false;
+    return true;
   }
 }
 

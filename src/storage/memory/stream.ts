@@ -62,7 +62,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
     if (hdr !== null) hdr.copy(p, 0);
     data.copy(p, hl);
     const seq = this.lastSeq + 1;
-    const i = this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.bytes.length, hl, data.length), ttlSec);
+    const i = this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.blen, hl, data.length), ttlSec);
     this.payloads[i] = p;
     this.hdrLens[i] = hdr === null ? 0xffffffff : hl;
     this.tsCol[i] = tsNs;
