@@ -205,6 +205,9 @@ export class Sourcing {
   private pump(r: Reader): void {
     const origin = this.resolve(r);
     if (origin === null || origin === r.target) return;
+    // A target whose store stopped copies nothing (and so does not move on) until it is
+    // reopened; its new readers start from what it holds.
+    if (r.target.storeFailure !== null) return;
     if (r.next === 0) r.next = this.startSeq(r, origin);
     let n = 0;
     while (n < BATCH) {
@@ -222,8 +225,6 @@ export class Sourcing {
 
   private storeMirrored(r: Reader, m: StoredMsg): void {
     const t = r.target;
-    // A stopped store: the stream is reopened, and its mirror resumes from what it holds.
-    if (t.storeFailure !== null) return;
     const subj = r.map(m.subject);
     if (subj === null) return; // filtered out: leaves a gap, filled when the next one arrives
     const st = t.store.state();
@@ -279,7 +280,8 @@ export class Sourcing {
       r.dirty = false;
     }
     // Positions may lag the data (never lead it): on recovery the header scan catches up.
-    st.store.sync(() => {
+    st.store.sync((err) => {
+      if (err !== null) return; // not durable: the positions would lead the data
       try {
         if (st.dir !== null && this.host.fs.stat(st.dir) !== null) {
           writeFileAtomicSync(this.host.fs, st.dir, "sources.json", Buffer.from(JSON.stringify(o)));

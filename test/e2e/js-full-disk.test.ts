@@ -77,6 +77,21 @@ void test("a full disk: 10077 for what does not fit, acknowledged messages kept,
     await env.jsm.streams.add({ name: "FULL", subjects: ["full.>"] });
     await env.jsm.streams.add({ name: "MEM", subjects: ["mem.>"], storage: "memory" as never });
     await env.jsm.consumers.add("FULL", { durable_name: "reader", ack_policy: AckPolicy.Explicit });
+    // A file stream sourcing a memory stream: its copies fail on the full disk too, and it
+    // must end up with every origin message exactly once.
+    await env.jsm.streams.add({ name: "MEMO", subjects: ["memo.>"], storage: "memory" as never });
+    await env.jsm.streams.add({ name: "SRC", sources: [{ name: "MEMO" }] });
+    const memo: string[] = [];
+    const pubMemo = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        const v = `memo-${memo.length}-${"m".repeat(8000)}`; // 20 of them do not fit in what is left
+        await env.js.publish("memo.x", v);
+        memo.push(v);
+      }
+    };
+    await pubMemo(5);
+    const jsm0 = env.jsm;
+    await until("SRC copied the first five", async () => (await jsm0.streams.info("SRC")).state.messages === 5);
     const adv = new Advisories(env.nc, "$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE");
 
     // Fill the disk but for a little room.
@@ -123,6 +138,7 @@ void test("a full disk: 10077 for what does not fit, acknowledged messages kept,
     assert.equal(r.string(), "ping");
     svc.unsubscribe();
     assert.equal((await env.js.publish("mem.x", "in memory")).seq, 1);
+    await pubMemo(20); // SRC cannot store these copies now
 
     // The stream reopens from disk holding exactly what was acknowledged; still full, it
     // refuses again.
@@ -155,6 +171,17 @@ void test("a full disk: 10077 for what does not fit, acknowledged messages kept,
     acked.set(seq, body(failedAt));
     // And once: the duplicate window knows it now.
     assert.equal((await env.js.publish(`full.${failedAt % 3}`, body(failedAt), msgId(failedAt))).duplicate, true);
+
+    assert.match(env.child.log(), /stream .\$G > SRC. stopped storing/, "SRC hit the full disk too");
+    // SRC caught up once there was room: every origin message exactly once, in order.
+    await until("SRC holds every MEMO message", async () => (await jsm.streams.info("SRC")).state.messages >= memo.length, 20_000);
+    const copied: string[] = [];
+    const srcInfo = await env.jsm.streams.info("SRC");
+    for (let q = srcInfo.state.first_seq; q <= srcInfo.state.last_seq; q++) {
+      const sm = await env.jsm.streams.getMessage("SRC", { seq: q });
+      if (sm !== null) copied.push(sm.string());
+    }
+    assert.deepEqual(copied, memo, "SRC: each MEMO message once, in order");
 
     // The durable consumer came back with the stream and reads on.
     const c = await env.js.consumers.get("FULL", "reader");
