@@ -3,7 +3,6 @@
 
 import type { Bus } from "../server/bus.js";
 import type { Clock } from "../runtime/clock.js";
-import type { Fs } from "../runtime/fs.js";
 import type { Logger } from "../server/log.js";
 import type { JetStreamOptions } from "../server/options.js";
 import type { StreamStore } from "../storage/types.js";
@@ -16,8 +15,6 @@ export interface JetStreamDeps {
   serverId: string;
   serverName: string;
   maxPayloadBytes: number;
-  /** The file system the stores use (tests give a simulated one); default node:fs. */
-  fs?: Fs;
 }
 
 /** A consumer as its stream sees it. */

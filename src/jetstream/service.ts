@@ -46,7 +46,7 @@ export class JetStreamService {
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
-    this.fs = deps.fs ?? new NodeFs();
+    this.fs = new NodeFs();
     this.sourcing = new Sourcing(this);
     this.router = new ApiRouter(this);
   }
