@@ -59,6 +59,20 @@ const STREAM_PATTERNS = [
 
 type Body = Record<string, unknown>;
 
+/** The API suffixes nats-server maps from $JS.<domain>.API. (jetstream_api.go
+ *  generateJSMappingTable): the first token decides. */
+const DOMAIN_JS_TOKENS = new Set(["INFO", "STREAM", "CONSUMER", "DIRECT", "META", "SERVER", "ACCOUNT"]);
+
+/** Where a subject under $JS.<domain>.API. (whose length is `at`) goes, or null. */
+export function domainMapped(subject: string, at: number): string | null {
+  const end = subject.indexOf(".", at);
+  const first = end < 0 ? subject.slice(at) : subject.slice(at, end);
+  if (first === "$KV" || first === "$OBJ") return end < 0 ? null : subject.slice(at);
+  if (!DOMAIN_JS_TOKENS.has(first)) return null;
+  if (first === "INFO" && end >= 0) return null;
+  return API_PREFIX + subject.slice(at);
+}
+
 class Fail extends Error {
   constructor(readonly apiError: ApiError) {
     super(apiError.description);
@@ -184,12 +198,8 @@ export class ApiRouter {
   subscribe(): InternalSubscription[] {
     const bus = this.svc.deps.bus;
     const subs: InternalSubscription[] = [];
-    const prefixes = [API_PREFIX];
-    if (this.svc.domain !== "") prefixes.push(`$JS.${this.svc.domain}.API.`);
-    for (const p of prefixes) {
-      for (const pat of STREAM_PATTERNS) {
-        subs.push(bus.subscribe(p + pat, (subject, reply, hdr, payload) => this.enqueue(p, subject, reply, hdr, payload)));
-      }
+    for (const pat of STREAM_PATTERNS) {
+      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload)));
     }
     return subs;
   }

@@ -15,7 +15,7 @@ import { Stream, type StreamEnv } from "../stream/stream.js";
 import { Sourcing } from "../stream/sourcing.js";
 import { directGetLastBySubject, directGetRequest } from "../stream/get.js";
 import { rfc3339Ns } from "../stream/time.js";
-import { ApiRouter } from "./api.js";
+import { ApiRouter, domainMapped } from "./api.js";
 import { JS_API_LEVEL } from "../version.js";
 import { randomBytes } from "node:crypto";
 import type { TimerHandle } from "../runtime/clock.js";
@@ -80,6 +80,13 @@ export class JetStreamService {
     await this.router.loadConsumerApi();
     this.router.recoverAllConsumers();
     this.apiSubs = this.router.subscribe();
+    if (this.domain !== "") {
+      // nats-server's domain mappings: $JS.<domain>.API.<rest> is the request $JS.API.<rest>
+      // (streams, consumers, direct gets, pulls), and a KV or object store client bound to
+      // the domain writes to $JS.<domain>.API.$KV.> / .$OBJ.>, the buckets' own subjects.
+      const from = `$JS.${this.domain}.API.`;
+      this.deps.bus.mapSubjects?.(from, (subject) => domainMapped(subject, from.length));
+    }
     this.sourcing.start();
     const n = this.streams.size;
     this.deps.log.info(`JetStream started: ${n} stream${n === 1 ? "" : "s"} recovered from ${dir}`);
@@ -90,6 +97,7 @@ export class JetStreamService {
     this.started = false;
     for (const s of this.apiSubs) s.unsubscribe();
     this.apiSubs = [];
+    if (this.domain !== "") this.deps.bus.mapSubjects?.("", null);
     this.sourcing.stop();
     for (const t of this.reopening.values()) this.deps.clock.clearTimer(t);
     this.reopening.clear();

@@ -50,6 +50,10 @@ export interface Bus {
   /** deliverAs with the reply subject held by ack as numbers (a client connection writes it
    *  without making a string). Optional: callers fall back to deliverAs(..., ack.toString()). */
   deliverAck?(deliverSubject: string, msgSubject: string, ack: AckReply, hdr: Buffer | null, payload: Buffer): boolean;
+  /** Map what clients publish under `prefix` (nats-server's account subject mappings, here
+   *  the JetStream domain's): map(subject) is the subject the message is routed and delivered
+   *  as, or null to leave it. "" removes the mapping. Optional for test fakes. */
+  mapSubjects?(prefix: string, map: ((subject: string) => string | null) | null): void;
   /** True when at least one subscription (client or internal) matches. */
   hasInterest(subject: string): boolean;
   /** True when a member of queue group `queue` matches (a push consumer's deliver_group:

@@ -203,10 +203,14 @@ export class Client implements ParserHandler, SubOwner {
     // Pedantic clients are told about a non-literal subject; the message still flows.
     if (this.pedantic && !(isValidSubject(subject) && isLiteral(subject))) this.sendErr("Invalid Publish Subject");
     // Reserved subjects start with '_' or '$': two compares for every other publish.
-    if (this.pubChecks || mayBeReserved(subject) || (reply.length > 0 && mayBeReserved(reply))) {
+    const reserved = mayBeReserved(subject);
+    if (this.pubChecks || reserved || (reply.length > 0 && mayBeReserved(reply))) {
       if (this.publishRefused(subject, reply)) return;
     }
     if (this.verbose) this.queueRaw(OK);
+    // Mappings (the JetStream domain's) only concern $ subjects; permissions were checked
+    // on the subject as published, as nats-server does.
+    if (reserved) subject = this.server.mappedSubject(subject) ?? subject;
     this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false, null);
   }
 

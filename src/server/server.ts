@@ -443,6 +443,9 @@ export class Server implements Bus {
 
   /** Largest outbound backlog among the receivers of the last probing route (deliverAs). */
   private routeBacklogBytes = 0;
+  /** Subject mapping of client publishes (mapSubjects): "" none. */
+  private mapPrefix = "";
+  private mapFn: ((subject: string) => string | null) | null = null;
 
   /** Route one message to every matching subscription (one member per queue group).
    *  probe: record the receivers' largest outbound backlog in routeBacklogBytes. */
@@ -583,6 +586,17 @@ export class Server implements Bus {
 
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     this.publishRange(subject, reply, hdr, payload, 0, payload.length);
+  }
+
+  mapSubjects(prefix: string, map: ((subject: string) => string | null) | null): void {
+    this.mapPrefix = map === null ? "" : prefix;
+    this.mapFn = map;
+  }
+
+  /** The subject a client's publish to `subject` is routed as, or null to leave it. */
+  mappedSubject(subject: string): string | null {
+    if (this.mapPrefix === "" || this.mapFn === null || !subject.startsWith(this.mapPrefix)) return null;
+    return this.mapFn(subject);
   }
 
   publishRange(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {

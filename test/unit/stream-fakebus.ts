@@ -38,7 +38,15 @@ export class FakeBus implements Bus {
       },
     };
   }
+  private mapPrefix = "";
+  private mapFn: ((subject: string) => string | null) | null = null;
+  mapSubjects(prefix: string, map: ((subject: string) => string | null) | null): void {
+    this.mapPrefix = map === null ? "" : prefix;
+    this.mapFn = map;
+  }
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+    // As the server maps what clients publish (the tests publish as clients do).
+    if (this.mapFn !== null && this.mapPrefix !== "" && subject.startsWith(this.mapPrefix)) subject = this.mapFn(subject) ?? subject;
     const seenQueues = new Set<string>();
     for (const s of this.subs) {
       if (s.dead || !subjectMatches(s.subject, subject)) continue;
