@@ -929,7 +929,9 @@ export class Consumer implements ConsumerHook, Tickable {
     if (reply === "") return;
     const bus = this.env.bus;
     const st = this.store;
-    if (durable && st !== null) st.sync(() => bus.publish(reply, "", null, EMPTY));
+    // No answer when the ack could not be made durable (a full disk): the client's ack
+    // request times out and it can try again, rather than being told it is done.
+    if (durable && st !== null) st.sync((err) => err === null && bus.publish(reply, "", null, EMPTY));
     else bus.publish(reply, "", null, EMPTY);
   }
 

@@ -8,6 +8,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, statfsSync, writeFileSync, unlinkSync, mkdirSync } from "node:fs";
+import type { JsMsg } from "@nats-io/jetstream";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -210,6 +211,51 @@ void test("a full disk: 10077 for what does not fit, acknowledged messages kept,
     const log = env.child.log();
     assert.doesNotMatch(log, /recovery dropped/, "no damaged records after the full disk");
   } finally {
+    await stop(env);
+  }
+});
+
+void test("a full disk under a consumer: a double ack is not answered until its state is on disk", async (t) => {
+  if (!mounted) {
+    t.skip(skipWhy);
+    return;
+  }
+  const store = join(mnt, "store-acks");
+  mkdirSync(store);
+  let env = await boot(store);
+  const ballast = join(mnt, "ballast-acks");
+  try {
+    await env.jsm.streams.add({ name: "ACKS", subjects: ["acks.>"] });
+    await env.jsm.consumers.add("ACKS", { durable_name: "c", ack_policy: AckPolicy.Explicit, max_ack_pending: -1 });
+    for (let i = 0; i < 2000; i++) await env.js.publish("acks.x", `m${i}`);
+    const c = await env.js.consumers.get("ACKS", "c");
+    const got: JsMsg[] = [];
+    const it = await c.fetch({ max_messages: 2000, expires: 10_000 });
+    for await (const m of it) got.push(m);
+    assert.equal(got.length, 2000);
+    // 2000 pending deliveries: each consumer state snapshot is several KiB, so writing one
+    // needs new pages on the tmpfs. Now take every free page.
+    const fsStat = statfsSync(mnt);
+    writeFileSync(ballast, Buffer.alloc(fsStat.bavail * fsStat.bsize));
+    await assert.rejects(got[0]!.ackAck({ timeout: 1_500 }), /timeout|TIMEOUT/i, "no answer while the ack cannot be made durable");
+    unlinkSync(ballast);
+    // nats.js acks a message once: each try takes the next one.
+    let next = 1;
+    await until(
+      "a double ack is answered once there is room",
+      async () => got[next++]!.ackAck({ timeout: 1_500 }).catch(() => false),
+      15_000,
+    );
+    const ackedN = next; // got[0 .. next - 1] were all acked (the early ones without an answer)
+    const ci = await env.jsm.consumers.info("ACKS", "c");
+    assert.equal(ci.num_ack_pending, 2000 - ackedN, "every ack applied");
+    await stop(env);
+    env = await boot(store);
+    const after = await env.jsm.consumers.info("ACKS", "c");
+    assert.equal(after.num_ack_pending, 2000 - ackedN, "the acks survived a restart");
+    assert.equal(after.ack_floor.stream_seq, ackedN);
+  } finally {
+    rmSync(ballast, { force: true });
     await stop(env);
   }
 });

@@ -17,6 +17,8 @@ const META = "meta.json";
 const MIN_REWRITE_BYTES = 1024 * 1024;
 const STATE_MAGIC = 0x43; // 'C'
 const UPDATE_COALESCE_MS = 20;
+/** After a failed write or fsync (a full disk), the next try of the newest state. */
+export const CONSUMER_RETRY_MS = 1000;
 
 export interface FileConsumerStoreOptions {
   dir: string;
@@ -112,6 +114,7 @@ export class FileConsumerStore implements ConsumerStore {
   private timer: TimerHandle | null = null;
   private readonly idleWaiters: (() => void)[] = [];
   private coalesceTimer: TimerHandle | null = null;
+  private retryTimer: TimerHandle | null = null;
   private readonly coalesceFn = (): void => {
     this.coalesceTimer = null;
     this.schedule();
@@ -203,7 +206,7 @@ export class FileConsumerStore implements ConsumerStore {
     try {
       this.writeLatest();
     } catch (e) {
-      this.failed = this.failed ?? (e as Error);
+      this.fail(e as Error);
     }
     if (this.failed !== null) {
       const cbs = [...this.written, ...this.queued];
@@ -256,10 +259,26 @@ export class FileConsumerStore implements ConsumerStore {
     this.fs.fsync(this.fd, (err) => {
       this.fsyncing = false;
       for (const r of this.idleWaiters.splice(0)) r();
-      if (err !== null) this.failed = this.failed ?? err;
+      if (err !== null) this.fail(err);
       for (const cb of cbs) cb(err);
       if (this.syncIntervalMs === 0 && this.fd >= 0 && (this.dirty || this.written.length > 0)) this.startFsync();
     });
+  }
+
+  /** Every state is a whole snapshot, so a failure needs no reopen: callbacks get the error
+   *  until a retry writes the newest state again. It goes where the failed write began
+   *  (logBytes did not move), over whatever part of a snapshot that write left. */
+  private fail(e: Error): void {
+    if (this.failed === null) this.failed = e;
+    if (this.retryTimer !== null || this.closed) return;
+    this.retryTimer = this.clock.setTimer(() => {
+      this.retryTimer = null;
+      if (this.closed || this.fsyncing) return this.fail(this.failed ?? e);
+      this.failed = null;
+      if (this.latest === null) this.latest = this.loaded; // the last written state may not be durable
+      this.dirty = true;
+      this.schedule();
+    }, CONSUMER_RETRY_MS);
   }
 
   private arm(): void {
@@ -280,6 +299,8 @@ export class FileConsumerStore implements ConsumerStore {
     this.coalesceTimer = null;
     if (this.timer !== null) this.clock.clearTimer(this.timer);
     this.timer = null;
+    if (this.retryTimer !== null) this.clock.clearTimer(this.retryTimer);
+    this.retryTimer = null;
     if (this.fd >= 0) {
       try {
         if (this.dirty && this.failed === null) this.fs.fsyncSync(this.fd);
