@@ -51,6 +51,17 @@ async function boot(store: string): Promise<Env> {
   return { child, nc, jsm: await jetstreamManager(nc), js: jetstream(nc) };
 }
 
+/** A store directory on the tmpfs (null, the test skipped, where nothing could be mounted). */
+function tmpfsStore(t: { skip(why: string): void }, name: string): string | null {
+  if (!mounted) {
+    t.skip(skipWhy);
+    return null;
+  }
+  const store = join(mnt, name);
+  mkdirSync(store);
+  return store;
+}
+
 async function stop(env: Env): Promise<void> {
   await env.nc.close();
   await env.child.stop();
@@ -67,12 +78,8 @@ function msgId(i: number): { msgID: string } {
 }
 
 void test("a full disk: 10077 for what does not fit, acknowledged messages kept, the stream takes messages again once there is room", async (t) => {
-  if (!mounted) {
-    t.skip(skipWhy);
-    return;
-  }
-  const store = join(mnt, "store");
-  mkdirSync(store);
+  const store = tmpfsStore(t, "store");
+  if (store === null) return;
   let env = await boot(store);
   try {
     await env.jsm.streams.add({ name: "FULL", subjects: ["full.>"] });
@@ -216,12 +223,8 @@ void test("a full disk: 10077 for what does not fit, acknowledged messages kept,
 });
 
 void test("a full disk under a consumer: a double ack is not answered until its state is on disk", async (t) => {
-  if (!mounted) {
-    t.skip(skipWhy);
-    return;
-  }
-  const store = join(mnt, "store-acks");
-  mkdirSync(store);
+  const store = tmpfsStore(t, "store-acks");
+  if (store === null) return;
   let env = await boot(store);
   const ballast = join(mnt, "ballast-acks");
   try {
