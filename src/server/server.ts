@@ -595,7 +595,7 @@ export class Server implements Bus {
 
   /** The subject a client's publish to `subject` is routed as, or null to leave it. */
   mappedSubject(subject: string): string | null {
-    if (this.mapPrefix === "" || this.mapFn === null || !subject.startsWith(this.mapPrefix)) return null;
+    if (this.mapFn === null || !subject.startsWith(this.mapPrefix)) return null;
     return this.mapFn(subject);
   }
 

@@ -711,8 +711,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (!this.removeMsg(seq)) return false;
     try {
       this.writeOut();
-      this.fs.fsyncSync(this.blkFd(this.wblk));
-      if (b !== this.wblk) this.fs.fsyncSync(this.blkFd(b));
+      this.fs.fsyncSync(this.blkFd(this.wblk)); // the tombstone, before the overwrite
       rec[5] = 0; // flags: no header block
       rec.writeUInt16LE(0, 6); // subject length
       rec.writeUInt32LE(0, 8); // header length
