@@ -2,7 +2,6 @@
 // growable outbound buffer that the server flushes once per read (or per tick of the event
 // loop), so a burst of messages becomes one socket write.
 
-import type { Socket } from "node:net";
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
 import { authenticate, permissionsOf } from "./auth.js";
@@ -20,6 +19,18 @@ const INITIAL_OUT_BYTES = 32 * 1024;
 // A buffer handed to a socket that could not take it at once is replaced by one of at most
 // this size (a burst that grew the buffer need not pin that much per client).
 const MAX_REALLOC_OUT_BYTES = 1024 * 1024;
+
+/** What a Client needs of its transport: a net.Socket, a tls.TLSSocket, or a WebSocket
+ *  adapter (src/server/websocket.ts) that frames what is written. */
+export interface ClientConn {
+  write(data: Buffer | string): boolean;
+  end(): void;
+  destroy(): void;
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+}
 
 export const CloseReason = {
   ClientClosed: "Client Closed",
@@ -90,7 +101,7 @@ export class Client implements ParserHandler, SubOwner {
 
   constructor(
     readonly cid: number,
-    readonly socket: Socket,
+    public socket: ClientConn,
     private readonly server: Server,
   ) {
     const now = server.nowMs();

@@ -6,6 +6,9 @@ import type { Permissions } from "./permissions.js";
 export interface UserEntry {
   user: string;
   password: string; // plain text, or a bcrypt hash starting with "$2"
+  /** An nkey user ("U..." public key): authenticated by a signature of the INFO nonce.
+   *  "" for user/password entries. `user` is then the nkey too. */
+  nkey?: string;
   /** null: no permissions (everything allowed). default_permissions are filled in by the
    *  config mapping for users that have none, as nats-server's applyDefaultPermissions. */
   permissions: Permissions | null;
@@ -31,6 +34,52 @@ export interface JetStreamOptions {
   // (nats-server's behaviour; acknowledged data may be lost on power failure).
   syncIntervalMs: number | "always";
   domain: string;
+  /** Encryption at rest: "" (off), "chachapoly" or "aes". */
+  cipher: "" | "chachapoly" | "aes";
+  /** The key (any string; stretched to 256 bits). "" = off. */
+  key: string;
+  /** The previous key, for rotation: files under it are re-keyed to `key` at start. */
+  prevKey: string;
+}
+
+/** A `tls {}` block (client port, websocket, monitoring): nats-server's TLSConfigOpts. */
+export interface TlsOptions {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  /** Require and verify a client certificate. */
+  verify: boolean;
+  /** verify, and map the certificate (email/DNS SANs, then the RFC 2253 subject) to a user. */
+  verifyAndMap: boolean;
+  /** Handshake deadline (nats-server `timeout`, seconds in the file; default 2 s). */
+  timeoutMs: number;
+  /** Go cipher suite names (TLS 1.2); empty = the defaults. */
+  cipherSuites: string[];
+  /** Go curve names (CurveP256, X25519, ...); empty = the defaults. */
+  curvePreferences: string[];
+  /** Hex SHA-256 of the peer certificate's SubjectPublicKeyInfo; empty = no pinning. */
+  pinnedCerts: string[];
+  /** TLS before INFO (2.10 handshake_first); a duration allows a plaintext fallback. */
+  handshakeFirst: boolean;
+  handshakeFirstFallbackMs: number;
+  /** Minimum TLS version, "1.2" or "1.3". */
+  minVersion: string;
+}
+
+export interface WebSocketOptions {
+  host: string;
+  port: number; // 0 = off, -1 = random
+  advertise: string;
+  noTls: boolean;
+  tls: TlsOptions | null;
+  sameOrigin: boolean;
+  allowedOrigins: string[];
+  compression: boolean;
+  handshakeTimeoutMs: number;
+  jwtCookie: string;
+  noAuthUser: string;
+  /** websocket.authorization: overrides the server's for websocket clients when set. */
+  authorization: AuthorizationOptions | null;
 }
 
 export interface ServerOptions {
@@ -50,6 +99,14 @@ export interface ServerOptions {
   writeDeadlineMs: number;
   authorization: AuthorizationOptions;
   noAuthUser: string;
+  /** TLS on the client port; null = plaintext. */
+  tls: TlsOptions | null;
+  /** With tls: accept plaintext clients too (INFO tls_available instead of tls_required). */
+  allowNonTls: boolean;
+  /** Monitoring over HTTPS (https / https_port), with `tls`. 0 = off, -1 = random. */
+  httpsHost: string;
+  httpsPort: number;
+  websocket: WebSocketOptions | null;
   jetstream: JetStreamOptions;
   lameDuckDurationMs: number;
   lameDuckGracePeriodMs: number;
@@ -83,6 +140,11 @@ export function defaultOptions(): ServerOptions {
     writeDeadlineMs: 10 * 1000,
     authorization: { user: "", password: "", token: "", users: [], timeoutMs: 2000, defaultPermissions: null },
     noAuthUser: "",
+    tls: null,
+    allowNonTls: false,
+    httpsHost: "0.0.0.0",
+    httpsPort: 0,
+    websocket: null,
     jetstream: {
       enabled: false,
       storeDir: "",
@@ -90,6 +152,9 @@ export function defaultOptions(): ServerOptions {
       maxFileStoreBytes: -1,
       syncIntervalMs: "always",
       domain: "",
+      cipher: "",
+      key: "",
+      prevKey: "",
     },
     lameDuckDurationMs: 2 * 60 * 1000,
     lameDuckGracePeriodMs: 10 * 1000,
@@ -119,4 +184,38 @@ export function mergeOptions(...patches: OptionsPatch[]): ServerOptions {
     if (jetstream) Object.assign(out.jetstream, jetstream);
   }
   return out;
+}
+
+export function defaultTlsOptions(): TlsOptions {
+  return {
+    certFile: "",
+    keyFile: "",
+    caFile: "",
+    verify: false,
+    verifyAndMap: false,
+    timeoutMs: 2000,
+    cipherSuites: [],
+    curvePreferences: [],
+    pinnedCerts: [],
+    handshakeFirst: false,
+    handshakeFirstFallbackMs: 0,
+    minVersion: "1.2",
+  };
+}
+
+export function defaultWebSocketOptions(): WebSocketOptions {
+  return {
+    host: "0.0.0.0",
+    port: 0,
+    advertise: "",
+    noTls: false,
+    tls: null,
+    sameOrigin: false,
+    allowedOrigins: [],
+    compression: false,
+    handshakeTimeoutMs: 2000,
+    jwtCookie: "",
+    noAuthUser: "",
+    authorization: null,
+  };
 }
