@@ -151,6 +151,10 @@ function connInfo(c: ConnSnap, o: ConnzOptions, nowMs: number): Record<string, u
   ci["in_bytes"] = c.inBytes;
   ci["out_bytes"] = c.outBytes;
   ci["subscriptions"] = c.numSubs;
+  if (c.tlsVersion !== "") {
+    ci["tls_version"] = c.tlsVersion;
+    ci["tls_cipher_suite"] = c.tlsCipher;
+  }
   if (c.name !== "") ci["name"] = c.name;
   if (c.lang !== "") ci["lang"] = c.lang;
   if (c.version !== "") ci["version"] = c.version;

@@ -2,8 +2,10 @@
 // builder, write JSON. Loaded lazily by Server.start() when http_port is set.
 
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Server } from "../server/server.js";
+import type { TlsSetup } from "../server/tls.js";
 import { buildConnz, parseConnzOptions } from "./connz.js";
 import { buildHealthz, healthzBadRequest, parseHealthzOptions } from "./healthz.js";
 import { buildJsz, jszOptions } from "./jsz.js";
@@ -17,6 +19,7 @@ import { buildVarz } from "./varz.js";
 export interface MonitorHandle {
   readonly port: number;
   close(): Promise<void>;
+  setTls?(t: TlsSetup): void;
 }
 
 interface Reply {
@@ -54,11 +57,12 @@ export class MonitorRouter {
   readonly reqStats: Record<string, number> = {};
   private readonly cpu = new CpuMeter();
   httpPort = 0;
+  httpsPort = 0;
 
   constructor(private readonly server: Server) {}
 
   private snap(needs: SnapshotNeeds): ServerSnap {
-    return snapshot(this.server, needs, { httpPort: this.httpPort, cpuPercent: this.cpu.sample(), httpReqStats: this.reqStats });
+    return snapshot(this.server, needs, { httpPort: this.httpPort, httpsPort: this.httpsPort, cpuPercent: this.cpu.sample(), httpReqStats: this.reqStats });
   }
 
   handle(method: string, rawUrl: string): Reply {
@@ -134,7 +138,7 @@ const ROUTES = new Set([
 
 export async function startMonitor(server: Server): Promise<MonitorHandle> {
   const router = new MonitorRouter(server);
-  const srv = http.createServer((req, res) => {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const r = router.handle(req.method ?? "GET", req.url ?? "/");
     res.writeHead(r.status, {
       "Content-Type": r.contentType,
@@ -142,9 +146,14 @@ export async function startMonitor(server: Server): Promise<MonitorHandle> {
       "Access-Control-Allow-Origin": "*",
     });
     res.end(req.method === "HEAD" ? undefined : r.body);
-  });
+  };
   const o = server.opts;
-  const port = o.httpPort < 0 ? 0 : o.httpPort;
+  // https: the client port's certificate, without asking for client certificates (as
+  // nats-server's monitoring TLS config does).
+  const t = o.httpsPort !== 0 ? server.tls : null;
+  const srv: http.Server | https.Server = t !== null ? https.createServer({ ...t.contextOptions, requestCert: false }, handler) : http.createServer(handler);
+  const want = t !== null ? o.httpsPort : o.httpPort;
+  const port = want < 0 ? 0 : want;
   await new Promise<void>((resolve, reject) => {
     srv.once("error", reject);
     srv.listen({ host: o.httpHost, port }, () => {
@@ -154,9 +163,13 @@ export async function startMonitor(server: Server): Promise<MonitorHandle> {
   });
   srv.on("error", (err) => server.log.error(`Monitoring listener error: ${err.message}`));
   const bound = (srv.address() as AddressInfo).port;
-  router.httpPort = bound;
+  if (t !== null) router.httpsPort = bound;
+  else router.httpPort = bound;
   return {
     port: bound,
+    setTls: (next: TlsSetup): void => {
+      if (srv instanceof https.Server) srv.setSecureContext({ ...next.contextOptions });
+    },
     close: () =>
       new Promise<void>((resolve) => {
         srv.close(() => resolve());

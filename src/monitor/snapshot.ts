@@ -36,6 +36,9 @@ export interface ConnSnap {
   lang: string;
   version: string;
   user: string;
+  /** "" for plaintext connections. */
+  tlsVersion: string;
+  tlsCipher: string;
 }
 
 export interface SublistStats {
@@ -60,6 +63,13 @@ export interface ServerSnap {
   port: number;
   httpHost: string;
   httpPort: number;
+  httpsPort: number;
+  tlsRequired: boolean;
+  tlsVerify: boolean;
+  /** The client port's TLS handshake timeout (nats-server's default, 2 s, without TLS). */
+  tlsTimeoutMs: number;
+  /** The server certificate's expiry as node prints it; "" without TLS. */
+  tlsCertNotAfter: string;
   authRequired: boolean;
   authTimeoutMs: number;
   maxConnections: number;
@@ -107,7 +117,7 @@ export function ipOf(host: string): string {
 export function snapshot(
   server: Server,
   needs: SnapshotNeeds,
-  extra: { httpPort: number; cpuPercent: number; httpReqStats: Record<string, number> },
+  extra: { httpPort: number; httpsPort: number; cpuPercent: number; httpReqStats: Record<string, number> },
 ): ServerSnap {
   const o = server.opts;
   const open: ConnSnap[] = [];
@@ -136,6 +146,8 @@ export function snapshot(
       lang: c.lang,
       version: c.version,
       user: c.user,
+      tlsVersion: c.tlsVersion,
+      tlsCipher: c.tlsCipher,
     });
   }
   const closed: ConnSnap[] = server.closedClients.map((c) => ({
@@ -159,6 +171,8 @@ export function snapshot(
     lang: c.lang,
     version: c.version,
     user: c.user,
+    tlsVersion: c.tlsVersion,
+    tlsCipher: c.tlsCipher,
   }));
   const allSubs: SubSnap[] = needs.subs
     ? server.sublist.all().map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max, cid: s.owner.cid }))
@@ -180,6 +194,11 @@ export function snapshot(
     port: server.port,
     httpHost: o.httpHost,
     httpPort: extra.httpPort,
+    httpsPort: extra.httpsPort,
+    tlsRequired: server.tls !== null && !o.allowNonTls,
+    tlsVerify: server.tls !== null && server.tls.opts.verify,
+    tlsTimeoutMs: o.tls !== null ? o.tls.timeoutMs : 2000,
+    tlsCertNotAfter: server.tls !== null ? server.tls.certNotAfter : "",
     authRequired: server.authRequired(),
     authTimeoutMs: o.authorization.timeoutMs,
     maxConnections: o.maxConnections,

@@ -18,6 +18,9 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     host: s.host,
     port: s.port,
     auth_required: s.authRequired,
+    // omitempty in nats-server.
+    ...(s.tlsRequired ? { tls_required: true } : {}),
+    ...(s.tlsVerify ? { tls_verify: true } : {}),
     max_connections: s.maxConnections,
     // omitempty in nats-server: only a configured limit is shown.
     ...(s.maxSubs > 0 ? { max_subscriptions: s.maxSubs } : {}),
@@ -26,7 +29,7 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     http_host: s.httpHost,
     http_port: s.httpPort,
     http_base_path: "",
-    https_port: 0,
+    https_port: s.httpsPort,
     auth_timeout: s.authTimeoutMs / 1000,
     max_control_line: s.maxControlLineBytes,
     max_payload: s.maxPayloadBytes,
@@ -38,7 +41,8 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     mqtt: {},
     websocket: {},
     jetstream,
-    tls_timeout: 2,
+    tls_timeout: s.tlsTimeoutMs / 1000,
+    ...(s.tlsCertNotAfter !== "" ? { tls_cert_not_after: new Date(s.tlsCertNotAfter).toISOString().replace(".000Z", "Z") } : {}),
     write_deadline: s.writeDeadlineMs * NS_PER_MS,
     lame_duck_duration: s.lameDuckDurationMs * NS_PER_MS,
     start: rfc3339(s.startMs),

@@ -7,6 +7,7 @@ import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js"
 import { authenticate, permissionsOf } from "./auth.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
+import { mapCertUser } from "./tls.js";
 import type { Server } from "./server.js";
 import type { AckReply } from "../protocol/ackreply.js";
 
@@ -47,6 +48,7 @@ export const CloseReason = {
   ReadError: "Read Error",
   WriteError: "Write Error",
   LameDuck: "Lame Duck Mode",
+  TlsHandshakeError: "TLS Handshake Failure",
 } as const;
 export type CloseReason = (typeof CloseReason)[keyof typeof CloseReason];
 
@@ -69,6 +71,11 @@ export class Client implements ParserHandler, SubOwner {
   version = "";
   protocol = 0;
   user = "";
+  /** TLS: the negotiated version ("1.3") and cipher suite (IANA name); "" for plaintext. */
+  tlsVersion = "";
+  tlsCipher = "";
+  /** verify_and_map: the certificate's identities, in the order they are tried. */
+  certIdentities: string[] = [];
   /** null: no permissions, nothing is checked. */
   perms: ClientPermissions | null = null;
   /** perms with a publish allow or deny list (the one test on the PUB path). */
@@ -109,7 +116,9 @@ export class Client implements ParserHandler, SubOwner {
     this.lastActivityMs = now;
     this.lastInboundMs = now;
     this.lastPingMs = now;
-    this.host = socket.remoteAddress ?? "";
+    // A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d.
+    const ra = socket.remoteAddress ?? "";
+    this.host = ra.startsWith("::ffff:") ? ra.slice(7) : ra;
     this.port = socket.remotePort ?? 0;
     const o = server.opts;
     this.parser = new Parser(this, {
@@ -183,7 +192,12 @@ export class Client implements ParserHandler, SubOwner {
       return;
     }
     if (this.server.authRequired()) {
-      const user = authenticate(this.server.opts.authorization, c, this.server.opts.noAuthUser);
+      // verify_and_map: the certificate names the user; the CONNECT credentials do not count.
+      const t = this.server.tls;
+      const user =
+        t !== null && t.opts.verifyAndMap
+          ? mapCertUser(this.server.opts.authorization.users, this.certIdentities)
+          : authenticate(this.server.opts.authorization, c, this.server.opts.noAuthUser);
       if (user === null) {
         this.server.log.error(`${this.label()} - authentication error`);
         this.authFailed();

@@ -87,6 +87,17 @@ def(["sd", "store_dir"], "string", (o, v) => (js(o).storeDir = v));
 def(["user"], "string", (o, v) => (auth(o).user = v));
 def(["pass"], "string", (o, v) => (auth(o).password = v));
 def(["auth"], "string", (o, v) => (auth(o).token = v));
+const tlsFlag = (out: ServerFlags): NonNullable<OptionsPatch["tls"]> => (out.patch.tls ??= {});
+def(["tls"], "bool", (o, v) => {
+  if (parseBoolFlag("tls", v)) tlsFlag(o);
+});
+def(["tlscert"], "string", (o, v) => (tlsFlag(o).certFile = v));
+def(["tlskey"], "string", (o, v) => (tlsFlag(o).keyFile = v));
+def(["tlscacert"], "string", (o, v) => (tlsFlag(o).caFile = v));
+def(["tlsverify"], "bool", (o, v) => {
+  if (parseBoolFlag("tlsverify", v)) tlsFlag(o).verify = true;
+});
+def(["https_port"], "int", (o, v) => (o.patch.httpsPort = parseIntFlag("https_port", v)));
 def(["v", "version"], "bool", (o, v) => (o.showVersion = parseBoolFlag("version", v)));
 def(["h", "help"], "bool", (o, v) => (o.showHelp = parseBoolFlag("help", v)));
 def(["sl", "signal"], "string", (o, v) => (o.signal = v));
@@ -138,6 +149,7 @@ Server Options:
         --server_name <server_name>  Server name (default: auto)
     -P, --pid <file>                 File to store PID
     -m, --http_port <port>           Use port for http monitoring (-1 for random)
+        --https_port <port>          Use port for https monitoring (needs TLS)
     -c, --config <file>              Configuration file
     -t                               Test configuration and exit
     -sl,--signal <signal>[=<pid>]    Send signal to tsnats-server process (ldm, stop, quit, term, reopen, reload)
@@ -160,6 +172,13 @@ Authorization Options:
         --user <user>                User required for connections
         --pass <password>            Password required for connections
         --auth <token>               Authorization token required for connections
+
+TLS Options:
+        --tls                        Enable TLS, do not verify clients (default: false)
+        --tlscert <file>             Server certificate file
+        --tlskey <file>              Private key for server certificate
+        --tlsverify                  Enable TLS, verify client certificates
+        --tlscacert <file>           Client certificate CA for verification
 
 Common Options:
     -h, --help                       Show this message

@@ -103,8 +103,8 @@ export interface ServerOptions {
   tls: TlsOptions | null;
   /** With tls: accept plaintext clients too (INFO tls_available instead of tls_required). */
   allowNonTls: boolean;
-  /** Monitoring over HTTPS (https / https_port), with `tls`. 0 = off, -1 = random. */
-  httpsHost: string;
+  /** Monitoring over HTTPS (https / https_port, on httpHost), with `tls`. 0 = off, -1 =
+   *  random. Not together with httpPort (nats-server refuses both). */
   httpsPort: number;
   websocket: WebSocketOptions | null;
   jetstream: JetStreamOptions;
@@ -142,7 +142,6 @@ export function defaultOptions(): ServerOptions {
     noAuthUser: "",
     tls: null,
     allowNonTls: false,
-    httpsHost: "0.0.0.0",
     httpsPort: 0,
     websocket: null,
     jetstream: {
@@ -169,17 +168,21 @@ export function defaultOptions(): ServerOptions {
   };
 }
 
-export type OptionsPatch = Partial<Omit<ServerOptions, "authorization" | "jetstream">> & {
+export type OptionsPatch = Partial<Omit<ServerOptions, "authorization" | "jetstream" | "tls">> & {
   authorization?: Partial<AuthorizationOptions>;
   jetstream?: Partial<JetStreamOptions>;
+  /** A whole block (config file), or some fields over it (the --tls* flags); null = off. */
+  tls?: Partial<TlsOptions> | null;
 };
 
 /** Apply patches left to right over the defaults; nested blocks merge field by field. */
 export function mergeOptions(...patches: OptionsPatch[]): ServerOptions {
   const out = defaultOptions();
   for (const p of patches) {
-    const { authorization, jetstream, ...flat } = p;
+    const { authorization, jetstream, tls, ...flat } = p;
     Object.assign(out, flat);
+    if (tls === null) out.tls = null;
+    else if (tls !== undefined) out.tls = { ...(out.tls ?? defaultTlsOptions()), ...tls };
     if (authorization) Object.assign(out.authorization, authorization);
     if (jetstream) Object.assign(out.jetstream, jetstream);
   }

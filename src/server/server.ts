@@ -2,6 +2,8 @@
 // One coarse timer drives pings, auth timeouts and write deadlines for every client.
 
 import net from "node:net";
+import tls from "node:tls";
+import { buildTls, peerIdentities, peerVerifyError, pinnedOk, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
 import { adoptAccepted, inReadBuffer } from "../runtime/net.js";
 import { randomBytes } from "node:crypto";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
@@ -39,6 +41,8 @@ export interface JetStreamLike {
 export interface MonitorLike {
   readonly port: number;
   close(): Promise<void>;
+  /** https monitoring: take new certificates (reload). */
+  setTls?(t: TlsSetup): void;
 }
 
 export interface ClosedClientInfo {
@@ -57,6 +61,8 @@ export interface ClosedClientInfo {
   inBytes: number;
   outBytes: number;
   rttMs: number;
+  tlsVersion: string;
+  tlsCipher: string;
 }
 
 const MAX_CLOSED_CLIENTS = 10_000;
@@ -116,6 +122,8 @@ export class Server implements Bus {
   monitor: MonitorLike | null = null;
   lameDuck = false;
   configLoadMs: number;
+  /** TLS for the client port (and https monitoring); null = plaintext. Rebuilt on reload. */
+  tls: TlsSetup | null = null;
 
   private listener: net.Server | null = null;
   private nextCid = 1;
@@ -168,26 +176,29 @@ export class Server implements Bus {
     this.log.info(`  ID:       ${this.serverId}`);
     if (o.configFile) this.log.info(`Using configuration file: ${o.configFile}`);
     if (o.pidFile) writeFileSync(o.pidFile, String(process.pid));
+    // Certificates are loaded before anything listens: TLS that does not work is a startup
+    // error, never a plaintext server.
+    if (o.tls !== null) this.tls = buildTls(o.tls);
+    if (o.httpPort !== 0 && o.httpsPort !== 0) throw new Error(`can't specify both HTTP (${o.httpPort}) and HTTPs (${o.httpsPort}) ports`);
+    if (o.httpsPort !== 0 && this.tls === null) throw new Error("TLS cert and key required for HTTPS");
 
     if (o.jetstream.enabled) await this.startJetStream();
 
-    if (o.httpPort !== 0) await this.startMonitor();
+    if (o.httpPort !== 0 || o.httpsPort !== 0) await this.startMonitor();
 
     // Paused, so that accept() can move the handle into a socket with a shared read buffer.
     const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
     this.listener = listener;
     const port = o.port < 0 ? 0 : o.port;
-    await new Promise<void>((resolve, reject) => {
-      listener.once("error", reject);
-      listener.listen({ host: o.host, port, exclusive: true }, () => {
-        listener.off("error", reject);
-        resolve();
-      });
-    });
+    await listenAny(listener, o.host, port);
     listener.on("error", (err) => this.log.error(`Client listener error: ${err.message}`));
     const addr = listener.address();
     this.boundPort = typeof addr === "object" && addr ? addr.port : port;
     this.log.info(`Listening for client connections on ${o.host}:${this.boundPort}`);
+    if (this.tls !== null) {
+      this.log.info("TLS required for client connections");
+      if (o.allowNonTls) this.log.warn("Clients that are not using TLS are allowed to connect (allow_non_tls)");
+    }
     this.writePortsFile();
     this.log.info("Server is ready");
     const tickMs = Math.max(20, Math.min(1000, Math.floor(o.pingIntervalMs / 4), Math.floor(o.authorization.timeoutMs / 4)));
@@ -220,7 +231,7 @@ export class Server implements Bus {
     try {
       const mod = (await import(spec)) as { startMonitor: (s: Server) => Promise<MonitorLike> };
       this.monitor = await mod.startMonitor(this);
-      this.log.info(`Starting http monitor on ${this.opts.httpHost}:${this.monitor.port}`);
+      this.log.info(`Starting ${this.opts.httpsPort !== 0 ? "https" : "http"} monitor on ${this.opts.httpHost}:${this.monitor.port}`);
     } catch (err) {
       this.log.error(`Could not start monitoring: ${(err as Error).message}`);
       throw err;
@@ -316,6 +327,12 @@ export class Server implements Bus {
   reload(next: ServerOptions): void {
     const prev = this.opts;
     if (next.port !== prev.port && next.port > 0 && prev.port > 0) this.log.warn("Config reload: port change requires a restart; ignored");
+    // TLS: new certificates (and settings) for new connections. Turning TLS on or off needs a
+    // restart, as in nats-server; a block that does not load keeps the old context.
+    if ((next.tls === null) !== (prev.tls === null)) throw new Error("config reload: enabling or disabling TLS requires a restart");
+    const nextTls = next.tls !== null ? buildTls(next.tls) : null;
+    this.tls = nextTls;
+    if (nextTls !== null && this.monitor?.setTls) this.monitor.setTls(nextTls);
     this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort };
     this.traceEnabled = this.opts.trace && this.log.traceEnabled;
     this.configLoadMs = this.nowMs();
@@ -360,32 +377,165 @@ export class Server implements Bus {
       this.log.warn("Maximum connections exceeded");
       return;
     }
+    if (this.tls !== null) {
+      this.acceptTls(raw, this.tls);
+      return;
+    }
     let client: Client | null = null;
     const socket = adoptAccepted(raw, (chunk) => {
       if (client === null) return;
       client.onData(chunk);
       this.flushDirty();
     });
+    const c = this.register(socket);
+    client = c;
+    this.wire(c, socket);
+    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
+    this.flushDirty();
+  }
+
+  /** A new Client over socket, counted and tracked until its socket closes. */
+  private register(socket: net.Socket): Client {
     socket.setNoDelay(true);
     const cid = this.nextCid++;
     const c = new Client(cid, socket, this);
-    client = c;
     this.clients.set(cid, c);
     this.liveSockets.add(socket);
     this.stats.totalConnections++;
     this.log.debug(`${c.label()} - Client connection created`);
-    socket.on("drain", () => c.onDrain());
-    socket.on("error", (err) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
     socket.on("close", () => {
       this.liveSockets.delete(socket);
       c.close(CloseReason.ClientClosed);
       if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
     });
-    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-    this.flushDirty();
+    return c;
+  }
+
+  /** The write-side events of the socket a client talks over (the TLS socket once secure). */
+  private wire(c: Client, s: net.Socket): void {
+    s.on("drain", () => c.onDrain());
+    s.on("error", (err) => {
+      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+  }
+
+  /**
+   * A client on a TLS port, as nats-server's createClient does it:
+   * - TLS required: INFO in plaintext (tls_required), then the client starts the handshake;
+   * - allow_non_tls: INFO says tls_available, and the first byte tells (0x16: a handshake);
+   * - handshake_first: the handshake first, INFO over TLS once secure; with a fallback delay,
+   *   a client that sends nothing in that time gets the plaintext INFO instead.
+   * A client that does not finish the handshake within tls.timeout is closed.
+   */
+  private acceptTls(raw: net.Socket, t: TlsSetup): void {
+    const c = this.register(raw);
+    raw.on("error", (err) => {
+      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+    const o = this.opts;
+    const deadline = setTimeout(() => {
+      if (c.closed || c.tlsVersion !== "") return;
+      this.log.error(`${c.label()} - TLS handshake timeout`);
+      c.close(CloseReason.TlsHandshakeError);
+      raw.destroy();
+    }, t.opts.timeoutMs);
+    deadline.unref();
+    const sendInfo = (tlsRequired: boolean): void => {
+      c.queueString(`INFO ${this.infoJson(c, false, tlsRequired)}\r\n`);
+      this.flushDirty();
+    };
+    const plaintext = (first: Buffer | null): void => {
+      clearTimeout(deadline);
+      raw.on("data", (chunk: Buffer) => {
+        c.onData(chunk);
+        this.flushDirty();
+      });
+      if (first !== null) {
+        c.onData(first);
+        this.flushDirty();
+      }
+      raw.resume();
+    };
+    // After INFO (or before it, handshake first): wait for the first bytes and decide.
+    const sniff = (): void => {
+      raw.once("data", (first: Buffer) => {
+        raw.pause();
+        if (first[0] === 0x16) this.upgradeTls(c, raw, t, first, deadline, null);
+        else plaintext(first);
+      });
+      raw.resume();
+    };
+    if (t.opts.handshakeFirst) {
+      const fallback = t.opts.handshakeFirstFallbackMs;
+      if (fallback <= 0) {
+        this.upgradeTls(c, raw, t, null, deadline, () => sendInfo(true));
+        return;
+      }
+      const timer = setTimeout(() => {
+        raw.removeAllListeners("data");
+        raw.pause();
+        if (c.closed) return;
+        // Nothing came: a client that waits for INFO, as before 2.10.
+        sendInfo(!o.allowNonTls);
+        if (o.allowNonTls) sniff();
+        else this.upgradeTls(c, raw, t, null, deadline, null);
+      }, fallback);
+      raw.once("data", (first: Buffer) => {
+        clearTimeout(timer);
+        raw.pause();
+        this.upgradeTls(c, raw, t, first, deadline, () => sendInfo(true));
+      });
+      raw.resume();
+      return;
+    }
+    sendInfo(!o.allowNonTls);
+    if (o.allowNonTls) sniff();
+    else this.upgradeTls(c, raw, t, null, deadline, null);
+  }
+
+  /** Server-side handshake over raw (first: bytes already read from it); then the client
+   *  reads and writes through the TLS socket. */
+  private upgradeTls(c: Client, raw: net.Socket, t: TlsSetup, first: Buffer | null, deadline: NodeJS.Timeout, onSecure: (() => void) | null): void {
+    if (c.closed) return;
+    if (first !== null) raw.unshift(first);
+    const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
+    c.socket = ts;
+    ts.on("error", (err) => {
+      if (c.tlsVersion === "") this.log.error(`${c.label()} - TLS handshake error: ${err.message}`);
+      else this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(c.tlsVersion === "" ? CloseReason.TlsHandshakeError : CloseReason.ReadError);
+      raw.destroy();
+    });
+    ts.on("secure", () => {
+      clearTimeout(deadline);
+      if (c.closed) return;
+      const verifyErr = t.opts.verify ? peerVerifyError(ts) : null;
+      if (verifyErr !== null) {
+        this.log.error(`${c.label()} - TLS handshake error: client certificate not verified: ${verifyErr}`);
+        c.close(CloseReason.TlsHandshakeError);
+        ts.destroy();
+        return;
+      }
+      if (!pinnedOk(ts, t.opts.pinnedCerts)) {
+        this.log.error(`${c.label()} - TLS handshake error: peer certificate is not pinned`);
+        c.close(CloseReason.TlsHandshakeError);
+        ts.destroy();
+        return;
+      }
+      c.tlsVersion = tlsVersionName(ts);
+      c.tlsCipher = tlsCipherName(ts);
+      if (t.opts.verifyAndMap) c.certIdentities = peerIdentities(ts);
+      this.log.debug(`${c.label()} - TLS handshake complete`);
+      this.log.debug(`${c.label()} - TLS version ${c.tlsVersion}, cipher suite ${c.tlsCipher}`);
+      ts.on("drain", () => c.onDrain());
+      ts.on("data", (chunk: Buffer) => {
+        c.onData(chunk);
+        this.flushDirty();
+      });
+      if (onSecure !== null) onSecure();
+    });
   }
 
   clientClosed(c: Client): void {
@@ -407,11 +557,15 @@ export class Server implements Bus {
       inBytes: c.inBytes,
       outBytes: c.outBytes,
       rttMs: c.rttMs,
+      tlsVersion: c.tlsVersion,
+      tlsCipher: c.tlsCipher,
     });
     if (this.closedClients.length > MAX_CLOSED_CLIENTS) this.closedClients.shift();
   }
 
-  infoJson(c: Client | null, ldm = false): string {
+  /** tlsRequired: what this connection's INFO says (allow_non_tls says tls_available; a TLS
+   *  first client is told tls_required). Undefined: from the options. */
+  infoJson(c: Client | null, ldm = false, tlsRequired?: boolean): string {
     const o = this.opts;
     const info: Record<string, unknown> = {
       server_id: this.serverId,
@@ -425,6 +579,12 @@ export class Server implements Bus {
       max_payload: o.maxPayloadBytes,
     };
     if (this.authRequired()) info["auth_required"] = true;
+    if (this.tls !== null) {
+      const req = tlsRequired ?? (c !== null && c.tlsVersion !== "" ? true : !o.allowNonTls);
+      if (req) info["tls_required"] = true;
+      else info["tls_available"] = true;
+      if (this.tls.opts.verify) info["tls_verify"] = true;
+    }
     if (o.jetstream.enabled) {
       info["jetstream"] = true;
       info["api_lvl"] = JS_API_LEVEL;
@@ -689,6 +849,30 @@ export class Server implements Bus {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Listen on host:port. "0.0.0.0" means every address, as in nats-server (Go listens on both
+ * IPv4 and IPv6 for it): node's "::" is dual-stack, so a client that resolves localhost to
+ * ::1 connects too; where IPv6 is unavailable it falls back to IPv4 only.
+ */
+export async function listenAny(l: net.Server, host: string, port: number): Promise<void> {
+  const attempt = (h: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      l.once("error", reject);
+      l.listen({ host: h, port, exclusive: true, ipv6Only: false }, () => {
+        l.off("error", reject);
+        resolve();
+      });
+    });
+  if (host !== "0.0.0.0") return attempt(host);
+  try {
+    await attempt("::");
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== "EAFNOSUPPORT" && code !== "EADDRNOTAVAIL") throw err;
+    await attempt("0.0.0.0");
+  }
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

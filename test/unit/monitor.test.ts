@@ -33,6 +33,8 @@ function conn(cid: number, over: Partial<ConnSnap> = {}): ConnSnap {
     lang: "nats.js",
     version: "3.0.0",
     user: "",
+    tlsVersion: "",
+    tlsCipher: "",
     ...over,
   };
 }
@@ -53,6 +55,11 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
     port: 4222,
     httpHost: "127.0.0.1",
     httpPort: 8222,
+    httpsPort: 0,
+    tlsRequired: false,
+    tlsVerify: false,
+    tlsTimeoutMs: 2000,
+    tlsCertNotAfter: "",
     authRequired: false,
     authTimeoutMs: 2000,
     maxConnections: 65536,

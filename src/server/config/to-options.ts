@@ -5,7 +5,8 @@
 //       throws ConfigProblems (message: one "file:line:col: reason" per line; .errors has each
 //       ConfigError, .warnings the warnings collected so far).
 //   loadConfigFile(path, env?) -> { patch, warnings, tree }   parse + map in one call.
-//   IGNORED_TOP_LEVEL: keys nats-server knows that tsnats accepts with a warning.
+//   IGNORED_TOP_LEVEL: keys nats-server knows that tsnats accepts with a warning (harmless).
+//   REFUSED_TOP_LEVEL: keys nats-server knows that tsnats refuses (startup error, with why).
 //
 // Rules (after nats-server server/opts.go): unknown keys are errors `unknown field "x"` unless the
 // key was only defined to be used as a $variable; durations are Go duration strings, and a bare
@@ -24,6 +25,7 @@ import {
 } from "./parser.js";
 import { parseDurationMs } from "./duration.js";
 import { permissionsBlock } from "./permissions.js";
+import { tlsBlock } from "./tls.js";
 
 export class ConfigProblems extends Error {
   readonly code = "CONFIG_ERROR";
@@ -41,31 +43,100 @@ export interface ToOptionsResult {
   warnings: string[];
 }
 
+// Fail closed: a setting nats-server knows and tsnats does not implement stops the server at
+// startup (REFUSED_*), naming the file, line and field. Only settings that change nothing a
+// client or an operator relies on stay warnings (IGNORED_*): log rotation and formatting,
+// profiling, cluster-only tuning on a single server, cosmetic metadata.
+
+/** Harmless to ignore: accepted with a warning. */
 export const IGNORED_TOP_LEVEL: ReadonlySet<string> = new Set([
-  "client_advertise", "trace_verbose", "trace_headers", "logtime_utc", "mappings", "maps",
-  "disable_sublist_cache", "no_sublist_cache", "accounts", "default_sentinel", "https",
-  "https_port", "http_base_path", "cluster", "gateway", "leaf", "leafnodes",
-  "logfile_size_limit", "log_size_limit", "logfile_max_num", "log_max_num", "syslog",
-  "remote_syslog", "prof_port", "prof_block_rate", "proxy_protocol", "max_traced_msg_len",
-  "max_sub_tokens", "max_subscription_tokens", "tls", "ocsp",
-  "allow_non_tls", "write_timeout", "operator", "operators", "roots", "root", "root_operators",
-  "root_operator", "resolver", "account_resolver", "accounts_resolver", "resolver_tls",
-  "resolver_preload", "resolver_pinned_accounts", "system_account", "system",
-  "no_system_account", "no_system", "no_sys_acc", "no_header_support", "trusted",
-  "trusted_keys", "connect_error_reports", "reconnect_error_reports", "websocket", "ws", "mqtt",
-  "server_tags", "server_metadata", "feature_flags", "default_js_domain", "ocsp_cache",
-  "no_fast_producer_stall", "max_closed_clients", "proxies", "lame_duck_mode",
+  "client_advertise", "trace_verbose", "trace_headers", "logtime_utc",
+  "disable_sublist_cache", "no_sublist_cache",
+  "logfile_size_limit", "log_size_limit", "logfile_max_num", "log_max_num",
+  "prof_port", "prof_block_rate", "max_traced_msg_len",
+  "connect_error_reports", "reconnect_error_reports",
+  "server_tags", "server_metadata", "no_fast_producer_stall", "max_closed_clients", "write_timeout",
+  // tsnats has no system account, which is what these ask for.
+  "no_system_account", "no_system", "no_sys_acc",
 ]);
 
+/** Not implemented, and ignoring them would change security or behaviour: startup errors. */
+export const REFUSED_TOP_LEVEL: ReadonlyMap<string, string> = new Map([
+  ["accounts", "multiple accounts are not supported by tsnats yet"],
+  ["operator", "JWT operator mode is not supported by tsnats yet"],
+  ["operators", "JWT operator mode is not supported by tsnats yet"],
+  ["roots", "JWT operator mode is not supported by tsnats yet"],
+  ["root", "JWT operator mode is not supported by tsnats yet"],
+  ["root_operators", "JWT operator mode is not supported by tsnats yet"],
+  ["root_operator", "JWT operator mode is not supported by tsnats yet"],
+  ["resolver", "account resolvers (JWT) are not supported by tsnats yet"],
+  ["account_resolver", "account resolvers (JWT) are not supported by tsnats yet"],
+  ["accounts_resolver", "account resolvers (JWT) are not supported by tsnats yet"],
+  ["resolver_tls", "account resolvers (JWT) are not supported by tsnats yet"],
+  ["resolver_preload", "account resolvers (JWT) are not supported by tsnats yet"],
+  ["resolver_pinned_accounts", "account resolvers (JWT) are not supported by tsnats yet"],
+  ["trusted", "trusted operator keys (JWT) are not supported by tsnats yet"],
+  ["trusted_keys", "trusted operator keys (JWT) are not supported by tsnats yet"],
+  ["default_sentinel", "JWT sentinels are not supported by tsnats yet"],
+  ["system_account", "a system account needs accounts, which tsnats does not support yet"],
+  ["system", "a system account needs accounts, which tsnats does not support yet"],
+  ["cluster", "clustering is not supported by tsnats yet"],
+  ["gateway", "gateways are not supported by tsnats"],
+  ["leaf", "leaf nodes are not supported by tsnats yet"],
+  ["leafnodes", "leaf nodes are not supported by tsnats yet"],
+  ["mqtt", "MQTT is not supported by tsnats"],
+  ["ocsp", "OCSP stapling is not supported by tsnats"],
+  ["ocsp_cache", "OCSP is not supported by tsnats"],
+  ["proxies", "trusted proxies are not supported by tsnats"],
+  ["proxy_protocol", "the PROXY protocol is not supported by tsnats"],
+  ["mappings", "subject mappings are not supported by tsnats yet"],
+  ["maps", "subject mappings are not supported by tsnats yet"],
+  ["no_header_support", "turning header support off is not supported by tsnats"],
+  ["max_sub_tokens", "a limit on subscription tokens is not enforced by tsnats yet"],
+  ["max_subscription_tokens", "a limit on subscription tokens is not enforced by tsnats yet"],
+  ["http_base_path", "a monitoring base path is not supported by tsnats yet"],
+  ["syslog", "logging to syslog is not supported by tsnats"],
+  ["remote_syslog", "logging to syslog is not supported by tsnats"],
+  ["feature_flags", "feature flags are not supported by tsnats"],
+  ["default_js_domain", "default JetStream domains (leaf nodes) are not supported by tsnats yet"],
+  ["lame_duck_mode", "unknown to tsnats"],
+  ["websocket", "the WebSocket listener is not supported by tsnats yet"],
+  ["ws", "the WebSocket listener is not supported by tsnats yet"],
+]);
+
+/** jetstream {} fields without effect on one server. */
 const IGNORED_JETSTREAM = new Set([
-  "strict", "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key",
-  "cipher", "extension_hint", "limits", "tpm", "unique_tag", "max_outstanding_catchup",
+  "strict", "extension_hint", "unique_tag", "max_outstanding_catchup",
   "max_buffered_size", "max_buffered_msgs", "request_queue_limit", "info_queue_limit",
   "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
 ]);
 
-const IGNORED_AUTH = new Set(["auth_callout", "auth_hook", "proxy_required", "nkeys"]);
-const IGNORED_USER = new Set(["nkey", "allowed_connection_types", "connection_types", "clients", "proxy_required", "account"]);
+const REFUSED_JETSTREAM: ReadonlyMap<string, string> = new Map([
+  ["key", "encryption at rest is not supported by tsnats yet"],
+  ["ek", "encryption at rest is not supported by tsnats yet"],
+  ["encryption_key", "encryption at rest is not supported by tsnats yet"],
+  ["prev_key", "encryption at rest is not supported by tsnats yet"],
+  ["prev_ek", "encryption at rest is not supported by tsnats yet"],
+  ["prev_encryption_key", "encryption at rest is not supported by tsnats yet"],
+  ["cipher", "encryption at rest is not supported by tsnats yet"],
+  ["limits", "JetStream server limits are not enforced by tsnats yet"],
+  ["tpm", "TPM-sealed keys are not supported by tsnats"],
+]);
+
+const REFUSED_AUTH: ReadonlyMap<string, string> = new Map([
+  ["auth_callout", "auth callout is not supported by tsnats yet"],
+  ["auth_hook", "auth callout is not supported by tsnats yet"],
+  ["proxy_required", "trusted proxies are not supported by tsnats"],
+]);
+
+const REFUSED_USER: ReadonlyMap<string, string> = new Map([
+  ["nkey", "nkey users are not supported by tsnats yet"],
+  ["account", "accounts are not supported by tsnats yet"],
+  ["allowed_connection_types", "allowed_connection_types is not enforced by tsnats yet"],
+  ["connection_types", "allowed_connection_types is not enforced by tsnats yet"],
+  ["clients", "allowed_connection_types is not enforced by tsnats yet"],
+  ["proxy_required", "trusted proxies are not supported by tsnats"],
+]);
 
 class Ctx {
   readonly errors: ConfigError[] = [];
@@ -86,6 +157,10 @@ class Ctx {
   }
   ignored(map: ConfigMap, key: string, where: string): void {
     this.warn(map, key, `field "${where}${key}" is not supported by tsnats and is ignored`);
+  }
+  /** A setting tsnats does not implement: a startup error, never a warning. */
+  refused(map: ConfigMap, key: string, where: string, why: string): void {
+    this.error(map, key, `field "${where}${key}" is not supported: ${why}; refusing to start rather than ignore it`);
   }
 
   // ---- typed readers: undefined (after recording an error) on a wrong type ----
@@ -289,9 +364,28 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
       return authorization(ctx, m, k, patch);
     case "jetstream":
       return jetstream(ctx, m, k, patch);
-    default:
-      if (IGNORED_TOP_LEVEL.has(k.toLowerCase())) return ctx.ignored(m, k, "");
+    case "tls": {
+      const t = tlsBlock(ctx, m, k);
+      if (t !== undefined) patch.tls = t;
+      return;
+    }
+    case "allow_non_tls":
+      return set(patch, "allowNonTls", ctx.bool(m, k));
+    case "https": {
+      const hp = hostPort(ctx, m, k);
+      set(patch, "httpHost", hp.host);
+      set(patch, "httpsPort", hp.port);
+      return;
+    }
+    case "https_port":
+      return set(patch, "httpsPort", ctx.int(m, k));
+    default: {
+      const lk = k.toLowerCase();
+      const why = REFUSED_TOP_LEVEL.get(lk);
+      if (why !== undefined) return ctx.refused(m, k, "", why);
+      if (IGNORED_TOP_LEVEL.has(lk)) return ctx.ignored(m, k, "");
       return ctx.unknown(m, k);
+    }
   }
 }
 
@@ -343,9 +437,11 @@ function authorization(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsP
         if (p !== undefined) auth.defaultPermissions = p;
         break;
       }
-      default:
-        if (IGNORED_AUTH.has(k.toLowerCase())) ctx.ignored(m, k, "authorization.");
+      default: {
+        const why = REFUSED_AUTH.get(k.toLowerCase());
+        if (why !== undefined) ctx.refused(m, k, "authorization.", why);
         else ctx.unknown(m, k);
+      }
     }
   }
   // nats-server applyDefaultPermissions: users without permissions of their own get them.
@@ -386,9 +482,11 @@ function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | unde
           if (p !== undefined) entry.permissions = p;
           break;
         }
-        default:
-          if (IGNORED_USER.has(k.toLowerCase())) ctx.ignored(u, k, "authorization.users.");
+        default: {
+          const why = REFUSED_USER.get(k.toLowerCase());
+          if (why !== undefined) ctx.refused(u, k, "authorization.users.", why);
           else ctx.unknown(u, k);
+        }
       }
     }
     if (entry.user === "") ctx.error(arr, i, "user entry requires a user");
@@ -459,8 +557,12 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
       if (b !== undefined) js.enabled = b;
       return;
     }
-    default:
-      if (IGNORED_JETSTREAM.has(k.toLowerCase())) return ctx.ignored(m, k, "jetstream.");
+    default: {
+      const lk = k.toLowerCase();
+      const why = REFUSED_JETSTREAM.get(lk);
+      if (why !== undefined) return ctx.refused(m, k, "jetstream.", why);
+      if (IGNORED_JETSTREAM.has(lk)) return ctx.ignored(m, k, "jetstream.");
       return ctx.unknown(m, k);
+    }
   }
 }
