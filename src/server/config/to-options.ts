@@ -80,11 +80,6 @@ export const REFUSED_TOP_LEVEL: ReadonlyMap<string, string> = new Map([
   ["default_sentinel", "JWT sentinels are not supported by tsnats yet"],
   ["system_account", "a system account needs accounts, which tsnats does not support yet"],
   ["system", "a system account needs accounts, which tsnats does not support yet"],
-  ["cluster", "clustering is not supported by tsnats yet"],
-  ["gateway", "gateways are not supported by tsnats"],
-  ["leaf", "leaf nodes are not supported by tsnats yet"],
-  ["leafnodes", "leaf nodes are not supported by tsnats yet"],
-  ["mqtt", "MQTT is not supported by tsnats"],
   ["ocsp", "OCSP stapling is not supported by tsnats"],
   ["ocsp_cache", "OCSP is not supported by tsnats"],
   ["proxies", "trusted proxies are not supported by tsnats"],
@@ -379,6 +374,15 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
     }
     case "https_port":
       return set(patch, "httpsPort", ctx.int(m, k));
+    case "leaf":
+    case "leafnodes":
+      return unopenedListener(ctx, m, k, "leaf node", ["remotes"]);
+    case "mqtt":
+      return unopenedListener(ctx, m, k, "MQTT", []);
+    case "gateway":
+      return unopenedListener(ctx, m, k, "gateway", ["gateways"]);
+    case "cluster":
+      return unopenedListener(ctx, m, k, "cluster", ["routes", "tls"]);
     default: {
       const lk = k.toLowerCase();
       const why = REFUSED_TOP_LEVEL.get(lk);
@@ -387,6 +391,27 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
       return ctx.unknown(m, k);
     }
   }
+}
+
+/**
+ * A listener tsnats does not implement (leaf nodes, MQTT, gateways, cluster routes): nothing
+ * listens, so what the block says about accepting connections (listen, authorization, tls of
+ * that port) protects nothing that exists; it is accepted with a warning that the port is not
+ * opened. The nats.js test launcher writes `leafnodes { listen }` into every config. What
+ * would make this server act for others (`refusedKeys`: remotes, routes, gateways) or secure
+ * a connection it would make is refused: ignoring it changes what the operator gets.
+ */
+function unopenedListener(ctx: Ctx, parent: ConfigMap, key: string, what: string, refusedKeys: readonly string[]): void {
+  const m = ctx.map(parent, key);
+  if (!m) return;
+  let refused = false;
+  for (const k of Object.keys(m)) {
+    if (refusedKeys.includes(k.toLowerCase())) {
+      ctx.refused(m, k, `${key}.`, `${what} connections are not supported by tsnats yet`);
+      refused = true;
+    }
+  }
+  if (!refused) ctx.warn(parent, key, `field "${key}": ${what} connections are not supported by tsnats; no ${what} port is opened`);
 }
 
 function authorization(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {

@@ -1,0 +1,116 @@
+// Fail closed: every security-relevant (or behaviour-changing) setting of nats-server's
+// config reference either works in tsnats or stops it at startup with an error naming the
+// file, line and field. A table over the field names, so a new field cannot slip into the
+// warnings by accident.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { parseConfigText } from "../../src/server/config/parser.js";
+import { ConfigProblems, IGNORED_TOP_LEVEL, REFUSED_TOP_LEVEL, toOptions } from "../../src/server/config/to-options.js";
+
+const FILE = "/etc/tsnats/test.conf";
+
+function map(text: string): ReturnType<typeof toOptions> {
+  return toOptions(parseConfigText(text, { file: FILE }), { file: FILE });
+}
+
+/** Asserts the config text is refused, with an error on `line` naming `field`. */
+function refused(text: string, line: number, field: string): void {
+  assert.throws(
+    () => map(text),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigProblems, `expected ConfigProblems, got ${String(err)}`);
+      const re = new RegExp(`^${FILE.replace(/\//g, "\\/")}:${line}:\\d+: .*${field.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`, "m");
+      assert.match(err.message, re);
+      return true;
+    },
+    `not refused: ${text}`,
+  );
+}
+
+// Security settings tsnats implements: they map to options, no warning.
+const WORKS: Array<[string, (r: ReturnType<typeof toOptions>) => void]> = [
+  ["authorization { user: a, password: b }", (r) => assert.equal(r.patch.authorization?.user, "a")],
+  ["authorization { token: t }", (r) => assert.equal(r.patch.authorization?.token, "t")],
+  ["authorization { users: [ { user: a, password: b, permissions: { publish: x } } ] }", (r) => assert.equal(r.patch.authorization?.users?.length, 1)],
+  ["authorization { users: [ { user: a, password: b } ] }\nno_auth_user: a", (r) => assert.equal(r.patch.noAuthUser, "a")],
+  ["tls { cert_file: c.pem, key_file: k.pem, verify: true, timeout: 3 }", (r) => assert.equal(r.patch.tls?.verify, true)],
+  ["tls { cert_file: c.pem, key_file: k.pem, verify_and_map: true }", (r) => assert.equal(r.patch.tls?.verifyAndMap, true)],
+  ["tls { cert_file: c.pem, key_file: k.pem, handshake_first: true }", (r) => assert.equal(r.patch.tls?.handshakeFirst, true)],
+  ["tls { cert_file: c.pem, key_file: k.pem, handshake_first: \"300ms\" }", (r) => assert.equal(r.patch.tls?.handshakeFirstFallbackMs, 300)],
+  ["tls { cert_file: c.pem, key_file: k.pem, cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], curve_preferences: [CurveP256, X25519] }", (r) => assert.deepEqual(r.patch.tls?.curvePreferences, ["CurveP256", "X25519"])],
+  ["tls { cert_file: c.pem, key_file: k.pem, pinned_certs: [\"" + "a".repeat(64) + "\"] }", (r) => assert.equal(r.patch.tls?.pinnedCerts?.length, 1)],
+  ["tls { cert_file: c.pem, key_file: k.pem }\nallow_non_tls: true", (r) => assert.equal(r.patch.allowNonTls, true)],
+  ["tls { cert_file: c.pem, key_file: k.pem }\nhttps: \"127.0.0.1:8443\"", (r) => assert.equal(r.patch.httpsPort, 8443)],
+  ["max_connections: 10", (r) => assert.equal(r.patch.maxConnections, 10)],
+  ["max_control_line: 1024", (r) => assert.equal(r.patch.maxControlLineBytes, 1024)],
+  ["max_payload: 1024", (r) => assert.equal(r.patch.maxPayloadBytes, 1024)],
+];
+
+for (const [text, check] of WORKS) {
+  void test(`works: ${text.replace(/\n/g, "; ")}`, () => {
+    const r = map(text);
+    check(r);
+    assert.deepEqual(r.warnings, []);
+  });
+}
+
+void test("every refused top-level field stops the server, naming file, line and field", () => {
+  assert.ok(REFUSED_TOP_LEVEL.size >= 30);
+  for (const key of REFUSED_TOP_LEVEL.keys()) {
+    // Line 2: the error must point at the field, not at the file.
+    refused(`port: 4222\n${key}: {}\n`, 2, `"${key}"`);
+    refused(`port: 4222\n${key}: "x"\n`, 2, `"${key}"`);
+  }
+});
+
+void test("the security settings named by nats-server's reference are never mere warnings", () => {
+  const mustNotWarn = [
+    "tls", "accounts", "operator", "resolver", "trusted_keys", "trusted", "system_account", "mappings",
+    "authorization", "no_auth_user", "allow_non_tls", "ocsp", "proxies", "default_sentinel",
+  ];
+  for (const k of mustNotWarn) assert.ok(!IGNORED_TOP_LEVEL.has(k), `${k} must not be a warning`);
+});
+
+// Nested fields that are refused; the line is where the field is.
+const NESTED: Array<[string, number, string]> = [
+  ["authorization {\n  auth_callout { issuer: x }\n}", 2, "authorization.auth_callout"],
+  ["authorization {\n  users: [\n    { user: a, password: b, account: A }\n  ]\n}", 3, "authorization.users.account"],
+  ["authorization {\n  users: [\n    { user: a, password: b, allowed_connection_types: [STANDARD] }\n  ]\n}", 3, "allowed_connection_types"],
+  ["authorization {\n  users: [\n    { user: a, password: b, proxy_required: true }\n  ]\n}", 3, "proxy_required"],
+  ["jetstream {\n  limits { max_ha_assets: 1 }\n}", 2, "jetstream.limits"],
+  ["jetstream {\n  tpm { keys_file: x }\n}", 2, "jetstream.tpm"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  cert_store: WindowsCurrentUser\n}", 4, "tls.cert_store"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  ocsp_peer: true\n}", 4, "tls.ocsp_peer"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  certs: [ { cert_file: a, key_file: b } ]\n}", 4, "tls.certs"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  connection_rate_limit: 10\n}", 4, "tls.connection_rate_limit"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  verify_cert_and_check_known_urls: true\n}", 4, "verify_cert_and_check_known_urls"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  bogus: 1\n}", 4, "bogus"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  min_version: \"1.1\"\n}", 4, "unsupported TLS version"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA]\n}", 1, "insecure cipher suites"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  cipher_suites: [NOPE]\n}", 4, "unrecognized cipher NOPE"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  curve_preferences: [X25519MLKEM768]\n}", 4, "X25519MLKEM768"],
+  ["tls {\n  verify: true\n}", 1, "cert_file"],
+  ["cluster {\n  listen: 127.0.0.1:6222\n  routes: [nats://127.0.0.1:6223]\n}", 3, "cluster.routes"],
+  ["cluster {\n  listen: 127.0.0.1:6222\n  tls { cert_file: a, key_file: b }\n}", 3, "cluster.tls"],
+  ["leafnodes {\n  remotes: [ { url: \"nats://x:7422\" } ]\n}", 2, "leafnodes.remotes"],
+  ["gateway {\n  name: A\n  gateways: [ { name: B, url: \"nats://x:7222\" } ]\n}", 3, "gateway.gateways"],
+];
+
+for (const [text, line, field] of NESTED) {
+  void test(`refused: ${field}`, () => refused(text, line, field));
+}
+
+void test("listeners tsnats does not open are warnings that say so (the nats.js launcher writes leafnodes { listen })", () => {
+  const r = map("leafnodes {\n  listen: 127.0.0.1:-1\n}\nmqtt { port: 1883 }\ncluster { name: c1, listen: 127.0.0.1:-1 }\n");
+  assert.equal(r.warnings.length, 3);
+  assert.match(r.warnings[0]!, /:1:1: field "leafnodes": leaf node connections are not supported by tsnats; no leaf node port is opened/);
+  assert.match(r.warnings[1]!, /:4:1: field "mqtt": MQTT connections/);
+  assert.match(r.warnings[2]!, /:5:1: field "cluster": cluster connections/);
+});
+
+void test("harmless fields stay warnings and change nothing", () => {
+  const r = map("logfile_size_limit: 1MB\nprof_port: 6060\nserver_tags: [a]\n");
+  assert.equal(r.warnings.length, 3);
+  assert.deepEqual(r.patch, {});
+});
