@@ -58,8 +58,7 @@ export const IGNORED_TOP_LEVEL: ReadonlySet<string> = new Set([
 ]);
 
 const IGNORED_JETSTREAM = new Set([
-  "strict", "key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key",
-  "cipher", "extension_hint", "limits", "tpm", "unique_tag", "max_outstanding_catchup",
+  "strict", "extension_hint", "limits", "tpm", "unique_tag", "max_outstanding_catchup",
   "max_buffered_size", "max_buffered_msgs", "request_queue_limit", "info_queue_limit",
   "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
 ]);
@@ -457,6 +456,31 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
     case "enabled": {
       const b = ctx.bool(m, k);
       if (b !== undefined) js.enabled = b;
+      return;
+    }
+    // Encryption at rest (src/storage/cryptfs.ts). nats-server's names: key/ek/encryption_key,
+    // prev_key/prev_ek/prev_encryption_key, cipher chacha|chachapoly|aes (any case).
+    case "key":
+    case "ek":
+    case "encryption_key": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.key = s;
+      return;
+    }
+    case "prev_key":
+    case "prev_ek":
+    case "prev_encryption_key": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.prevKey = s;
+      return;
+    }
+    case "cipher": {
+      const s = ctx.str(m, k);
+      if (s === undefined) return;
+      const c = s.toLowerCase();
+      if (c === "chacha" || c === "chachapoly") js.cipher = "chachapoly";
+      else if (c === "aes") js.cipher = "aes";
+      else ctx.error(m, k, `Unknown cipher type: ${JSON.stringify(s)}`);
       return;
     }
     default:
