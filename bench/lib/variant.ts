@@ -30,7 +30,7 @@ class OwnServerContext extends ServerConns implements CaseContext {
   }
 
   freshServer(): Promise<ServerProc> {
-    return Promise.reject(new Error("freshServer is not available in a sync_interval row"));
+    return Promise.reject(new Error("freshServer is not available in a variant row"));
   }
 
   note(text: string): void {
@@ -48,16 +48,37 @@ export function syncIntervalCase(
   metrics: MetricDef[],
   run: (ctx: CaseContext) => Promise<Record<string, number>>,
 ): CaseDef {
+  return configVariantCase(name, SYNC_INTERVAL_LABEL, `jetstream {\n  sync_interval: "${SYNC_INTERVAL}"\n}\n`, metrics, run);
+}
+
+export const ENCRYPTED_NOTE =
+  'Rows marked "tsnats (encrypted <cipher>)": the tsnats column comes from a tsnats started with jetstream { key, cipher } ' +
+  "(encryption at rest), the nats-server column from the same unencrypted nats-server as every other row.";
+
+/** The case `name` again, with tsnats replaced by a tsnats with encryption at rest. */
+export function encryptedCase(
+  name: string,
+  cipher: "chachapoly" | "aes",
+  metrics: MetricDef[],
+  run: (ctx: CaseContext) => Promise<Record<string, number>>,
+): CaseDef {
+  return configVariantCase(name, `tsnats (encrypted ${cipher})`, `jetstream {\n  key: "bench-key-not-secret"\n  cipher: ${cipher}\n}\n`, metrics, run);
+}
+
+/** The case `name` again, with tsnats replaced by a tsnats started with this config file. */
+function configVariantCase(
+  name: string,
+  label: string,
+  config: string,
+  metrics: MetricDef[],
+  run: (ctx: CaseContext) => Promise<Record<string, number>>,
+): CaseDef {
   return {
-    name: `${name} — ${SYNC_INTERVAL_LABEL}`,
+    name: `${name} — ${label}`,
     metrics,
     async run(ctx: CaseContext): Promise<Record<string, number>> {
       if (ctx.server.name !== "tsnats") return run(ctx);
-      const proc = await ServerProc.start({
-        name: "tsnats",
-        jetstream: true,
-        config: `jetstream {\n  sync_interval: "${SYNC_INTERVAL}"\n}\n`,
-      });
+      const proc = await ServerProc.start({ name: "tsnats", jetstream: true, config });
       const own = new OwnServerContext(proc, ctx.opts, ctx);
       try {
         return await run(own);

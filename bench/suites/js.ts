@@ -4,7 +4,7 @@
 import { createStream, deleteStream, fileStreamConfig, pubAckError, streamInfo, windowedRequests } from "../lib/js.js";
 import { deadlineAfter, latencyStats, payloadOf, sleep } from "../lib/load.js";
 import { dirBytes } from "../lib/servers.js";
-import { SYNC_INTERVAL_NOTE, syncIntervalCase } from "../lib/variant.js";
+import { ENCRYPTED_NOTE, SYNC_INTERVAL_NOTE, encryptedCase, syncIntervalCase } from "../lib/variant.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
 const STREAM = "BENCH";
@@ -148,6 +148,7 @@ export const jsSuite: SuiteDef = {
     `Store case: a fresh server, ${FILL_WINDOW} publishes in flight to fill; RSS from /proc/<pid>/status before the fill and 1 s after it ("RSS/msg"), its lowest over ${IDLE_SAMPLES} s idle after that ("idle"), and 1 s after the recovery below ("recovered"), each minus the empty server's; disk = apparent bytes under the store dir. The second store case spreads the messages round-robin over ${MANY_SUBJECTS.toLocaleString("en-US")} subjects (10 each at the default --msgs), so both servers hold per-subject state: there the bytes per message are a cost per message, where with one subject they are mostly the runtime's fixed cost of having run recovery.`,
     "Recovery: SIGKILL, restart on the same store dir and port, time until $JS.API.STREAM.INFO reports every message (includes process start).",
     SYNC_INTERVAL_NOTE,
+    ENCRYPTED_NOTE,
   ],
   cases(opts: BenchOptions): CaseDef[] {
     const n = opts.msgs.toLocaleString("en-US");
@@ -159,6 +160,10 @@ export const jsSuite: SuiteDef = {
       syncIntervalCase("js pub sync, 16 B", PUB_METRICS, (c) => jsPublish(c, 16, 1)),
       syncIntervalCase("js pub async (256 in flight), 16 B", PUB_METRICS, (c) => jsPublish(c, 16, 256)),
       syncIntervalCase("js pub async (256 in flight), 1 KiB", PUB_METRICS, (c) => jsPublish(c, 1024, 256)),
+      encryptedCase("js pub sync, 16 B", "chachapoly", PUB_METRICS, (c) => jsPublish(c, 16, 1)),
+      encryptedCase("js pub async (256 in flight), 16 B", "chachapoly", PUB_METRICS, (c) => jsPublish(c, 16, 256)),
+      encryptedCase("js pub async (256 in flight), 1 KiB", "chachapoly", PUB_METRICS, (c) => jsPublish(c, 1024, 256)),
+      encryptedCase("js pub async (256 in flight), 1 KiB", "aes", PUB_METRICS, (c) => jsPublish(c, 1024, 256)),
       storeCase(`store ${n} × 16 B`, 1),
       storeCase(`store ${n} × 16 B over ${MANY_SUBJECTS.toLocaleString("en-US")} subjects`, MANY_SUBJECTS),
     ];

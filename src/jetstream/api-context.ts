@@ -8,6 +8,7 @@ import type { Logger } from "../server/log.js";
 import type { JetStreamOptions } from "../server/options.js";
 import type { StreamHandle } from "./contracts.js";
 import type { ApiError } from "./errors.js";
+import type { Fs } from "../runtime/fs.js";
 
 export interface ConsumerApiContext {
   readonly bus: Bus;
@@ -17,6 +18,8 @@ export interface ConsumerApiContext {
   readonly serverName: string;
   readonly serverId: string;
   readonly maxPayloadBytes: number;
+  /** The JetStream service's Fs (encrypting when jetstream.key is set): consumer stores use it. */
+  readonly fs: Fs;
   /** A stream by name, or undefined when there is none. Its addConsumer() throws a
    *  JsApiError (10026, maximum consumers limit reached) when max_consumers is reached. */
   getStream(name: string): StreamHandle | undefined;

@@ -143,6 +143,7 @@ export class ApiRouter {
       serverName: d.serverName,
       serverId: d.serverId,
       maxPayloadBytes: d.maxPayloadBytes,
+      fs: svc.fs,
       getStream: (name) => svc.streams.get(name),
       streamNames: () => [...svc.streams.keys()].sort(),
       respond: (reply, obj) => this.respond(reply, obj),

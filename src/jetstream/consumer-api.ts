@@ -13,7 +13,6 @@ import { jsErr, JsApiError, type ApiError, type JsErrName } from "./errors.js";
 import { ApiType } from "./types.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { JS_API_LEVEL } from "../version.js";
-import { NodeFs } from "../runtime/fs.js";
 import { FileConsumerStore } from "../storage/index.js";
 import type { ConsumerStore } from "../storage/types.js";
 import { rfc3339Ns, parseRfc3339Ns } from "../stream/time.js";
@@ -148,7 +147,7 @@ function openStore(ctx: ConsumerApiContext, st: StreamHandle, cfg: ConsumerConfi
   if (cfg.mem_storage) return null;
   const dir = st.consumerDir(cfg.name);
   if (dir === null) return null;
-  const store = new FileConsumerStore({ dir, fs: new NodeFs(), clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
+  const store = new FileConsumerStore({ dir, fs: ctx.fs, clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
   store.open();
   return store;
 }
@@ -183,7 +182,7 @@ export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): num
   const probe = st.consumerDir("_");
   if (probe === null) return 0;
   const obs = dirname(probe);
-  const fs = new NodeFs();
+  const fs = ctx.fs;
   let names: string[];
   try {
     names = fs.readdir(obs);

@@ -18,6 +18,7 @@ import { rfc3339Ns } from "../stream/time.js";
 import { ApiRouter, domainMapped } from "./api.js";
 import { JS_API_LEVEL } from "../version.js";
 import { randomBytes } from "node:crypto";
+import { CryptFs, checkStoreEncryption } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
 
 export const ACCOUNT = "$G";
@@ -32,7 +33,11 @@ interface StoredMeta {
 
 export class JetStreamService {
   readonly deps: JetStreamDeps;
+  /** The Fs every store, meta file and snapshot goes through: a CryptFs over the disk when
+   *  jetstream.key is set. */
   readonly fs: Fs;
+  private readonly diskFs: Fs;
+  private readonly crypt: CryptFs | null;
   readonly streams = new Map<string, Stream>();
   readonly sourcing: Sourcing;
   readonly apiStats = { total: 0, errors: 0 };
@@ -46,7 +51,11 @@ export class JetStreamService {
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
-    this.fs = new NodeFs();
+    this.diskFs = new NodeFs();
+    const o = deps.opts;
+    this.crypt =
+      o.key !== "" ? new CryptFs(this.diskFs, { cipher: o.cipher === "" ? "chachapoly" : o.cipher, key: o.key, prevKey: o.prevKey }) : null;
+    this.fs = this.crypt ?? this.diskFs;
     this.sourcing = new Sourcing(this);
     this.router = new ApiRouter(this);
   }
@@ -66,6 +75,7 @@ export class JetStreamService {
 
   async start(): Promise<void> {
     if (this.started) return;
+    this.checkEncryption();
     this.started = true;
     const dir = this.streamsDir();
     this.fs.mkdirp(dir);
@@ -90,6 +100,22 @@ export class JetStreamService {
     this.sourcing.start();
     const n = this.streams.size;
     this.deps.log.info(`JetStream started: ${n} stream${n === 1 ? "" : "s"} recovered from ${dir}`);
+  }
+
+  /** Before anything is opened: every file must open under the configured key (re-wrapped
+   *  when it opens under prev_key, encrypted when it is plaintext), and without a key no file
+   *  may be encrypted. Throws (the server does not start) otherwise; nothing is changed then. */
+  private checkEncryption(): void {
+    const o = this.deps.opts;
+    if (o.key === "" && o.cipher !== "") throw new Error(`JetStream cipher ${o.cipher} is set but no encryption key is configured`);
+    if (o.key === "" && o.prevKey !== "") throw new Error("JetStream prev_key is set but no encryption key is configured");
+    const jsDir = join(o.storeDir, "jetstream");
+    const r = checkStoreEncryption(this.diskFs, jsDir, this.crypt);
+    if (this.crypt !== null) {
+      this.deps.log.info(`JetStream encryption at rest: ${this.crypt.cipher}, ${r.files} file${r.files === 1 ? "" : "s"} checked`);
+      if (r.converted > 0) this.deps.log.warn(`JetStream encrypted ${r.converted} plaintext file${r.converted === 1 ? "" : "s"} found in ${jsDir}`);
+      if (r.rotated > 0) this.deps.log.info(`JetStream re-keyed ${r.rotated} file${r.rotated === 1 ? "" : "s"} from prev_key to key`);
+    }
   }
 
   async stop(): Promise<void> {

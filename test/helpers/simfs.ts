@@ -96,7 +96,7 @@ export class SimFs implements Fs {
   read(fd: number, buf: Buffer, off: number, len: number, pos: number): number {
     const f = this.h(fd);
     const n = Math.max(0, Math.min(len, f.len - pos));
-    f.cur.copy(buf, off, pos, pos + n);
+    if (n > 0) f.cur.copy(buf, off, pos, pos + n); // past the end: 0 bytes, as pread(2)
     return n;
   }
   write(fd: number, buf: Buffer, off: number, len: number, pos: number): void {

@@ -107,13 +107,6 @@ const IGNORED_JETSTREAM = new Set([
 ]);
 
 const REFUSED_JETSTREAM: ReadonlyMap<string, string> = new Map([
-  ["key", "encryption at rest is not supported by tsnats yet"],
-  ["ek", "encryption at rest is not supported by tsnats yet"],
-  ["encryption_key", "encryption at rest is not supported by tsnats yet"],
-  ["prev_key", "encryption at rest is not supported by tsnats yet"],
-  ["prev_ek", "encryption at rest is not supported by tsnats yet"],
-  ["prev_encryption_key", "encryption at rest is not supported by tsnats yet"],
-  ["cipher", "encryption at rest is not supported by tsnats yet"],
   ["limits", "JetStream server limits are not enforced by tsnats yet"],
   ["tpm", "TPM-sealed keys are not supported by tsnats"],
 ]);
@@ -580,6 +573,31 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
     case "enabled": {
       const b = ctx.bool(m, k);
       if (b !== undefined) js.enabled = b;
+      return;
+    }
+    // Encryption at rest (src/storage/cryptfs.ts). nats-server's names: key/ek/encryption_key,
+    // prev_key/prev_ek/prev_encryption_key, cipher chacha|chachapoly|aes (any case).
+    case "key":
+    case "ek":
+    case "encryption_key": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.key = s;
+      return;
+    }
+    case "prev_key":
+    case "prev_ek":
+    case "prev_encryption_key": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.prevKey = s;
+      return;
+    }
+    case "cipher": {
+      const s = ctx.str(m, k);
+      if (s === undefined) return;
+      const c = s.toLowerCase();
+      if (c === "chacha" || c === "chachapoly") js.cipher = "chachapoly";
+      else if (c === "aes") js.cipher = "aes";
+      else ctx.error(m, k, `Unknown cipher type: ${JSON.stringify(s)}`);
       return;
     }
     default: {
