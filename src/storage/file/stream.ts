@@ -663,6 +663,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (sum === null || sum.covered !== b.written || b.sumCovered === b.written) return;
     const bytes = sum.encode();
     try {
+      // A new file rather than an overwrite: under encryption at rest (CryptFs) a new file
+      // gets a new key and IV, so two versions of a summary never share a keystream. A crash
+      // in between costs a scan, as any lost summary does.
+      this.fs.unlink(b.sumPath);
       const fd = this.fs.open(b.sumPath, "rw");
       try {
         this.fs.write(fd, bytes, 0, bytes.length, 0);
