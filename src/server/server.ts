@@ -145,6 +145,12 @@ export class Server implements Bus {
     return this.boundPort;
   }
 
+  /** Client sockets not yet released, closed clients' lingering ones included (what
+   *  max_connections counts). */
+  get socketCount(): number {
+    return this.liveSockets.size;
+  }
+
   get serverName(): string {
     return this.opts.serverName || this.serverId;
   }
