@@ -9,6 +9,9 @@ export const ProtoErrorKind = {
   MaxPayload: "max_payload",
   BadArgs: "bad_args",
   HeadersNotNegotiated: "headers_not_negotiated",
+  /** An operation other than CONNECT while awaitingConnect (nats-server: Authorization
+   *  Violation). */
+  NotConnected: "not_connected",
 } as const;
 export type ProtoErrorKind = (typeof ProtoErrorKind)[keyof typeof ProtoErrorKind];
 
@@ -24,6 +27,10 @@ export interface ParserHandler {
   processUnsub(sid: string, max: number): void;
   processPing(): void;
   processPong(): void;
+  /** Optional: while awaitingConnect, the first byte of an operation is not a 'C'. true = the
+   *  handler let the connection in without CONNECT (and cleared awaitingConnect); false or
+   *  absent = protocolError(NotConnected). */
+  opBeforeConnect?(): boolean;
   /** The connection must be closed; nothing more is parsed. */
   protocolError(kind: ProtoErrorKind, detail: string): void;
 }
@@ -52,6 +59,11 @@ export class Parser {
   private stopped = false;
   /** Set true once CONNECT negotiated headers. */
   headers = false;
+  /** Set while the connection must authenticate before anything else: then every operation
+   *  must be a CONNECT, which is checked at its first byte, so that nothing else (no PUB
+   *  payload) is ever buffered for an unauthenticated peer. The handler clears it. Checked
+   *  once per read, not per operation. */
+  awaitingConnect = false;
 
   constructor(
     private readonly h: ParserHandler,
@@ -64,6 +76,10 @@ export class Parser {
 
   parse(buf: Buffer): void {
     let i = 0;
+    if (this.awaitingConnect) {
+      i = this.beforeConnect(buf);
+      if (i < 0) return;
+    }
     const n = buf.length;
     while (i < n && !this.stopped) {
       if (this.state === S_CONTROL) {
@@ -76,14 +92,7 @@ export class Parser {
         }
         const nl = buf.indexOf(LF, i);
         if (nl < 0) {
-          const have = (this.partialLine ? this.partialLine.length : 0) + (n - i);
-          // A CR that ends this read belongs to the line terminator, not to the line.
-          if (have - (buf[n - 1] === CR ? 1 : 0) > this.limits.maxControlLineBytes) {
-            this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
-            return;
-          }
-          const rest = buf.subarray(i);
-          this.partialLine = this.partialLine ? Buffer.concat([this.partialLine, rest]) : Buffer.from(rest);
+          this.keepPartial(buf, i, n);
           return;
         }
         let line = buf;
@@ -136,6 +145,58 @@ export class Parser {
         }
       }
     }
+  }
+
+  /**
+   * Operations while awaitingConnect, one control line at a time, until the handler clears
+   * the flag (CONNECT accepted) or the parser stops. Returns where the normal loop takes
+   * over, or -1 when nothing is left to parse. A line is buffered across reads only when it
+   * starts with 'C', and never beyond maxControlLineBytes.
+   */
+  private beforeConnect(buf: Buffer): number {
+    const n = buf.length;
+    let i = 0;
+    while (i < n && this.awaitingConnect && !this.stopped) {
+      if (this.partialLine === null && (buf[i]! | 0x20) !== 99) {
+        if (this.h.opBeforeConnect?.() === true) break;
+        this.fail(ProtoErrorKind.NotConnected, "Authorization Violation");
+        return -1;
+      }
+      const nl = buf.indexOf(LF, i);
+      if (nl < 0) {
+        this.keepPartial(buf, i, n);
+        return -1;
+      }
+      let line = buf;
+      let ls = i;
+      let end = nl;
+      if (this.partialLine) {
+        line = Buffer.concat([this.partialLine, buf.subarray(i, nl)]);
+        this.partialLine = null;
+        ls = 0;
+        end = line.length;
+      }
+      i = nl + 1;
+      if (end > ls && line[end - 1] === CR) end--;
+      if (end - ls > this.limits.maxControlLineBytes) {
+        this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
+        return -1;
+      }
+      this.control(line, ls, end);
+    }
+    return i < n && !this.stopped ? i : -1;
+  }
+
+  /** The start of a control line that ends in a later read, within the limit. */
+  private keepPartial(buf: Buffer, i: number, n: number): void {
+    const have = (this.partialLine ? this.partialLine.length : 0) + (n - i);
+    // A CR that ends this read belongs to the line terminator, not to the line.
+    if (have - (buf[n - 1] === CR ? 1 : 0) > this.limits.maxControlLineBytes) {
+      this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
+      return;
+    }
+    const rest = buf.subarray(i);
+    this.partialLine = this.partialLine ? Buffer.concat([this.partialLine, rest]) : Buffer.from(rest);
   }
 
   /**

@@ -4,7 +4,8 @@
 
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
-import { authenticate, permissionsOf } from "./auth.js";
+import { authenticate, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
+import { redactSecrets } from "./redact.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { mapCertUser } from "./tls.js";
@@ -20,13 +21,20 @@ const INITIAL_OUT_BYTES = 32 * 1024;
 // A buffer handed to a socket that could not take it at once is replaced by one of at most
 // this size (a burst that grew the buffer need not pin that much per client).
 const MAX_REALLOC_OUT_BYTES = 1024 * 1024;
+// A closed connection's socket is destroyed at the latest this long after close().
+const CLOSE_LINGER_MS = 1000;
+// Trace only: the longest unfinished line kept between reads to be redacted whole.
+const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
 /** What a Client needs of its transport: a net.Socket, a tls.TLSSocket, or a WebSocket
  *  adapter (src/server/websocket.ts) that frames what is written. */
 export interface ClientConn {
   write(data: Buffer | string): boolean;
-  end(): void;
+  /** cb (when the transport has one): everything written has been handed to the peer. */
+  end(cb?: () => void): void;
   destroy(): void;
+  /** Stop reading (a closed connection takes no more input); optional for adapters. */
+  pause?(): void;
   readonly writableLength: number;
   readonly destroyed: boolean;
   readonly remoteAddress?: string | undefined;
@@ -76,6 +84,10 @@ export class Client implements ParserHandler, SubOwner {
   tlsCipher = "";
   /** verify_and_map: the certificate's identities, in the order they are tried. */
   certIdentities: string[] = [];
+  /** The nkey this client authenticated with ("" for other kinds of auth). */
+  nkey = "";
+  /** The challenge its INFO carried for nkey users to sign ("" when none was sent). */
+  readonly nonce: string;
   /** null: no permissions, nothing is checked. */
   perms: ClientPermissions | null = null;
   /** perms with a publish allow or deny list (the one test on the PUB path). */
@@ -125,6 +137,9 @@ export class Client implements ParserHandler, SubOwner {
       maxControlLineBytes: o.maxControlLineBytes,
       maxPayloadBytes: o.maxPayloadBytes,
     });
+    this.nonce = nonceRequired(o.authorization) ? newNonce() : "";
+    // Until CONNECT, the parser takes nothing but CONNECT (opBeforeConnect decides the rest).
+    this.parser.awaitingConnect = server.authRequired();
   }
 
   /** Pending outbound bytes: our buffer plus what the socket still holds. */
@@ -142,11 +157,34 @@ export class Client implements ParserHandler, SubOwner {
   }
   inBytesRaw = 0;
 
+  // Trace only: the unfinished last line of the previous read, so that a line (a CONNECT
+  // with a password) is redacted whole even when it arrives in pieces. Bounded: a longer
+  // line is traced by its start and the rest skipped.
+  private traceCarry = "";
+  private traceSkip = false;
+
   private traceIn(chunk: Buffer): void {
-    const text = chunk.toString("latin1");
-    for (const line of text.split("\r\n")) {
-      if (line.length > 0) this.server.log.trace(`${this.label()} - <<- [${line.length > 200 ? line.slice(0, 200) + "..." : line}]`);
+    const lines = (this.traceCarry + chunk.toString("latin1")).split("\r\n");
+    const carry = lines.pop() ?? "";
+    for (const line of lines) {
+      if (this.traceSkip) {
+        this.traceSkip = false; // the end of a line already traced by its start
+        continue;
+      }
+      if (line.length > 0) this.traceLineIn(line);
     }
+    if (carry.length <= TRACE_CARRY_MAX_CHARS) {
+      this.traceCarry = carry;
+      return;
+    }
+    if (!this.traceSkip) this.traceLineIn(carry);
+    this.traceSkip = true;
+    this.traceCarry = "";
+  }
+
+  private traceLineIn(line: string): void {
+    const shown = redactSecrets(line);
+    this.server.log.trace(`${this.label()} - <<- [${shown.length > 200 ? shown.slice(0, 200) + "..." : shown}]`);
   }
 
   label(): string {
@@ -192,21 +230,23 @@ export class Client implements ParserHandler, SubOwner {
       return;
     }
     if (this.server.authRequired()) {
+      const a = this.server.opts.authorization;
       // verify_and_map: the certificate names the user; the CONNECT credentials do not count.
       const t = this.server.tls;
-      const user =
-        t !== null && t.opts.verifyAndMap
-          ? mapCertUser(this.server.opts.authorization.users, this.certIdentities)
-          : authenticate(this.server.opts.authorization, c, this.server.opts.noAuthUser);
+      const user = t !== null && t.opts.verifyAndMap ? mapCertUser(a.users, this.certIdentities) : authenticate(a, c, this.server.opts.noAuthUser, this.nonce);
       if (user === null) {
-        this.server.log.error(`${this.label()} - authentication error`);
+        // nats-server names the nkey or the user, never what proved it.
+        const who = typeof c["nkey"] === "string" && c["nkey"] !== "" ? `Nkey ${goQuote(c["nkey"])}` : `User ${goQuote(typeof c["user"] === "string" ? c["user"] : "")}`;
+        this.server.log.error(`${this.label()} - authentication error - ${who}`);
         this.authFailed();
         return;
       }
       this.user = user;
-      this.setPermissions(permissionsOf(this.server.opts.authorization, user));
+      if (typeof c["nkey"] === "string" && c["nkey"] === user && user !== "") this.nkey = user;
+      this.setPermissions(permissionsOf(a, user));
     }
     this.parser.headers = this.headers;
+    this.parser.awaitingConnect = false;
     this.connected = true;
     if (this.verbose) this.queueRaw(OK);
   }
@@ -214,6 +254,19 @@ export class Client implements ParserHandler, SubOwner {
   private authFailed(): void {
     this.sendErr("Authorization Violation");
     this.close(CloseReason.AuthViolation);
+  }
+
+  /** The parser met an operation other than CONNECT first while auth is required: with a
+   *  no_auth_user, nats-server logs the connection in as that user and goes on (telnet
+   *  demos); otherwise 'Authorization Violation'. */
+  opBeforeConnect(): boolean {
+    const entry = noAuthUserEntry(this.server.opts.authorization, this.server.opts.noAuthUser);
+    if (entry === null) return false;
+    this.user = entry.user;
+    this.setPermissions(entry.permissions);
+    this.parser.awaitingConnect = false;
+    this.connected = true;
+    return true;
   }
 
   private requireConnect(): boolean {
@@ -389,6 +442,10 @@ export class Client implements ParserHandler, SubOwner {
       case ProtoErrorKind.MaxPayload:
         this.sendErr("Maximum Payload Violation");
         this.close(CloseReason.MaxPayload);
+        return;
+      case ProtoErrorKind.NotConnected:
+        this.server.log.error(`${this.label()} - authentication error - no CONNECT`);
+        this.authFailed();
         return;
       case ProtoErrorKind.UnknownOp:
         if (!this.connected && this.server.authRequired()) {
@@ -576,11 +633,14 @@ export class Client implements ParserHandler, SubOwner {
       this.server.sublist.remove(sub);
     }
     this.server.clientClosed(this);
-    if (!this.socket.destroyed) {
-      this.socket.end();
+    const s = this.socket;
+    if (!s.destroyed) {
+      // Read nothing more (a peer that ignores the -ERR could push any amount), and let the
+      // socket go once the last bytes are out: until then it counts against max_connections.
+      s.pause?.();
+      s.end(() => s.destroy());
       // Do not wait forever for a peer that never reads.
-      const s = this.socket;
-      setTimeout(() => s.destroy(), 1000).unref();
+      setTimeout(() => s.destroy(), CLOSE_LINGER_MS).unref();
     }
   }
 

@@ -12,7 +12,7 @@ import { Sublist, type SublistResult } from "../subjects/sublist.js";
 import { Client, CloseReason } from "./client.js";
 import { newServerId } from "./serverid.js";
 import { Subscription, type SubOwner } from "./subscription.js";
-import { authRequired, permissionsOf } from "./auth.js";
+import { authRequired, permissionsOf, userStillExists } from "./auth.js";
 import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "./bus.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import type { Logger } from "./log.js";
@@ -151,6 +151,12 @@ export class Server implements Bus {
 
   get port(): number {
     return this.boundPort;
+  }
+
+  /** Client sockets not yet released, closed clients' lingering ones included (what
+   *  max_connections counts). */
+  get socketCount(): number {
+    return this.liveSockets.size;
   }
 
   get serverName(): string {
@@ -337,7 +343,9 @@ export class Server implements Bus {
     this.traceEnabled = this.opts.trace && this.log.traceEnabled;
     this.configLoadMs = this.nowMs();
     // Clients that no longer authenticate under the new rules are disconnected.
-    if (this.authRequired()) {
+    const authReq = this.authRequired();
+    for (const c of this.clients.values()) if (!c.connected) c.parser.awaitingConnect = authReq;
+    if (authReq) {
       for (const c of [...this.clients.values()]) {
         if (!c.connected) continue;
         if (!this.stillAuthorized(c)) {
@@ -357,7 +365,7 @@ export class Server implements Bus {
 
   private stillAuthorized(c: Client): boolean {
     const a = this.opts.authorization;
-    if (a.users.length > 0) return a.users.some((u) => u.user === c.user);
+    if (a.users.length > 0) return userStillExists(a, c.user, c.nkey !== "");
     if (a.user !== "") return c.user === a.user;
     return true;
   }
@@ -369,15 +377,13 @@ export class Server implements Bus {
       raw.destroy();
       return;
     }
-    // max_connections 0 in a config file arrives as -1: no limit.
+    // max_connections 0 in a config file arrives as -1: no limit. Sockets of closed clients
+    // that are still being let go count too, so that refused peers cannot pile them up.
     const maxConns = this.opts.maxConnections;
-    if (maxConns > 0 && this.clients.size >= maxConns) {
-      raw.resume(); // accepted paused; read so that the peer's FIN closes it
-      raw.end("-ERR 'maximum connections exceeded'\r\n");
-      this.log.warn("Maximum connections exceeded");
-      return;
-    }
-    if (this.tls !== null) {
+    const overLimit = maxConns > 0 && this.liveSockets.size >= maxConns;
+    // Over the limit on a TLS port: the refusal goes out in plaintext after INFO, before any
+    // handshake, as nats-server checks the limit before TLS.
+    if (this.tls !== null && !overLimit) {
       this.acceptTls(raw, this.tls);
       return;
     }
@@ -391,6 +397,13 @@ export class Server implements Bus {
     client = c;
     this.wire(c, socket);
     c.queueString(`INFO ${this.infoJson(c)}\r\n`);
+    if (overLimit) {
+      // As nats-server: the INFO, then the error, then the close.
+      this.log.error(`${c.label()} - maximum connections exceeded`);
+      c.sendErr("maximum connections exceeded");
+      c.close(CloseReason.MaxConnections);
+      return;
+    }
     this.flushDirty();
   }
 
@@ -593,6 +606,7 @@ export class Server implements Bus {
     if (c) {
       info["client_id"] = c.cid;
       info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
+      if (c.nonce !== "") info["nonce"] = c.nonce;
     }
     info["connect_urls"] = [];
     if (ldm) info["ldm"] = true;

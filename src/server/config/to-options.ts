@@ -26,6 +26,7 @@ import {
 import { parseDurationMs } from "./duration.js";
 import { permissionsBlock } from "./permissions.js";
 import { tlsBlock } from "./tls.js";
+import { isValidPublicUserKey } from "../auth.js";
 
 export class ConfigProblems extends Error {
   readonly code = "CONFIG_ERROR";
@@ -118,7 +119,6 @@ const REFUSED_AUTH: ReadonlyMap<string, string> = new Map([
 ]);
 
 const REFUSED_USER: ReadonlyMap<string, string> = new Map([
-  ["nkey", "nkey users are not supported by tsnats yet"],
   ["account", "accounts are not supported by tsnats yet"],
   ["allowed_connection_types", "allowed_connection_types is not enforced by tsnats yet"],
   ["connection_types", "allowed_connection_types is not enforced by tsnats yet"],
@@ -480,11 +480,16 @@ function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | unde
     return undefined;
   }
   const out: UserEntry[] = [];
+  const names = new Set<string>();
   arr.forEach((u, i) => {
     if (!isMap(u)) return ctx.error(arr, i, `expected a user map in "${key}", got ${describe(u)}`);
     const entry: UserEntry = { user: "", password: "", permissions: null };
+    let nkey = "";
     for (const k of Object.keys(u)) {
       switch (k.toLowerCase()) {
+        case "nkey":
+          nkey = ctx.str(u, k) ?? "";
+          break;
         case "user":
         case "username":
           entry.user = ctx.str(u, k) ?? "";
@@ -507,7 +512,19 @@ function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | unde
         }
       }
     }
-    if (entry.user === "") ctx.error(arr, i, "user entry requires a user");
+    // nats-server parseUsers: an entry is an nkey user or a user/password one, never both;
+    // its messages, which never show the key or the password.
+    if (nkey !== "") {
+      if (!isValidPublicUserKey(nkey)) return ctx.error(arr, i, "Not a valid public nkey for a user");
+      if (entry.user !== "" || entry.password !== "") return ctx.error(arr, i, "Nkey users do not take usernames or passwords");
+      entry.user = nkey;
+      entry.nkey = nkey;
+    } else if (entry.user === "") {
+      return ctx.error(arr, i, "user entry requires a user");
+    }
+    // nats-server checks users and nkeys against one set of names.
+    if (names.has(entry.user)) return ctx.error(arr, i, `Duplicate ${nkey !== "" ? "nkey" : "user"} "${entry.user}" detected`);
+    names.add(entry.user);
     out.push(entry);
   });
   return out;
