@@ -103,6 +103,8 @@ export class Client implements ParserHandler, SubOwner {
     readonly cid: number,
     public socket: ClientConn,
     private readonly server: Server,
+    /** "ws": a websocket client (src/server/websocket.ts), with the websocket authorization. */
+    readonly kind: "client" | "ws" = "client",
   ) {
     const now = server.nowMs();
     this.startMs = now;
@@ -141,7 +143,7 @@ export class Client implements ParserHandler, SubOwner {
   }
 
   label(): string {
-    return `${this.host}:${this.port} - cid:${this.cid}`;
+    return `${this.host}:${this.port} - ${this.kind === "ws" ? "wid" : "cid"}:${this.cid}`;
   }
 
   // ---- ParserHandler ----
@@ -182,15 +184,16 @@ export class Client implements ParserHandler, SubOwner {
       this.authFailed();
       return;
     }
-    if (this.server.authRequired()) {
-      const user = authenticate(this.server.opts.authorization, c, this.server.opts.noAuthUser);
+    if (this.server.authRequiredFor(this)) {
+      const auth = this.server.authFor(this);
+      const user = authenticate(auth, c, this.server.noAuthUserFor(this));
       if (user === null) {
         this.server.log.error(`${this.label()} - authentication error`);
         this.authFailed();
         return;
       }
       this.user = user;
-      this.setPermissions(permissionsOf(this.server.opts.authorization, user));
+      this.setPermissions(permissionsOf(auth, user));
     }
     this.parser.headers = this.headers;
     this.connected = true;
@@ -203,7 +206,7 @@ export class Client implements ParserHandler, SubOwner {
   }
 
   private requireConnect(): boolean {
-    if (this.connected || !this.server.authRequired()) return true;
+    if (this.connected || !this.server.authRequiredFor(this)) return true;
     this.authFailed();
     return false;
   }
@@ -377,7 +380,7 @@ export class Client implements ParserHandler, SubOwner {
         this.close(CloseReason.MaxPayload);
         return;
       case ProtoErrorKind.UnknownOp:
-        if (!this.connected && this.server.authRequired()) {
+        if (!this.connected && this.server.authRequiredFor(this)) {
           this.authFailed();
           return;
         }
