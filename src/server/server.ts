@@ -323,7 +323,9 @@ export class Server implements Bus {
   reload(next: ServerOptions): void {
     const prev = this.opts;
     if (next.port !== prev.port && next.port > 0 && prev.port > 0) this.log.warn("Config reload: port change requires a restart; ignored");
-    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort };
+    // nats-server refuses to reload websocket changes: the block stays as started.
+    if (JSON.stringify(next.websocket) !== JSON.stringify(prev.websocket)) this.log.warn("Config reload: websocket changes require a restart; ignored");
+    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort, websocket: prev.websocket };
     this.traceEnabled = this.opts.trace && this.log.traceEnabled;
     this.configLoadMs = this.nowMs();
     // Clients that no longer authenticate under the new rules are disconnected.

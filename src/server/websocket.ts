@@ -465,7 +465,7 @@ export function validateWebSocketOptions(o: ServerOptions): string | null {
     if (a.token !== "") return "websocket authentication token not compatible with presence of users/nkeys";
   }
   if (w.noAuthUser !== "") {
-    if (o.authorization.users.length === 0) return `no_auth_user: "${w.noAuthUser}" present, but users are not defined`;
+    if (o.authorization.users.length === 0) return `no_auth_user: "${w.noAuthUser}" present, but users/nkeys are not defined`;
     if (!o.authorization.users.some((u) => u.user === w.noAuthUser)) return `no_auth_user: "${w.noAuthUser}" not present as user or nkey in authorization block or account configuration`;
   }
   return null;
