@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import zlib from "node:zlib";
+import fc from "fast-check";
 import { WebSocket } from "ws";
 import { wsconnect, headers, type NatsConnection } from "@nats-io/nats-core";
 import { startServer, type RunningServer, type OptionsPatch } from "../../src/index.js";
@@ -423,5 +424,41 @@ void test("/varz shows the websocket block with the bound port", async () => {
     const res = await fetch(`http://127.0.0.1:${s.server.monitor!.port}/varz`);
     const v = (await res.json()) as { websocket: Record<string, unknown> };
     assert.deepEqual(v.websocket, { host: "127.0.0.1", port, handshake_timeout: 2_000_000_000, no_tls: true, same_origin: true, compression: true });
+  });
+});
+
+void test("fuzz: random frames and bytes after the upgrade; the server stays up and cleans up", async () => {
+  await withWs({ compression: true }, { maxPayloadBytes: 4096 }, async (s, port) => {
+    const frameArb = fc.record({
+      op: fc.constantFrom(0, 1, 2, 3, 8, 9, 10, 15),
+      fin: fc.boolean(),
+      mask: fc.boolean(),
+      rsv1: fc.boolean(),
+      payload: fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.constantFrom("PING\r\n", "PUB a 3\r\nabc\r\n", "SUB > 1\r\n", "CONNECT {}\r\n", "PUB a 9999\r\n").map((x) => Buffer.from(x))),
+    });
+    const input = fc.oneof(
+      fc.array(frameArb, { minLength: 1, maxLength: 8 }).map((fs) => Buffer.concat(fs.map((f) => frame(f.op, Buffer.from(f.payload), f)))),
+      fc.uint8Array({ minLength: 1, maxLength: 600 }).map((b) => Buffer.from(b)),
+    );
+    await fc.assert(
+      fc.asyncProperty(input, fc.boolean(), async (bytes, deflate) => {
+        const c = await WsRaw.open(port, deflate ? { "Sec-WebSocket-Extensions": "permessage-deflate" } : {});
+        await c.waitText(/^INFO/);
+        c.write(bytes);
+        c.write(frame(9, "probe"));
+        // Our end after the bytes: the server reads them all, then closes (if it has not
+        // refused a frame already).
+        c.socket.end();
+        await c.waitClosed();
+        // Whatever came back is well-formed frames: a refusal is a close frame with a code.
+        const close = c.frames.find((f) => f.op === 8);
+        if (close) assert.ok(close.payload.length >= 2);
+      }),
+      { numRuns: 60 },
+    );
+    await until("every fuzzed connection gone", () => s.server.clients.size === 0);
+    const nc = await wsc(port);
+    await roundTrip(nc);
+    await nc.close();
   });
 });
