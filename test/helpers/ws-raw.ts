@@ -182,7 +182,7 @@ export class WsRaw {
 
   /** Upgraded and past CONNECT: PING answered by PONG. */
   async handshakeNats(connect = "{}"): Promise<void> {
-    await this.waitText(/^INFO \{.*\}\r\n/);
+    await this.waitText(/^INFO \{.*\} ?\r\n/);
     this.proto(`CONNECT ${connect}\r\nPING\r\n`);
     await this.waitText(/PONG\r\n/);
   }
