@@ -3,6 +3,7 @@
 
 import os from "node:os";
 import type { Server } from "../server/server.js";
+import type { WebSocketOptions } from "../server/options.js";
 import { SERVER_VERSION, PROTO_VERSION } from "../version.js";
 
 export interface SubSnap {
@@ -103,6 +104,8 @@ export interface ServerSnap {
   /** The running JetStream service's own jsz body, or null when it is not running. */
   jsz: Record<string, unknown> | null;
   jsConfig: { storeDir: string; maxMemoryBytes: number; maxStorageBytes: number; syncIntervalMs: number | "always"; domain: string };
+  /** The websocket block when its listener runs, with the bound port. */
+  websocket: (WebSocketOptions & { boundPort: number }) | null;
 }
 
 export interface SnapshotNeeds {
@@ -228,6 +231,7 @@ export function snapshot(
     httpReqStats: { ...extra.httpReqStats },
     jetstreamRequested: js.enabled,
     jsz,
+    websocket: o.websocket !== null && server.wsPort !== 0 ? { ...o.websocket, boundPort: server.wsPort } : null,
     jsConfig: {
       storeDir: js.storeDir,
       maxMemoryBytes: js.maxMemoryStoreBytes,

@@ -39,7 +39,7 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     gateway: {},
     leaf: {},
     mqtt: {},
-    websocket: {},
+    websocket: websocketVarz(s.websocket),
     jetstream,
     tls_timeout: s.tlsTimeoutMs / 1000,
     ...(s.tlsCertNotAfter !== "" ? { tls_cert_not_after: new Date(s.tlsCertNotAfter).toISOString().replace(".000Z", "Z") } : {}),
@@ -67,4 +67,20 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     http_req_stats: s.httpReqStats,
     config_load_time: rfc3339(s.configLoadMs),
   };
+}
+
+/** nats-server WebsocketOptsVarz: every field omitempty; the port is the bound one. */
+function websocketVarz(w: ServerSnap["websocket"]): Record<string, unknown> {
+  if (w === null) return {};
+  const out: Record<string, unknown> = { host: w.host, port: w.boundPort };
+  if (w.advertise !== "") out["advertise"] = w.advertise;
+  if (w.noAuthUser !== "") out["no_auth_user"] = w.noAuthUser;
+  if (w.jwtCookie !== "") out["jwt_cookie"] = w.jwtCookie;
+  if (w.handshakeTimeoutMs > 0) out["handshake_timeout"] = w.handshakeTimeoutMs * NS_PER_MS;
+  if (w.authorization !== null && w.authorization.timeoutMs > 0) out["auth_timeout"] = w.authorization.timeoutMs / 1000;
+  if (w.noTls) out["no_tls"] = true;
+  if (w.sameOrigin) out["same_origin"] = true;
+  if (w.allowedOrigins.length > 0) out["allowed_origins"] = [...w.allowedOrigins];
+  if (w.compression) out["compression"] = true;
+  return out;
 }

@@ -122,6 +122,8 @@ export class Client implements ParserHandler, SubOwner {
     readonly cid: number,
     public socket: ClientConn,
     private readonly server: Server,
+    /** "ws": a websocket client (src/server/websocket.ts), with the websocket authorization. */
+    readonly kind: "client" | "ws" = "client",
   ) {
     const now = server.nowMs();
     this.startMs = now;
@@ -188,7 +190,7 @@ export class Client implements ParserHandler, SubOwner {
   }
 
   label(): string {
-    return `${this.host}:${this.port} - cid:${this.cid}`;
+    return `${this.host}:${this.port} - ${this.kind === "ws" ? "wid" : "cid"}:${this.cid}`;
   }
 
   // ---- ParserHandler ----
@@ -229,11 +231,11 @@ export class Client implements ParserHandler, SubOwner {
       this.authFailed();
       return;
     }
-    if (this.server.authRequired()) {
-      const a = this.server.opts.authorization;
+    if (this.server.authRequiredFor(this)) {
+      const a = this.server.authFor(this);
       // verify_and_map: the certificate names the user; the CONNECT credentials do not count.
-      const t = this.server.tls;
-      const user = t !== null && t.opts.verifyAndMap ? mapCertUser(a.users, this.certIdentities) : authenticate(a, c, this.server.opts.noAuthUser, this.nonce);
+      const t = this.kind === "client" ? this.server.tls : null;
+      const user = t !== null && t.opts.verifyAndMap ? mapCertUser(a.users, this.certIdentities) : authenticate(a, c, this.server.noAuthUserFor(this), this.nonce);
       if (user === null) {
         // nats-server names the nkey or the user, never what proved it.
         const who = typeof c["nkey"] === "string" && c["nkey"] !== "" ? `Nkey ${goQuote(c["nkey"])}` : `User ${goQuote(typeof c["user"] === "string" ? c["user"] : "")}`;
@@ -270,7 +272,7 @@ export class Client implements ParserHandler, SubOwner {
   }
 
   private requireConnect(): boolean {
-    if (this.connected || !this.server.authRequired()) return true;
+    if (this.connected || !this.server.authRequiredFor(this)) return true;
     this.authFailed();
     return false;
   }
@@ -448,7 +450,7 @@ export class Client implements ParserHandler, SubOwner {
         this.authFailed();
         return;
       case ProtoErrorKind.UnknownOp:
-        if (!this.connected && this.server.authRequired()) {
+        if (!this.connected && this.server.authRequiredFor(this)) {
           this.authFailed();
           return;
         }

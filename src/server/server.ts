@@ -16,7 +16,8 @@ import { authRequired, permissionsOf, userStillExists } from "./auth.js";
 import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "./bus.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import type { Logger } from "./log.js";
-import type { ServerOptions } from "./options.js";
+import type { AuthorizationOptions, ServerOptions } from "./options.js";
+import { WsListener, validateWebSocketOptions, type WsConn } from "./websocket.js";
 import { SERVER_VERSION, PROTO_VERSION, JS_API_LEVEL, TSNATS_VERSION } from "../version.js";
 import { SystemClock, type Clock } from "../runtime/clock.js";
 
@@ -126,6 +127,7 @@ export class Server implements Bus {
   tls: TlsSetup | null = null;
 
   private listener: net.Server | null = null;
+  private wsListener: WsListener | null = null;
   private nextCid = 1;
   private dirtyClients: Client[] = [];
   /** Accepted client sockets not yet closed (the listener no longer counts them). */
@@ -192,6 +194,8 @@ export class Server implements Bus {
 
     if (o.httpPort !== 0 || o.httpsPort !== 0) await this.startMonitor();
 
+    if (o.websocket !== null && o.websocket.port !== 0) await this.startWebSocket();
+
     // Paused, so that accept() can move the handle into a socket with a shared read buffer.
     const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
     this.listener = listener;
@@ -207,7 +211,8 @@ export class Server implements Bus {
     }
     this.writePortsFile();
     this.log.info("Server is ready");
-    const tickMs = Math.max(20, Math.min(1000, Math.floor(o.pingIntervalMs / 4), Math.floor(o.authorization.timeoutMs / 4)));
+    const wsAuthMs = o.websocket?.authorization?.timeoutMs || o.authorization.timeoutMs;
+    const tickMs = Math.max(20, Math.min(1000, Math.floor(o.pingIntervalMs / 4), Math.floor(o.authorization.timeoutMs / 4), Math.floor(wsAuthMs / 4)));
     this.tickTimer = setInterval(() => this.tick(), tickMs);
     this.tickTimer.unref();
   }
@@ -267,6 +272,7 @@ export class Server implements Bus {
     const l = this.listener;
     this.listener = null;
     const closed = l ? new Promise<void>((r) => l.close(() => r())) : Promise.resolve();
+    this.stopWebSocket();
     for (const c of [...this.clients.values()]) c.close(CloseReason.ServerShutdown);
     this.flushDirty();
     if (this.jetstream) {
@@ -310,6 +316,7 @@ export class Server implements Bus {
     // close() stops accepting at once, but its callback waits for every open connection
     // to end; awaiting it here would hang until the clients left on their own.
     if (l) l.close();
+    this.stopWebSocket();
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;
@@ -339,7 +346,9 @@ export class Server implements Bus {
     const nextTls = next.tls !== null ? buildTls(next.tls) : null;
     this.tls = nextTls;
     if (nextTls !== null && this.monitor?.setTls) this.monitor.setTls(nextTls);
-    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort };
+    // nats-server refuses to reload websocket changes: the block stays as started.
+    if (JSON.stringify(next.websocket) !== JSON.stringify(prev.websocket)) this.log.warn("Config reload: websocket changes require a restart; ignored");
+    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort, websocket: prev.websocket };
     this.traceEnabled = this.opts.trace && this.log.traceEnabled;
     this.configLoadMs = this.nowMs();
     // Clients that no longer authenticate under the new rules are disconnected.
@@ -354,7 +363,7 @@ export class Server implements Bus {
           continue;
         }
         // nats-server re-registers the user: new permissions, disallowed subs removed.
-        c.reloadPermissions(permissionsOf(this.opts.authorization, c.user));
+        c.reloadPermissions(permissionsOf(this.authFor(c), c.user));
       }
     } else {
       for (const c of this.clients.values()) if (c.perms !== null) c.reloadPermissions(null);
@@ -364,7 +373,7 @@ export class Server implements Bus {
   }
 
   private stillAuthorized(c: Client): boolean {
-    const a = this.opts.authorization;
+    const a = this.authFor(c);
     if (a.users.length > 0) return userStillExists(a, c.user, c.nkey !== "");
     if (a.user !== "") return c.user === a.user;
     return true;
@@ -551,6 +560,101 @@ export class Server implements Bus {
     });
   }
 
+  // ---- websocket clients (src/server/websocket.ts) ----
+
+  private async startWebSocket(): Promise<void> {
+    const bad = validateWebSocketOptions(this.opts);
+    if (bad !== null) throw new Error(bad);
+    this.wsListener = await WsListener.start(this, this.opts.websocket!);
+  }
+
+  private stopWebSocket(): void {
+    const w = this.wsListener;
+    this.wsListener = null;
+    if (w) w.close();
+  }
+
+  /** The bound websocket port; 0 when there is no websocket listener. */
+  get wsPort(): number {
+    return this.wsListener?.port ?? 0;
+  }
+
+  /** A websocket connection past its upgrade: a Client like accept()'s, talking through conn
+   *  (which frames what it writes). null when refused. */
+  acceptWebSocket(conn: WsConn): Client | null {
+    if (this.shuttingDown || this.lameDuck) {
+      conn.destroy();
+      return null;
+    }
+    const maxConns = this.opts.maxConnections;
+    if (maxConns > 0 && this.clients.size >= maxConns) {
+      conn.refuse("-ERR 'maximum connections exceeded'\r\n", 1008, CloseReason.MaxConnections);
+      this.log.warn("Maximum connections exceeded");
+      return null;
+    }
+    const cid = this.nextCid++;
+    const c = new Client(cid, conn, this, "ws");
+    this.clients.set(cid, c);
+    const socket = conn.socket;
+    this.liveSockets.add(socket);
+    this.stats.totalConnections++;
+    this.log.debug(`${c.label()} - Client connection created`);
+    conn.on("drain", () => c.onDrain());
+    conn.on("error", (err: Error) => {
+      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+    conn.on("close", () => {
+      this.liveSockets.delete(socket);
+      c.close(CloseReason.ClientClosed);
+      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
+    });
+    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
+    this.flushDirty();
+    return c;
+  }
+
+  private wsAuthOf: ServerOptions | null = null;
+  private wsAuth: AuthorizationOptions | null = null;
+  private wsNoAuthUser = "";
+  private wsAuthOverride = false;
+
+  /** nats-server wsConfigAuth: a websocket block with a user, a token or a no_auth_user
+   *  overrides the server's user, password, token and no_auth_user for websocket clients
+   *  (the users list stays the server's); its auth timeout applies in any case. */
+  private wsAuthFresh(): void {
+    const o = this.opts;
+    if (this.wsAuthOf === o) return;
+    this.wsAuthOf = o;
+    const w = o.websocket;
+    const wa = w?.authorization ?? null;
+    this.wsAuthOverride = w !== null && ((wa !== null && (wa.user !== "" || wa.token !== "")) || w.noAuthUser !== "");
+    const timeoutMs = wa !== null && wa.timeoutMs > 0 ? wa.timeoutMs : o.authorization.timeoutMs;
+    this.wsAuth = this.wsAuthOverride
+      ? { ...o.authorization, user: wa?.user ?? "", password: wa?.password ?? "", token: wa?.token ?? "", timeoutMs }
+      : { ...o.authorization, timeoutMs };
+    this.wsNoAuthUser = this.wsAuthOverride ? w!.noAuthUser : o.noAuthUser;
+  }
+
+  /** The authorization a client is held to. */
+  authFor(c: Client): AuthorizationOptions {
+    if (c.kind !== "ws") return this.opts.authorization;
+    this.wsAuthFresh();
+    return this.wsAuth!;
+  }
+
+  noAuthUserFor(c: Client): string {
+    if (c.kind !== "ws") return this.opts.noAuthUser;
+    this.wsAuthFresh();
+    return this.wsNoAuthUser;
+  }
+
+  authRequiredFor(c: Client): boolean {
+    if (c.kind !== "ws") return this.authRequired();
+    this.wsAuthFresh();
+    return this.wsAuthOverride || this.authRequired();
+  }
+
   clientClosed(c: Client): void {
     if (!this.clients.delete(c.cid)) return;
     this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
@@ -591,8 +695,9 @@ export class Server implements Bus {
       headers: true,
       max_payload: o.maxPayloadBytes,
     };
-    if (this.authRequired()) info["auth_required"] = true;
-    if (this.tls !== null) {
+    if (c !== null ? this.authRequiredFor(c) : this.authRequired()) info["auth_required"] = true;
+    // The client port's TLS; websocket clients have their own listener (ws:// today).
+    if (this.tls !== null && (c === null || c.kind === "client")) {
       const req = tlsRequired ?? (c !== null && c.tlsVersion !== "" ? true : !o.allowNonTls);
       if (req) info["tls_required"] = true;
       else info["tls_available"] = true;
@@ -835,7 +940,7 @@ export class Server implements Bus {
     for (const c of this.clients.values()) {
       if (c.closed) continue;
       if (!c.connected) {
-        if (authReq && now - c.startMs > o.authorization.timeoutMs) {
+        if (c.kind === "ws" ? this.authRequiredFor(c) && now - c.startMs > this.authFor(c).timeoutMs : authReq && now - c.startMs > o.authorization.timeoutMs) {
           c.sendErr("Authentication Timeout");
           c.close(CloseReason.AuthTimeout);
         }

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { parseConfigText } from "../../src/server/config/parser.js";
 import { ConfigProblems, loadConfigFile, toOptions, type ToOptionsResult } from "../../src/server/config/to-options.js";
-import { mergeOptions } from "../../src/server/options.js";
+import { defaultWebSocketOptions, mergeOptions } from "../../src/server/options.js";
 
 const FIXTURES = fileURLToPath(new URL("../../../test/fixtures/config/", import.meta.url));
 
@@ -180,12 +180,65 @@ void test("known but unsupported keys are accepted with warnings (nats.js launch
     jetstream: { enabled: true, maxFileStoreBytes: 1048576, maxMemoryStoreBytes: 1048576, storeDir: "/tmp/jetstream_test_abc" },
     portsFileDir: "/tmp",
     authorization: { users: [{ user: "derek", password: "foobar", permissions: null }] },
+    websocket: { ...defaultWebSocketOptions(), port: -1, noTls: true },
     configFile: path,
   });
-  assert.equal(warnings.length, 3);
-  assert.match(warnings.join("\n"), /launcher\.conf:4:1: field "leafnodes" is not supported by tsnats and is ignored/);
+  assert.equal(warnings.length, 2);
+  assert.match(warnings.join("\n"), /launcher\.conf:4:1: field "leafnodes": leaf node connections are not supported by tsnats; no leaf node port is opened/);
   assert.match(warnings.join("\n"), /"server_tags"/);
-  assert.match(warnings.join("\n"), /"websocket"/);
+});
+
+void test("websocket block: nats-server's fields and aliases", () => {
+  const { patch, warnings } = map(`
+ws {
+  listen: "127.0.0.1:8080"
+  advertise: "ws.example:443"
+  no_tls: true
+  same_origin: true
+  origins: ["https://a.example", "http://b.example:8080"]
+  handshake_timeout: 5
+  compress: true
+  authentication { user: wu, pass: wp, timeout: 1.5 }
+  no_auth_user: ""
+}
+`);
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(patch.websocket, {
+    ...defaultWebSocketOptions(),
+    host: "127.0.0.1",
+    port: 8080,
+    advertise: "ws.example:443",
+    noTls: true,
+    sameOrigin: true,
+    allowedOrigins: ["https://a.example", "http://b.example:8080"],
+    handshakeTimeoutMs: 5000,
+    compression: true,
+    authorization: { user: "wu", password: "wp", token: "", users: [], timeoutMs: 1500, defaultPermissions: null },
+  });
+  const p2 = map(`websocket { port: 8081, no_tls: true, allowed_origins: "http://x", handshake_timeout: "250ms", authorization { token: t } }`).patch;
+  assert.equal(p2.websocket?.port, 8081);
+  assert.deepEqual(p2.websocket?.allowedOrigins, ["http://x"]);
+  assert.equal(p2.websocket?.handshakeTimeoutMs, 250);
+  assert.equal(p2.websocket?.authorization?.token, "t");
+  assert.equal(p2.websocket?.authorization?.timeoutMs, 0); // the server's
+});
+
+void test("websocket block: TLS required unless no_tls, unsupported fields are errors naming file:line", () => {
+  assert.match(problems(`websocket {\n  port: 8080\n}`).message, /t\.conf:1:1: websocket requires TLS configuration/);
+  assert.match(problems(`websocket {\n  port: 8080\n  no_tls: false\n}`).message, /websocket requires TLS configuration/);
+  // No port: the block is off and needs nothing.
+  assert.equal(map(`websocket { compression: true }`).patch.websocket?.port, 0);
+  assert.match(problems(`websocket {\n  port: 8080\n  tls { cert_file: a }\n}`).message, /t\.conf:3:3: field "websocket\.tls": websocket TLS is not supported/);
+  for (const f of ["jwt_cookie: c", "user_cookie: c", "pass_cookie: c", "token_cookie: c", "headers { a: b }", 'ping_interval: "1s"']) {
+    const name = f.split(/[: ]/)[0]!;
+    assert.match(problems(`websocket {\n  no_tls: true\n  ${f}\n}`).message, new RegExp(`t\\.conf:3:3: field "websocket\\.${name}"`), f);
+  }
+  assert.match(problems(`websocket {\n  no_tls: true\n  bogus: 1\n}`).message, /t\.conf:3:3: unknown field "bogus"/);
+  assert.match(problems(`websocket {\n  no_tls: true\n  authorization { users: [] }\n}`).message, /unknown field "users"/);
+  assert.match(problems(`websocket {\n  no_tls: true\n  compression: "yes"\n}`).message, /expected a boolean for "compression"/);
+  assert.match(problems(`websocket {\n  no_tls: true\n  allowed_origins: [1]\n}`).message, /unsupported type in array/);
+  assert.match(problems(`websocket {\n  no_tls: true\n  allowed_origins: ["not a url"]\n}`).message, /unable to parse allowed origin/);
+  assert.match(problems(`websocket: 1`).message, /expected a map for "websocket"/);
 });
 
 void test("include fixture maps through, and merges with flags-style patches", () => {

@@ -5,6 +5,7 @@ import { buildConnz, parseConnzOptions, sortConns, SortOpt } from "../../src/mon
 import { buildSubsz, parseSubszOptions } from "../../src/monitor/subsz.js";
 import { buildJsz } from "../../src/monitor/jsz.js";
 import { buildVarz } from "../../src/monitor/varz.js";
+import { defaultWebSocketOptions } from "../../src/server/options.js";
 import { buildHealthz, parseHealthzOptions } from "../../src/monitor/healthz.js";
 import { buildMetrics } from "../../src/monitor/metrics.js";
 import { BadRequest } from "../../src/monitor/query.js";
@@ -90,6 +91,7 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
     jetstreamRequested: false,
     jsz: null,
     jsConfig: { storeDir: "/data", maxMemoryBytes: 1024, maxStorageBytes: 2048, syncIntervalMs: "always", domain: "" },
+    websocket: null,
     ...over,
   };
 }
@@ -138,6 +140,30 @@ void test("varz: nats-server field names and units", () => {
   // max_subscriptions is omitempty in nats-server: absent without a limit.
   assert.ok(!("max_subscriptions" in v));
   assert.equal(buildVarz(snap({ maxSubs: 10 }))["max_subscriptions"], 10);
+});
+
+void test("varz: the websocket block (nats-server WebsocketOptsVarz, omitempty)", () => {
+  assert.deepEqual(buildVarz(snap())["websocket"], {});
+  const websocket = {
+    ...defaultWebSocketOptions(),
+    port: -1,
+    boundPort: 8443,
+    noTls: true,
+    sameOrigin: true,
+    allowedOrigins: ["https://a.example"],
+    compression: true,
+    authorization: { user: "u", password: "p", token: "", users: [], timeoutMs: 1500, defaultPermissions: null },
+  };
+  assert.deepEqual(buildVarz(snap({ websocket }))["websocket"], {
+    host: "0.0.0.0",
+    port: 8443,
+    handshake_timeout: 2_000_000_000,
+    auth_timeout: 1.5,
+    no_tls: true,
+    same_origin: true,
+    allowed_origins: ["https://a.example"],
+    compression: true,
+  });
 });
 
 void test("varz: jetstream section from the service's jsz body", () => {

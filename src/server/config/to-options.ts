@@ -13,7 +13,7 @@
 // number is taken as seconds with a warning (nats-server's backward-compatible reading);
 // max_connections 0 means unlimited and is mapped to -1.
 
-import type { OptionsPatch, UserEntry } from "../options.js";
+import { defaultWebSocketOptions, type AuthorizationOptions, type OptionsPatch, type UserEntry } from "../options.js";
 import {
   ConfigError,
   type ConfigMap,
@@ -96,8 +96,6 @@ export const REFUSED_TOP_LEVEL: ReadonlyMap<string, string> = new Map([
   ["feature_flags", "feature flags are not supported by tsnats"],
   ["default_js_domain", "default JetStream domains (leaf nodes) are not supported by tsnats yet"],
   ["lame_duck_mode", "unknown to tsnats"],
-  ["websocket", "the WebSocket listener is not supported by tsnats yet"],
-  ["ws", "the WebSocket listener is not supported by tsnats yet"],
 ]);
 
 /** jetstream {} fields without effect on one server. */
@@ -376,6 +374,9 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
       return unopenedListener(ctx, m, k, "gateway", ["gateways"]);
     case "cluster":
       return unopenedListener(ctx, m, k, "cluster", ["routes", "tls"]);
+    case "websocket":
+    case "ws":
+      return websocket(ctx, m, k, patch);
     default: {
       const lk = k.toLowerCase();
       const why = REFUSED_TOP_LEVEL.get(lk);
@@ -625,4 +626,148 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
       return ctx.unknown(m, k);
     }
   }
+}
+
+// nats-server fields of the websocket block that tsnats does not implement: an error, never
+// silently ignored (each changes who may connect or how).
+const UNSUPPORTED_WEBSOCKET: Record<string, string> = {
+  jwt_cookie: "needs JWT authentication (trusted operators), which tsnats does not support",
+  user_cookie: "is not supported by tsnats",
+  pass_cookie: "is not supported by tsnats",
+  token_cookie: "is not supported by tsnats",
+  headers: "is not supported by tsnats",
+  ping_interval: "is not supported by tsnats (websocket clients use the server's ping_interval)",
+};
+
+/** websocket { ... } (nats-server parseWebsocket). */
+function websocket(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {
+  const m = ctx.map(parent, key);
+  if (!m) return;
+  const ws = { ...defaultWebSocketOptions(), ...patch.websocket };
+  for (const k of Object.keys(m)) {
+    const lk = k.toLowerCase();
+    switch (lk) {
+      case "listen": {
+        const hp = hostPort(ctx, m, k);
+        if (hp.host !== undefined) ws.host = hp.host;
+        if (hp.port !== undefined) ws.port = hp.port;
+        break;
+      }
+      case "port":
+        ws.port = ctx.int(m, k) ?? ws.port;
+        break;
+      case "host":
+      case "net":
+        ws.host = ctx.str(m, k) ?? ws.host;
+        break;
+      case "advertise":
+        ws.advertise = ctx.str(m, k) ?? ws.advertise;
+        break;
+      case "no_tls":
+        ws.noTls = ctx.bool(m, k) ?? ws.noTls;
+        break;
+      case "tls":
+        // The shared tls {} reader comes with TLS on the client port.
+        ctx.error(m, k, 'field "websocket.tls": websocket TLS is not supported by tsnats yet (use no_tls: true behind a TLS-terminating proxy)');
+        break;
+      case "same_origin":
+        ws.sameOrigin = ctx.bool(m, k) ?? ws.sameOrigin;
+        break;
+      case "allowed_origins":
+      case "allowed_origin":
+      case "allow_origins":
+      case "allow_origin":
+      case "origins":
+      case "origin": {
+        const list = stringList(ctx, m, k, "allowed origins");
+        if (list === undefined) break;
+        for (const o of list) {
+          try {
+            new URL(o);
+          } catch {
+            ctx.error(m, k, `unable to parse allowed origin: ${JSON.stringify(o)}`);
+          }
+        }
+        ws.allowedOrigins = list;
+        break;
+      }
+      case "handshake_timeout": {
+        // nats-server: a number is seconds (without the duration warning), or a duration.
+        const v = m[k];
+        if (typeof v === "number") ws.handshakeTimeoutMs = v * 1000;
+        else if (typeof v === "string") ws.handshakeTimeoutMs = ctx.durationMs(m, k) ?? ws.handshakeTimeoutMs;
+        else ctx.error(m, k, `error parsing handshake timeout: unsupported type ${describe(v)}`);
+        break;
+      }
+      case "compress":
+      case "compression":
+        ws.compression = ctx.bool(m, k) ?? ws.compression;
+        break;
+      case "authorization":
+      case "authentication": {
+        const a = simpleAuth(ctx, m, k);
+        if (a !== undefined) ws.authorization = a;
+        break;
+      }
+      case "no_auth_user":
+        ws.noAuthUser = ctx.str(m, k) ?? ws.noAuthUser;
+        break;
+      default:
+        if (UNSUPPORTED_WEBSOCKET[lk] !== undefined) ctx.error(m, k, `field "websocket.${k}" ${UNSUPPORTED_WEBSOCKET[lk]}`);
+        else ctx.unknown(m, k);
+    }
+  }
+  // nats-server validateWebsocketOptions: TLS unless no_tls (and tsnats has no websocket TLS).
+  if (ws.port !== 0 && !ws.noTls) ctx.error(parent, key, "websocket requires TLS configuration: tsnats has no websocket TLS yet, set no_tls: true");
+  patch.websocket = ws;
+}
+
+/** A string or an array of strings (nats-server parseStringArray). */
+function stringList(ctx: Ctx, m: ConfigMap, k: string, what: string): string[] | undefined {
+  const v = m[k];
+  if (typeof v === "string") return [v];
+  if (!Array.isArray(v)) {
+    ctx.error(m, k, `error parsing ${what}: expected a string or an array of strings, got ${describe(v)}`);
+    return undefined;
+  }
+  const out: string[] = [];
+  v.forEach((x, i) => {
+    if (typeof x === "string") out.push(x);
+    else ctx.error(v, i, `error parsing ${what}: unsupported type in array ${describe(x)}`);
+  });
+  return out;
+}
+
+/** The websocket block's authorization: user, password, token, timeout (nats-server
+ *  parseSimpleAuth; no users list). */
+function simpleAuth(ctx: Ctx, parent: ConfigMap, key: string): AuthorizationOptions | undefined {
+  const m = ctx.map(parent, key);
+  if (!m) return undefined;
+  // timeoutMs 0: the server's authorization timeout.
+  const a: AuthorizationOptions = { user: "", password: "", token: "", users: [], timeoutMs: 0, defaultPermissions: null };
+  for (const k of Object.keys(m)) {
+    switch (k.toLowerCase()) {
+      case "user":
+      case "username":
+        a.user = ctx.str(m, k) ?? a.user;
+        break;
+      case "pass":
+      case "password":
+        a.password = ctx.str(m, k) ?? a.password;
+        break;
+      case "token":
+        a.token = ctx.str(m, k) ?? a.token;
+        break;
+      case "timeout": {
+        const v = m[k];
+        if (typeof v === "number") a.timeoutMs = v * 1000;
+        else if (typeof v === "string") a.timeoutMs = ctx.durationMs(m, k) ?? a.timeoutMs;
+        else ctx.error(m, k, "error parsing websocket authorization config, 'timeout' wrong type");
+        break;
+      }
+      default:
+        ctx.unknown(m, k);
+    }
+  }
+  return a;
 }
