@@ -7,8 +7,15 @@
 //   looked at, even when it spans several reads.
 // - "detail": each frame is split into subject / sid / reply / header / payload views and
 //   handed to the handler registered for its sid.
+//
+// Three transports, all ending in one Duplex the parser reads: plain TCP; TLS (INFO read in
+// plaintext on the TCP socket, then the socket upgraded with node:tls); WebSocket (ws.ts: an
+// HTTP upgrade, then each write one binary frame, the server's frame payloads read as a stream).
 
 import net from "node:net";
+import type { Duplex } from "node:stream";
+import tls from "node:tls";
+import { wsUpgrade } from "./ws.js";
 
 const LF = 0x0a;
 const SPACE = 0x20;
@@ -30,11 +37,24 @@ export type MsgHandler = (
 
 export type ConnMode = "count" | "detail";
 
+export type Transport =
+  | { kind: "tcp" }
+  /** Upgrade to TLS after the plaintext INFO, checking the name `servername`. `context` is made
+   *  once (tls.createSecureContext({ ca })): making one per connection costs the generator
+   *  ~0.5 ms, as much as the server's side of a handshake. */
+  | { kind: "tls"; context: tls.SecureContext; servername: string }
+  /** A WebSocket to ws://<host>:<port>/ (the websocket listener's port), no extensions. */
+  | { kind: "ws"; port: number };
+
+export const TCP: Transport = { kind: "tcp" };
+
 export interface ConnectOptions {
   port: number;
   host: string;
   mode: ConnMode;
   handshakeTimeoutMs: number;
+  /** Plain TCP when left out. For "ws" the transport names the port (`port` is not used). */
+  transport?: Transport;
 }
 
 export class ConnClosedError extends Error {
@@ -44,7 +64,8 @@ export class ConnClosedError extends Error {
 const OUT_INITIAL_BYTES = 64 * 1024;
 
 export class RawConn {
-  readonly socket: net.Socket;
+  /** A net.Socket, a tls.TLSSocket or a WebSocket stream. */
+  readonly socket: Duplex;
   readonly mode: ConnMode;
   /** MSG + HMSG frames received. */
   received = 0;
@@ -69,9 +90,10 @@ export class RawConn {
   // Token boundaries of the current control line, reused to avoid allocation per frame.
   private readonly tok: number[] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
-  private constructor(socket: net.Socket, mode: ConnMode) {
+  private constructor(socket: Duplex, mode: ConnMode, infoSeen: boolean) {
     this.socket = socket;
     this.mode = mode;
+    this.infoSeen = infoSeen;
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("drain", () => {
       const ws = this.drainWaiters.splice(0);
@@ -84,19 +106,51 @@ export class RawConn {
   }
 
   static async connect(o: ConnectOptions): Promise<RawConn> {
-    const socket = net.connect({ port: o.port, host: o.host });
-    socket.setNoDelay(true);
-    const conn = new RawConn(socket, o.mode);
+    const transport = o.transport ?? TCP;
+    let socket: Duplex | null = null;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`handshake timeout after ${o.handshakeTimeoutMs} ms`)), o.handshakeTimeoutMs);
     });
+    let conn: RawConn;
     try {
-      await Promise.race([conn.waitInfo(), timeout]);
+      switch (transport.kind) {
+        case "tcp": {
+          const tcp = net.connect({ port: o.port, host: o.host });
+          tcp.setNoDelay(true);
+          socket = tcp;
+          conn = new RawConn(tcp, o.mode, false);
+          await Promise.race([conn.waitInfo(), timeout]);
+          break;
+        }
+        case "tls": {
+          // The server sends INFO (tls_required) in plaintext and waits for the ClientHello.
+          const tcp = net.connect({ port: o.port, host: o.host });
+          tcp.setNoDelay(true);
+          socket = tcp;
+          const info = await Promise.race([readInfoLine(tcp), timeout]);
+          if (!info.includes('"tls_required":true')) throw new Error(`server did not ask for TLS: ${info.slice(0, 120)}`);
+          const secure = tls.connect({ socket: tcp, secureContext: transport.context, servername: transport.servername });
+          socket = secure;
+          conn = new RawConn(secure, o.mode, true);
+          await Promise.race([secureConnected(secure), timeout]);
+          break;
+        }
+        case "ws": {
+          const tcp = net.connect({ port: transport.port, host: o.host });
+          tcp.setNoDelay(true);
+          socket = tcp;
+          const ws = await Promise.race([wsUpgrade(tcp, o.host, transport.port), timeout]);
+          socket = ws;
+          conn = new RawConn(ws, o.mode, false);
+          await Promise.race([conn.waitInfo(), timeout]);
+          break;
+        }
+      }
       socket.write(`CONNECT ${CONNECT_JSON}\r\nPING\r\n`);
       await Promise.race([conn.waitPong(), timeout]);
     } catch (e) {
-      socket.destroy();
+      socket?.destroy();
       throw e;
     } finally {
       clearTimeout(timer);
@@ -336,6 +390,50 @@ export class RawConn {
     const hdr = hasHdr ? buf.subarray(ps, ps + hdrLen) : null;
     handler(subject, reply, hdr, buf.subarray(ps + hdrLen, ps + size));
   }
+}
+
+/** Read the first line (INFO) off a fresh TCP socket, leaving nothing unread behind it. */
+function readInfoLine(socket: net.Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    const done = (err: Error | null): void => {
+      socket.off("data", onData);
+      socket.off("error", onError);
+      socket.off("close", onClose);
+      if (err !== null) reject(err);
+      else resolve(buf);
+    };
+    const onData = (d: Buffer): void => {
+      buf += d.toString("latin1");
+      const lf = buf.indexOf("\n");
+      if (lf < 0) return;
+      if (lf !== buf.length - 1) return done(new Error("bytes after INFO before the TLS handshake"));
+      done(null);
+    };
+    const onError = (e: Error): void => done(e);
+    const onClose = (): void => done(new Error("connection closed before INFO"));
+    socket.on("data", onData);
+    socket.on("error", onError);
+    socket.on("close", onClose);
+  });
+}
+
+function secureConnected(socket: tls.TLSSocket): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (err: Error | null): void => {
+      socket.off("secureConnect", onSecure);
+      socket.off("error", onError);
+      socket.off("close", onClose);
+      if (err !== null) reject(err);
+      else resolve();
+    };
+    const onSecure = (): void => done(null);
+    const onError = (e: Error): void => done(new Error(`TLS handshake: ${e.message}`));
+    const onClose = (): void => done(new Error("connection closed during the TLS handshake"));
+    socket.on("secureConnect", onSecure);
+    socket.on("error", onError);
+    socket.on("close", onClose);
+  });
 }
 
 /** Parse the decimal number after the last '.' of a subject view (our per-request inbox token). */

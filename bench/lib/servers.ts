@@ -67,8 +67,10 @@ export function freePort(): Promise<number> {
 export interface ServerSpec {
   name: ServerName;
   jetstream: boolean;
-  /** Configuration file text (given with -c; the command-line flags still apply over it). */
-  config?: string;
+  /** Configuration file text (given with -c; the command-line flags still apply over it), or a
+   *  function of the server's temp directory that returns it, for configs naming files made
+   *  there (certificates); they are removed with the directory by stop(). */
+  config?: string | ((workDir: string) => string);
 }
 
 /** One server under test; restartable on the same port and store dir. */
@@ -99,7 +101,12 @@ export class ServerProc {
     let configPath = "";
     if (spec.config !== undefined) {
       configPath = path.join(workDir, "server.conf");
-      writeFileSync(configPath, spec.config);
+      try {
+        writeFileSync(configPath, typeof spec.config === "string" ? spec.config : spec.config(workDir));
+      } catch (e) {
+        rmSync(workDir, { recursive: true, force: true });
+        throw e;
+      }
     }
     const s = new ServerProc(spec.name, await freePort(), workDir, storeDir, configPath);
     try {
@@ -233,6 +240,25 @@ export async function waitForInfo(
     if (gaveUp()) throw new Error(`server exited before it was ready:\n${diag()}`);
     if (await probeInfo(port)) return;
     if (performance.now() > deadline) throw new Error(`server not ready after ${timeoutMs} ms:\n${diag()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Poll until a TCP connect to port succeeds (a listener other than the client port, e.g.
+ *  websocket, which the INFO probe does not see), bounded by timeoutMs. */
+export async function waitForListen(port: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ port, host: HOST });
+      s.once("connect", () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (performance.now() > deadline) throw new Error(`nothing listening on ${HOST}:${port} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -3,9 +3,9 @@
 // default rows (fsync before every PubAck). The nats-server column of such a row is the same
 // case against the suite's nats-server, so the ratio compares like with like.
 
-import { ServerConns } from "./context.js";
+import { OwnServerContext } from "./context.js";
 import { ServerProc } from "./servers.js";
-import type { BenchOptions, CaseContext, CaseDef, MetricDef } from "./types.js";
+import type { CaseContext, CaseDef, MetricDef } from "./types.js";
 
 export const SYNC_INTERVAL = "2m";
 export const SYNC_INTERVAL_LABEL = `tsnats (sync_interval ${SYNC_INTERVAL})`;
@@ -14,33 +14,6 @@ export const SYNC_INTERVAL_NOTE =
   `Rows marked "${SYNC_INTERVAL_LABEL}": the tsnats column comes from a second tsnats started with ` +
   `jetstream { sync_interval: ${SYNC_INTERVAL} } (fsync every ${SYNC_INTERVAL}, PubAck after the write, as nats-server's ` +
   "default), the nats-server column from the same nats-server as every other row. Unmarked tsnats rows fsync before each PubAck (group commit).";
-
-/** A case context on a server of its own (connections closed by closeAll). */
-class OwnServerContext extends ServerConns implements CaseContext {
-  constructor(
-    readonly server: ServerProc,
-    readonly opts: BenchOptions,
-    private readonly outer: CaseContext,
-  ) {
-    super();
-  }
-
-  protected serverPort(): number {
-    return this.server.port;
-  }
-
-  freshServer(): Promise<ServerProc> {
-    return Promise.reject(new Error("freshServer is not available in a variant row"));
-  }
-
-  note(text: string): void {
-    this.outer.note(text);
-  }
-
-  closeAll(): void {
-    for (const c of this.conns.splice(0)) c.close();
-  }
-}
 
 /** The case `name` again, with tsnats replaced by a tsnats running with sync_interval. */
 export function syncIntervalCase(

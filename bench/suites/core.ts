@@ -4,7 +4,7 @@ import type { RawConn } from "../lib/conn.js";
 import { deadlineAfter, latencyStats, nowNs, payloadOf, pubFrame, publishFrames, waitFor } from "../lib/load.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
-const RATE_METRICS: MetricDef[] = [
+export const RATE_METRICS: MetricDef[] = [
   { label: "msgs/s", unit: "msgs/s", better: "higher" },
   { label: "MB/s", unit: "MB/s", better: "higher" },
 ];
@@ -33,7 +33,9 @@ async function pubOnly(ctx: CaseContext, size: number): Promise<Record<string, n
   return rates(sent, size, nowNs() - t0);
 }
 
-async function pubSub(ctx: CaseContext, size: number, subs: number): Promise<Record<string, number>> {
+/** One publisher, `subs` counting subscribers on one subject, the publisher gated on the slowest
+ *  subscriber; rate = received msgs/s until every subscriber has every message. */
+export async function pubSub(ctx: CaseContext, size: number, subs: number): Promise<Record<string, number>> {
   const subject = `bench.core.ps${subs}`;
   const receivers: RawConn[] = [];
   for (let i = 0; i < subs; i++) {
