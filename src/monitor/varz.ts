@@ -79,6 +79,8 @@ function websocketVarz(w: ServerSnap["websocket"]): Record<string, unknown> {
   if (w.handshakeTimeoutMs > 0) out["handshake_timeout"] = w.handshakeTimeoutMs * NS_PER_MS;
   if (w.authorization !== null && w.authorization.timeoutMs > 0) out["auth_timeout"] = w.authorization.timeoutMs / 1000;
   if (w.noTls) out["no_tls"] = true;
+  if (w.tls !== null && w.tls.verifyAndMap) out["tls_map"] = true;
+  if (w.tls !== null && w.tls.pinnedCerts.length > 0) out["tls_pinned_certs"] = [...w.tls.pinnedCerts];
   if (w.sameOrigin) out["same_origin"] = true;
   if (w.allowedOrigins.length > 0) out["allowed_origins"] = [...w.allowedOrigins];
   if (w.compression) out["compression"] = true;

@@ -234,7 +234,7 @@ export class Client implements ParserHandler, SubOwner {
     if (this.server.authRequiredFor(this)) {
       const a = this.server.authFor(this);
       // verify_and_map: the certificate names the user; the CONNECT credentials do not count.
-      const t = this.kind === "client" ? this.server.tls : null;
+      const t = this.server.tlsFor(this);
       const user = t !== null && t.opts.verifyAndMap ? mapCertUser(a.users, this.certIdentities) : authenticate(a, c, this.server.noAuthUserFor(this), this.nonce);
       if (user === null) {
         // nats-server names the nkey or the user, never what proved it.

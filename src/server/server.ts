@@ -581,6 +581,11 @@ export class Server implements Bus {
 
   /** A websocket connection past its upgrade: a Client like accept()'s, talking through conn
    *  (which frames what it writes). null when refused. */
+  /** The TLS a client came in over: the client port's, or the websocket listener's. */
+  tlsFor(c: Client): TlsSetup | null {
+    return c.kind === "ws" ? (this.wsListener?.tls ?? null) : this.tls;
+  }
+
   acceptWebSocket(conn: WsConn): Client | null {
     if (this.shuttingDown || this.lameDuck) {
       conn.destroy();
@@ -594,6 +599,9 @@ export class Server implements Bus {
     }
     const cid = this.nextCid++;
     const c = new Client(cid, conn, this, "ws");
+    c.tlsVersion = conn.tlsVersion;
+    c.tlsCipher = conn.tlsCipher;
+    c.certIdentities = conn.certIdentities;
     this.clients.set(cid, c);
     const socket = conn.socket;
     this.liveSockets.add(socket);
@@ -696,8 +704,14 @@ export class Server implements Bus {
       max_payload: o.maxPayloadBytes,
     };
     if (c !== null ? this.authRequiredFor(c) : this.authRequired()) info["auth_required"] = true;
-    // The client port's TLS; websocket clients have their own listener (ws:// today).
-    if (this.tls !== null && (c === null || c.kind === "client")) {
+    // A websocket client is told about its own listener's TLS (nats-server sets both
+    // tls_required and tls_available for wss).
+    if (c !== null && c.kind === "ws") {
+      if (this.wsListener?.tls) {
+        info["tls_required"] = true;
+        info["tls_available"] = true;
+      }
+    } else if (this.tls !== null) {
       const req = tlsRequired ?? (c !== null && c.tlsVersion !== "" ? true : !o.allowNonTls);
       if (req) info["tls_required"] = true;
       else info["tls_available"] = true;

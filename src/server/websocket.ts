@@ -20,7 +20,9 @@ import { createHash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
 import { endianness } from "node:os";
 import zlib from "node:zlib";
+import tls from "node:tls";
 import { adoptAccepted } from "../runtime/net.js";
+import { buildTls, peerIdentities, peerVerifyError, pinnedOk, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
 import { CloseReason, type Client, type ClientConn } from "./client.js";
 import type { Server } from "./server.js";
 import type { ServerOptions, WebSocketOptions } from "./options.js";
@@ -451,8 +453,7 @@ function checkOrigin(o: WebSocketOptions, allowed: Map<string, AllowedOrigin>, r
 export function validateWebSocketOptions(o: ServerOptions): string | null {
   const w = o.websocket;
   if (w === null || w.port === 0) return null;
-  if (w.tls !== null) return "websocket TLS is not supported by tsnats yet (websocket.tls)";
-  if (!w.noTls) return "websocket requires TLS configuration (tsnats has no websocket TLS yet: set websocket.no_tls: true)";
+  if (!w.noTls && w.tls === null) return "websocket requires TLS configuration";
   if (w.jwtCookie !== "") return `websocket.jwt_cookie needs JWT authentication (trusted operators), which tsnats does not support`;
   try {
     allowedOriginsMap(w.allowedOrigins);
@@ -486,6 +487,11 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
   private closeStatus = 0;
   private closeBody: string | Buffer = "";
   readonly socket: net.Socket;
+  /** wss: the negotiated TLS version and cipher suite ("" for ws). */
+  tlsVersion = "";
+  tlsCipher = "";
+  /** wss with verify_and_map: the certificate's identities. */
+  certIdentities: string[] = [];
 
   constructor(
     raw: net.Socket,
@@ -493,7 +499,26 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
     private readonly listener: WsListener,
   ) {
     super();
-    this.socket = adoptAccepted(raw, (chunk) => this.onChunk(chunk));
+    const t = listener.tls;
+    if (t === null) this.socket = adoptAccepted(raw, (chunk) => this.onChunk(chunk));
+    else {
+      // wss: the TLS handshake first, then the HTTP upgrade over it (the handshake timeout
+      // below covers both).
+      const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
+      this.socket = ts;
+      ts.on("secure", () => {
+        const bad = (t.opts.verify ? peerVerifyError(ts) : null) ?? (pinnedOk(ts, t.opts.pinnedCerts) ? null : "peer certificate is not pinned");
+        if (bad !== null) {
+          this.server.log.error(`${this.remote()} - websocket TLS handshake error: ${bad}`);
+          ts.destroy();
+          return;
+        }
+        this.tlsVersion = tlsVersionName(ts);
+        this.tlsCipher = tlsCipherName(ts);
+        if (t.opts.verifyAndMap) this.certIdentities = peerIdentities(ts);
+      });
+      ts.on("data", (chunk: Buffer) => this.onChunk(chunk));
+    }
     this.socket.setNoDelay(true);
     const w = server.opts.websocket!;
     if (w.handshakeTimeoutMs > 0) {
@@ -713,6 +738,8 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
 
 export class WsListener {
   readonly allowedOrigins: Map<string, AllowedOrigin>;
+  /** wss: the certificates (websocket.tls); null for ws. */
+  tls: TlsSetup | null;
   private readonly pending = new Set<WsConn>();
   private boundPort = 0;
 
@@ -722,6 +749,7 @@ export class WsListener {
     readonly opts: WebSocketOptions,
   ) {
     this.allowedOrigins = allowedOriginsMap(opts.allowedOrigins);
+    this.tls = opts.tls !== null ? buildTls(opts.tls) : null;
   }
 
   get port(): number {
@@ -743,8 +771,8 @@ export class WsListener {
     srv.on("error", (err) => server.log.error(`Websocket listener error: ${err.message}`));
     const addr = srv.address();
     l.boundPort = typeof addr === "object" && addr ? addr.port : port;
-    server.log.info(`Listening for websocket clients on ws://${opts.host}:${l.boundPort}`);
-    server.log.warn("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!");
+    server.log.info(`Listening for websocket clients on ${l.tls !== null ? "wss" : "ws"}://${opts.host}:${l.boundPort}`);
+    if (l.tls === null) server.log.warn("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!");
     return l;
   }
 

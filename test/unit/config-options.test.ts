@@ -228,7 +228,9 @@ void test("websocket block: TLS required unless no_tls, unsupported fields are e
   assert.match(problems(`websocket {\n  port: 8080\n  no_tls: false\n}`).message, /websocket requires TLS configuration/);
   // No port: the block is off and needs nothing.
   assert.equal(map(`websocket { compression: true }`).patch.websocket?.port, 0);
-  assert.match(problems(`websocket {\n  port: 8080\n  tls { cert_file: a }\n}`).message, /t\.conf:3:3: field "websocket\.tls": websocket TLS is not supported/);
+  // wss: the tls {} block of the client port's form.
+  assert.match(problems(`websocket {\n  port: 8080\n  tls { cert_file: a }\n}`).message, /t\.conf:3:3: missing 'cert_file' or 'key_file' in tls config/);
+  assert.equal(map(`websocket {\n  port: 8080\n  tls { cert_file: a, key_file: b, verify: true }\n}`).patch.websocket?.tls?.verify, true);
   for (const f of ["jwt_cookie: c", "user_cookie: c", "pass_cookie: c", "token_cookie: c", "headers { a: b }", 'ping_interval: "1s"']) {
     const name = f.split(/[: ]/)[0]!;
     assert.match(problems(`websocket {\n  no_tls: true\n  ${f}\n}`).message, new RegExp(`t\\.conf:3:3: field "websocket\\.${name}"`), f);

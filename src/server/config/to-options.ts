@@ -666,10 +666,11 @@ function websocket(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch
       case "no_tls":
         ws.noTls = ctx.bool(m, k) ?? ws.noTls;
         break;
-      case "tls":
-        // The shared tls {} reader comes with TLS on the client port.
-        ctx.error(m, k, 'field "websocket.tls": websocket TLS is not supported by tsnats yet (use no_tls: true behind a TLS-terminating proxy)');
+      case "tls": {
+        const t = tlsBlock(ctx, m, k);
+        if (t !== undefined) ws.tls = t;
         break;
+      }
       case "same_origin":
         ws.sameOrigin = ctx.bool(m, k) ?? ws.sameOrigin;
         break;
@@ -717,8 +718,8 @@ function websocket(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch
         else ctx.unknown(m, k);
     }
   }
-  // nats-server validateWebsocketOptions: TLS unless no_tls (and tsnats has no websocket TLS).
-  if (ws.port !== 0 && !ws.noTls) ctx.error(parent, key, "websocket requires TLS configuration: tsnats has no websocket TLS yet, set no_tls: true");
+  // nats-server validateWebsocketOptions: TLS unless no_tls.
+  if (ws.port !== 0 && !ws.noTls && ws.tls === null && !Object.keys(m).some((x) => x.toLowerCase() === "tls")) ctx.error(parent, key, "websocket requires TLS configuration");
   patch.websocket = ws;
 }
 
