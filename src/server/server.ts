@@ -253,8 +253,13 @@ export class Server implements Bus {
     const dir = this.opts.portsFileDir;
     if (!dir) return;
     const host = this.opts.host === "0.0.0.0" || this.opts.host === "::" ? "127.0.0.1" : this.opts.host;
-    const ports: Record<string, string[]> = { nats: [`nats://${host}:${this.boundPort}`] };
-    if (this.monitor) ports["monitoring"] = [`http://${host}:${this.monitor.port}`];
+    const ports: Record<string, string[]> = { nats: [`${this.tls !== null && !this.opts.allowNonTls ? "tls" : "nats"}://${host}:${this.boundPort}`] };
+    if (this.monitor) ports["monitoring"] = [`${this.opts.httpsPort !== 0 ? "https" : "http"}://${host}:${this.monitor.port}`];
+    const w = this.opts.websocket;
+    if (w !== null && this.wsPort !== 0) {
+      const wh = w.host === "0.0.0.0" || w.host === "::" ? "127.0.0.1" : w.host;
+      ports["websocket"] = [`${this.wsListener?.tls ? "wss" : "ws"}://${wh}:${this.wsPort}`];
+    }
     const body = JSON.stringify(ports);
     mkdirSync(dir, { recursive: true });
     // nats-server names the file after its executable; launchers look for "nats-server_<pid>".
