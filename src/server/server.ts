@@ -349,7 +349,11 @@ export class Server implements Bus {
     // restart, as in nats-server; a block that does not load keeps the old context.
     if ((next.tls === null) !== (prev.tls === null)) throw new Error("config reload: enabling or disabling TLS requires a restart");
     const nextTls = next.tls !== null ? buildTls(next.tls) : null;
+    // wss keeps its block as started (changes need a restart) but reads its files again.
+    const ws = this.wsListener;
+    const nextWsTls = ws !== null && ws.tls !== null && prev.websocket?.tls ? buildTls(prev.websocket.tls) : null;
     this.tls = nextTls;
+    if (ws !== null && nextWsTls !== null) ws.tls = nextWsTls;
     if (nextTls !== null && this.monitor?.setTls) this.monitor.setTls(nextTls);
     // nats-server refuses to reload websocket changes: the block stays as started.
     if (JSON.stringify(next.websocket) !== JSON.stringify(prev.websocket)) this.log.warn("Config reload: websocket changes require a restart; ignored");
@@ -557,10 +561,9 @@ export class Server implements Bus {
       this.log.debug(`${c.label()} - TLS handshake complete`);
       this.log.debug(`${c.label()} - TLS version ${c.tlsVersion}, cipher suite ${c.tlsCipher}`);
       ts.on("drain", () => c.onDrain());
-      ts.on("data", (chunk: Buffer) => {
-        c.onData(chunk);
-        this.flushDirty();
-      });
+      // One TCP read can hold several TLS records, each a 'data' event in the same turn:
+      // the writes they cause are flushed once, on setImmediate (markDirty schedules it).
+      ts.on("data", (chunk: Buffer) => c.onData(chunk));
       if (onSecure !== null) onSecure();
     });
   }

@@ -114,3 +114,17 @@ void test("harmless fields stay warnings and change nothing", () => {
   assert.equal(r.warnings.length, 3);
   assert.deepEqual(r.patch, {});
 });
+
+void test("a secret of the wrong type is not echoed in the config error", () => {
+  for (const text of ["authorization { user: a, password: 918273645 }", "authorization { token: 918273645 }", "jetstream { key: 918273645 }", "authorization { users: [ { user: a, pass: 918273645 } ] }"]) {
+    assert.throws(
+      () => map(text),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigProblems);
+        assert.ok(!err.message.includes("918273645"), err.message);
+        assert.match(err.message, /expected a string/);
+        return true;
+      },
+    );
+  }
+});

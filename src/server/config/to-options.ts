@@ -153,7 +153,8 @@ class Ctx {
   str(m: ConfigMap, k: string): string | undefined {
     const v = m[k];
     if (typeof v === "string") return v;
-    this.error(m, k, `expected a string for "${k}", got ${describe(v)}`);
+    // A secret of the wrong type (pass: 12345) is not echoed back into the error (or the log).
+    this.error(m, k, `expected a string for "${k}", got ${SECRET_FIELD.test(k) ? typeName(v) : describe(v)}`);
     return undefined;
   }
   int(m: ConfigMap, k: string): number | undefined {
@@ -207,6 +208,15 @@ class Ctx {
 
 function isMap(v: ConfigValue | undefined): v is ConfigMap {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Fields whose values are secrets: errors name their type only. */
+const SECRET_FIELD = /^(pass|password|token|auth_token|key|ek|encryption_key|prev_key|prev_ek|prev_encryption_key|seed|nkey_seed)$/i;
+
+function typeName(v: ConfigValue | undefined): string {
+  if (Array.isArray(v)) return "an array";
+  if (isMap(v)) return "a map";
+  return typeof v;
 }
 
 function describe(v: ConfigValue | undefined): string {
