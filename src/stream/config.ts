@@ -12,6 +12,7 @@ import type {
   RePublish,
 } from "../jetstream/types.js";
 import { SubjectTransform, TransformError } from "./transform.js";
+import { goInt, goJsonType, type GoIntKind } from "../jetstream/json.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
 
 export const NS_PER_MS = 1_000_000;
@@ -35,11 +36,7 @@ function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function goType(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "array";
-  return typeof v === "object" ? "object" : typeof v;
-}
+const goType = goJsonType;
 
 function str(o: Obj, k: string, def = ""): string {
   const v = o[k];
@@ -55,13 +52,10 @@ function bool(o: Obj, k: string): boolean {
   return v;
 }
 
-function int(o: Obj, k: string): number {
-  const v = o[k];
-  if (v === undefined || v === null) return 0;
-  if (typeof v !== "number" || !Number.isInteger(v)) {
-    invalidJson(`json: cannot unmarshal ${goType(v)} into Go struct field .${k} of type int64`);
-  }
-  return v;
+/** An integer field of Go type `kind` (int64 unless told): encoding/json's range and sign
+ *  rules, with its error text naming `path` (the struct and its parents). */
+function int(o: Obj, k: string, kind: GoIntKind = "int64", path = "StreamConfigRequest"): number {
+  return goInt(o[k], kind, `${path}.${k}`, invalidJson);
 }
 
 function strList(o: Obj, k: string): string[] {
@@ -101,7 +95,7 @@ function sourceOf(v: unknown, k: string): StreamSourceConfig {
   const ost = v["opt_start_time"];
   return {
     name: str(v, "name"),
-    opt_start_seq: int(v, "opt_start_seq"),
+    opt_start_seq: int(v, "opt_start_seq", "uint64", `StreamConfigRequest.${k}`),
     opt_start_time: typeof ost === "string" && !ost.startsWith("0001-01-01") ? ost : "",
     filter_subject: str(v, "filter_subject"),
     subject_transforms: transforms,
@@ -155,17 +149,17 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
   c.description = str(o, "description");
   c.subjects = strList(o, "subjects");
   c.retention = enumVal(o, "retention", ["limits", "interest", "workqueue"] as const, "limits");
-  c.max_consumers = int(o, "max_consumers");
+  c.max_consumers = int(o, "max_consumers", "int");
   c.max_msgs = int(o, "max_msgs");
   c.max_bytes = int(o, "max_bytes");
-  c.max_age = int(o, "max_age");
+  c.max_age = int(o, "max_age", "time.Duration");
   c.max_msgs_per_subject = int(o, "max_msgs_per_subject");
-  c.max_msg_size = int(o, "max_msg_size");
+  c.max_msg_size = int(o, "max_msg_size", "int32");
   c.discard = enumVal(o, "discard", ["old", "new"] as const, "old");
   c.storage = enumVal(o, "storage", ["file", "memory"] as const, "file");
-  c.num_replicas = int(o, "num_replicas");
+  c.num_replicas = int(o, "num_replicas", "int");
   c.no_ack = bool(o, "no_ack");
-  c.duplicate_window = int(o, "duplicate_window");
+  c.duplicate_window = int(o, "duplicate_window", "time.Duration");
   const pl = o["placement"];
   if (isObj(pl)) {
     const cluster = str(pl, "cluster");
@@ -181,7 +175,7 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
   }
   // jsm.go sends "" for an unset compression.
   c.compression = o["compression"] === "" ? "none" : enumVal(o, "compression", ["none", "s2"] as const, "none");
-  c.first_seq = int(o, "first_seq");
+  c.first_seq = int(o, "first_seq", "uint64");
   if (isObj(o["subject_transform"])) c.subject_transform = transformOf(o["subject_transform"], "subject_transform");
   const rp = o["republish"];
   if (isObj(rp)) c.republish = { src: str(rp, "src"), dest: str(rp, "dest"), headers_only: bool(rp, "headers_only") };
@@ -193,9 +187,12 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
   c.deny_purge = bool(o, "deny_purge");
   c.allow_rollup_hdrs = bool(o, "allow_rollup_hdrs");
   const cl = o["consumer_limits"];
-  if (isObj(cl)) c.consumer_limits = { inactive_threshold: int(cl, "inactive_threshold"), max_ack_pending: int(cl, "max_ack_pending") };
+  if (isObj(cl)) c.consumer_limits = {
+      inactive_threshold: int(cl, "inactive_threshold", "time.Duration", "StreamConfigRequest.consumer_limits"),
+      max_ack_pending: int(cl, "max_ack_pending", "int", "StreamConfigRequest.consumer_limits"),
+    };
   c.allow_msg_ttl = bool(o, "allow_msg_ttl");
-  c.subject_delete_marker_ttl = int(o, "subject_delete_marker_ttl");
+  c.subject_delete_marker_ttl = int(o, "subject_delete_marker_ttl", "time.Duration");
   const md = o["metadata"];
   if (md !== undefined && md !== null) {
     if (!isObj(md) || Object.values(md).some((x) => typeof x !== "string")) {
