@@ -12,6 +12,7 @@ import { jsErr, JsApiError, type JsErrName } from "../jetstream/errors.js";
 import { parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
 import { goInt, goJsonType, RawNumber, type GoIntKind } from "../jetstream/json.js";
+import { findCrossOverlap, findOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import { DEFAULT_PRIORITY_TIMEOUT_NS, PriorityPolicies, VALID_GROUP_NAME } from "./priority.js";
 
 export const NS_PER_MS = 1_000_000;
@@ -295,6 +296,9 @@ function forms_cycle(stream: StreamView, deliver: string): boolean {
 export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, pedantic: boolean): ConsumerConfig {
   const c: ConsumerConfig = { ...input, backoff: [...input.backoff], filter_subjects: [...input.filter_subjects] };
   // Defaults.
+  // nats-server (setConsumerConfigDefaults): 0 and anything below -1 mean unlimited (-1);
+  // pedantic mode refuses the negative ones.
+  if (c.max_deliver < -1 && pedantic) fail("JSPedanticErrF", { err: "max_deliver must be set to -1" });
   if (c.max_deliver <= 0) c.max_deliver = -1;
   if (c.ack_wait === 0 && c.ack_policy !== "none") c.ack_wait = DEFAULT_ACK_WAIT_NS;
   if (c.backoff.length > 0) {
@@ -426,8 +430,16 @@ function checkFilters(c: ConsumerConfig): void {
   for (const f of c.filter_subjects) if (f === "") fail("JSConsumerEmptyFilter");
   const fs = c.filter_subject !== "" ? [c.filter_subject] : c.filter_subjects;
   for (const f of fs) if (!isValidSubject(f)) fail("JSStreamInvalidConfigF", { err: "invalid subject" });
-  for (let i = 0; i < fs.length; i++) {
-    for (let j = i + 1; j < fs.length; j++) if (subjectsCollide(fs[i]!, fs[j]!)) fail("JSConsumerOverlappingSubjectFilters");
+  // Pairwise in nats-server; one trie join here (thousands of filters stay cheap).
+  if (fs.length > 1) {
+    let pair;
+    try {
+      pair = findOverlap(fs);
+    } catch (e) {
+      if (e instanceof OverlapBudgetExceeded) fail("JSConsumerCreateErrF", { err: "consumer filters are too complex to check for overlaps" });
+      throw e;
+    }
+    if (pair !== null) fail("JSConsumerOverlappingSubjectFilters");
   }
 }
 
@@ -554,7 +566,14 @@ export function checkWorkQueue(c: ConsumerConfig, others: { name: string; filter
     if (mine.length === 0) fail("JSConsumerWQMultipleUnfilteredErr");
     for (const o of rest) {
       if (o.filters.length === 0) fail("JSConsumerWQConsumerNotUniqueErr");
-      for (const a of mine) for (const b of o.filters) if (subjectsCollide(a, b)) fail("JSConsumerWQConsumerNotUniqueErr");
+      let hit: number;
+      try {
+        hit = findCrossOverlap(mine, o.filters);
+      } catch (e) {
+        if (e instanceof OverlapBudgetExceeded) fail("JSConsumerCreateErrF", { err: "consumer filters are too complex to check for overlaps" });
+        throw e;
+      }
+      if (hit >= 0) fail("JSConsumerWQConsumerNotUniqueErr");
     }
   }
   if (c.deliver_policy !== "all") fail("JSConsumerWQConsumerNotDeliverAllErr");

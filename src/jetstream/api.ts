@@ -21,6 +21,7 @@ import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
 import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
 import { goInt, goJsonType, parseApiJson, type GoIntKind } from "./json.js";
+import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import type { JetStreamService } from "./service.js";
 
 const NAMES_LIMIT = 1024;
@@ -375,12 +376,20 @@ export class ApiRouter {
     return { get: (n) => (n === except ? undefined : this.svc.streams.get(n)?.cfg) };
   }
 
+  /** Does a subject of cfg collide with one of another stream's (nats-server subjectsOverlap)?
+   *  One trie join of cfg's subjects against all the others', not every pair. */
   private overlapsOthers(cfg: StreamConfig): boolean {
+    const others: string[] = [];
     for (const st of this.svc.streams.values()) {
       if (st.name === cfg.name) continue;
-      for (const a of st.cfg.subjects) for (const b of cfg.subjects) if (subjectsCollide(a, b)) return true;
+      for (const s of st.cfg.subjects) others.push(s);
     }
-    return false;
+    try {
+      return findCrossOverlap(cfg.subjects, others) >= 0;
+    } catch (e) {
+      if (e instanceof OverlapBudgetExceeded) fail("JSStreamInvalidConfigF", { err: "stream subjects are too complex to check for overlaps" });
+      throw e;
+    }
   }
 
   /** STREAM.SNAPSHOT: nats-server's checks in its order, then the archive streams out. */

@@ -13,6 +13,7 @@ import type {
 } from "../jetstream/types.js";
 import { SubjectTransform, TransformError } from "./transform.js";
 import { goInt, goJsonType, type GoIntKind } from "../jetstream/json.js";
+import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, SupersetIndex, type OverlapPair } from "../subjects/overlap.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
 
 export const NS_PER_MS = 1_000_000;
@@ -295,9 +296,12 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
         throwJs("JSMirrorInvalidSubjectFilter", { err: `invalid subject ${tr.src}` });
       }
       validateMapping(tr, "JSMirrorInvalidTransformDestination");
-      m.subject_transforms.forEach((o, j) => {
-        if (i !== j && subjectsCollide(tr.src || ">", o.src || ">")) throwJs("JSMirrorOverlappingSubjectFilters");
-      });
+      // One indexed check once every transform is validated (nats-server compares pairs
+      // inside its loop, so with both an overlap and a later invalid transform it names
+      // the overlap; tsnats the invalid transform).
+      if (i === m.subject_transforms.length - 1 && overlapOrLimit(m.subject_transforms.map((t) => t.src || ">")) !== null) {
+        throwJs("JSMirrorOverlappingSubjectFilters");
+      }
     });
     if (m.external === null) {
       if (!isValidAssetName(m.name)) throwJs("JSMirrorInvalidStreamName");
@@ -328,11 +332,13 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
       if (tr.src !== "" && !isValidSubject(tr.src)) throwJs("JSSourceInvalidSubjectFilter", { err: `invalid subject ${tr.src}` });
       validateMapping(tr, "JSSourceInvalidTransformDestination");
     }
-    src.subject_transforms.forEach((tr, i) => {
-      src.subject_transforms.forEach((o, j) => {
-        if (i !== j && subjectIsSubsetMatch(tr.src || ">", o.src || ">")) throwJs("JSSourceOverlappingSubjectFilters");
+    if (src.subject_transforms.length > 1) {
+      const srcs = src.subject_transforms.map((t) => t.src || ">");
+      const idx = new SupersetIndex(srcs);
+      srcs.forEach((f, i) => {
+        if (idx.superset(f, i) >= 0) throwJs("JSSourceOverlappingSubjectFilters");
       });
-    });
+    }
     if (src.external === null) {
       const origin = others.get(src.name);
       if (origin && cfg.max_msg_size > 0 && origin.max_msg_size > 0 && cfg.max_msg_size < origin.max_msg_size) {
@@ -349,29 +355,7 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
   if (cfg.subjects.length === 0) {
     if (cfg.mirror === null && cfg.sources.length === 0) cfg.subjects = [cfg.name];
   } else {
-    const seen = new Set<string>();
-    cfg.subjects.forEach((subj, i) => {
-      if (!isValidSubject(subj)) invalidCfg("invalid subject");
-      if (seen.has(subj)) invalidCfg("duplicate subjects detected");
-      if (subj === ">") {
-        if (!cfg.no_ack) invalidCfg("capturing all subjects requires no-ack to be true");
-        if (cfg.num_replicas !== 1) invalidCfg("capturing all subjects requires replicas of 1");
-      }
-      if (!cfg.no_ack) {
-        for (const ns of ["$JS.>", "$JSC.>", "$NRG.>"]) {
-          if (subjectsCollide(subj, ns) && !subjectIsSubsetMatch(subj, "$JS.EVENT.>")) {
-            invalidCfg("subjects that overlap with jetstream api require no-ack to be true");
-          }
-        }
-        if (subjectsCollide(subj, "$SYS.>") && !subjectIsSubsetMatch(subj, "$SYS.ACCOUNT.>")) {
-          invalidCfg("subjects that overlap with system api require no-ack to be true");
-        }
-      }
-      for (const t of cfg.subjects.slice(i + 1)) {
-        if (subjectsCollide(t, subj)) invalidCfg(`subject ${JSON.stringify(subj)} overlaps with ${JSON.stringify(t)}`);
-      }
-      seen.add(subj);
-    });
+    checkOwnSubjects(cfg);
   }
   if (cfg.subjects.length === 0 && cfg.sources.length === 0 && cfg.mirror === null) {
     invalidCfg("stream needs at least one configured subject or be a source/mirror");
@@ -410,6 +394,69 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
     }
   }
   return cfg;
+}
+
+/** Most colliding pairs looked at to name the one nats-server's pairwise loop names first. */
+const NAMED_PAIR_SEARCH = 10_000;
+
+/** A colliding pair of `subjects`, or null; a config too costly to check is refused (10052)
+ *  rather than allowed to hold the event loop (see subjects/overlap.ts). */
+function overlapOrLimit(subjects: readonly string[], maxPairs = 1): OverlapPair | null {
+  try {
+    return findOverlap(subjects, DEFAULT_OVERLAP_BUDGET, maxPairs);
+  } catch (e) {
+    if (e instanceof OverlapBudgetExceeded) invalidCfg(`stream subjects are too complex to check for overlaps`);
+    throw e;
+  }
+}
+
+/** The stream's own subjects, as nats-server's loop checks them: for each subject in order
+ *  its validity, the '>' and API namespace rules, then overlap with every later subject.
+ *  The per-subject rules are one pass; the overlaps come from the trie join, and the first
+ *  failure in nats-server's order is reported. */
+function checkOwnSubjects(cfg: StreamConfig): void {
+  const subjects = cfg.subjects;
+  let bad = -1;
+  let badMsg = "";
+  for (let i = 0; i < subjects.length && bad < 0; i++) {
+    const subj = subjects[i]!;
+    const m = subjectRuleError(cfg, subj);
+    if (m !== null) {
+      bad = i;
+      badMsg = m;
+    }
+  }
+  // An invalid subject stops the loop there: only the subjects before it were compared.
+  const upTo = bad >= 0 && badMsg === "invalid subject" ? bad : subjects.length;
+  const pair = overlapOrLimit(upTo === subjects.length ? subjects : subjects.slice(0, upTo), NAMED_PAIR_SEARCH);
+  if (pair !== null && (bad < 0 || pair.i < bad)) {
+    // Equal subjects collide too, so nats-server's "duplicate subjects detected" is only
+    // reachable after an overlap was already reported; the overlap message it is.
+    invalidCfg(`subject ${JSON.stringify(subjects[pair.i])} overlaps with ${JSON.stringify(subjects[pair.j])}`);
+  }
+  if (bad >= 0) invalidCfg(badMsg);
+}
+
+/** The per-subject rules of checkStreamCfg's subject loop, or null. */
+function subjectRuleError(cfg: StreamConfig, subj: string): string | null {
+  if (!isValidSubject(subj)) return "invalid subject";
+  if (subj === ">") {
+    if (!cfg.no_ack) return "capturing all subjects requires no-ack to be true";
+    if (cfg.num_replicas !== 1) return "capturing all subjects requires replicas of 1";
+  }
+  // Only a subject whose first token is a wildcard or starts with '$' can meet $JS/$SYS.
+  const c0 = subj.charCodeAt(0);
+  if (!cfg.no_ack && (c0 === 36 || ((c0 === 42 || c0 === 62) && (subj.length === 1 || subj.charCodeAt(1) === 46)))) {
+    for (const ns of ["$JS.>", "$JSC.>", "$NRG.>"]) {
+      if (subjectsCollide(subj, ns) && !subjectIsSubsetMatch(subj, "$JS.EVENT.>")) {
+        return "subjects that overlap with jetstream api require no-ack to be true";
+      }
+    }
+    if (subjectsCollide(subj, "$SYS.>") && !subjectIsSubsetMatch(subj, "$SYS.ACCOUNT.>")) {
+      return "subjects that overlap with system api require no-ack to be true";
+    }
+  }
+  return null;
 }
 
 function validateMapping(tr: SubjectTransformConfig, errName: "JSMirrorInvalidTransformDestination" | "JSSourceInvalidTransformDestination" | "JSStreamTransformInvalidDestination"): void {
