@@ -121,7 +121,8 @@ export function goIntOrNull(v: unknown, kind: GoIntKind): number | null {
     if (Number.isSafeInteger(v)) {
       if (kind === "uint64" && v < 0) return null;
       if (kind === "int32" && (v < -2147483648 || v > 2147483647)) return null;
-      return v;
+      return v === 0 ? 0 : v; // -0 decodes to 0
+
     }
     return inRange(BigInt(v), kind) ? v : null;
   }
