@@ -11,6 +11,8 @@ import { isValidSubject, isLiteral, subjectMatches, subjectsCollide } from "../s
 import { jsErr, JsApiError, type JsErrName } from "../jetstream/errors.js";
 import { parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
+import { goInt, goJsonType, RawNumber, type GoIntKind } from "../jetstream/json.js";
+import { findCrossOverlap, findOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import { DEFAULT_PRIORITY_TIMEOUT_NS, PriorityPolicies, VALID_GROUP_NAME } from "./priority.js";
 
 export const NS_PER_MS = 1_000_000;
@@ -93,11 +95,7 @@ function policyErr(msg: string): never {
   fail("JSConsumerInvalidPolicyErrF", { err: msg });
 }
 
-function goType(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "array";
-  return typeof v === "object" ? "object" : typeof v;
-}
+const goType = goJsonType;
 
 function str(o: Obj, k: string): string {
   const v = o[k];
@@ -113,13 +111,9 @@ function bool(o: Obj, k: string): boolean {
   return v;
 }
 
-function int(o: Obj, k: string): number {
-  const v = o[k];
-  if (v === undefined || v === null) return 0;
-  if (typeof v !== "number" || !Number.isInteger(v)) {
-    invalidJson(`json: cannot unmarshal ${goType(v)} into Go struct field ConsumerConfig.${k} of type int64`);
-  }
-  return v;
+/** An integer field of Go type `kind`: encoding/json's range and sign rules and its text. */
+function int(o: Obj, k: string, kind: GoIntKind): number {
+  return goInt(o[k], kind, `ConsumerConfig.${k}`, invalidJson);
 }
 
 function strList(o: Obj, k: string): string[] {
@@ -134,10 +128,11 @@ function strList(o: Obj, k: string): string[] {
 function intList(o: Obj, k: string): number[] {
   const v = o[k];
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || v.some((x) => typeof x !== "number" || !Number.isInteger(x))) {
-    invalidJson(`json: cannot unmarshal ${goType(v)} into Go struct field ConsumerConfig.${k} of type []time.Duration`);
-  }
-  return [...(v as number[])];
+  if (!Array.isArray(v)) invalidJson(`json: cannot unmarshal ${goType(v)} into Go struct field ConsumerConfig.${k} of type []time.Duration`);
+  return v.map((x: unknown) => {
+    if (x === null || typeof x === "number" || x instanceof RawNumber) return goInt(x, "time.Duration", `ConsumerConfig.${k}`, invalidJson);
+    return invalidJson(`json: cannot unmarshal ${goType(x)} into Go struct field ConsumerConfig.${k} of type time.Duration`);
+  });
 }
 
 function enumVal<T extends string>(o: Obj, k: string, allowed: readonly T[], def: T, aliases: Record<string, T> = {}): T {
@@ -226,36 +221,36 @@ export function decodeConsumerConfig(v: unknown): ConsumerConfig {
   c.name = str(o, "name");
   c.description = str(o, "description");
   c.deliver_policy = enumVal(o, "deliver_policy", DeliverPolicies, "all", { undefined: "all" });
-  c.opt_start_seq = int(o, "opt_start_seq");
+  c.opt_start_seq = int(o, "opt_start_seq", "uint64");
   c.opt_start_time_ns = timeNs(o, "opt_start_time");
   c.ack_policy = enumVal(o, "ack_policy", AckPolicies, "none");
-  c.ack_wait = int(o, "ack_wait");
-  c.max_deliver = int(o, "max_deliver");
+  c.ack_wait = int(o, "ack_wait", "time.Duration");
+  c.max_deliver = int(o, "max_deliver", "int");
   c.backoff = intList(o, "backoff");
   c.filter_subject = str(o, "filter_subject");
   c.filter_subjects = strList(o, "filter_subjects");
   c.replay_policy = enumVal(o, "replay_policy", ReplayPolicies, "instant");
-  c.rate_limit_bps = int(o, "rate_limit_bps");
+  c.rate_limit_bps = int(o, "rate_limit_bps", "uint64");
   c.sample_freq = str(o, "sample_freq");
-  c.max_waiting = int(o, "max_waiting");
-  c.max_ack_pending = int(o, "max_ack_pending");
-  c.idle_heartbeat = int(o, "idle_heartbeat");
+  c.max_waiting = int(o, "max_waiting", "int");
+  c.max_ack_pending = int(o, "max_ack_pending", "int");
+  c.idle_heartbeat = int(o, "idle_heartbeat", "time.Duration");
   c.flow_control = bool(o, "flow_control");
   c.headers_only = bool(o, "headers_only");
-  c.max_batch = int(o, "max_batch");
-  c.max_expires = int(o, "max_expires");
-  c.max_bytes = int(o, "max_bytes");
+  c.max_batch = int(o, "max_batch", "int");
+  c.max_expires = int(o, "max_expires", "time.Duration");
+  c.max_bytes = int(o, "max_bytes", "int");
   c.deliver_subject = str(o, "deliver_subject");
   c.deliver_group = str(o, "deliver_group");
-  c.inactive_threshold = int(o, "inactive_threshold");
-  c.num_replicas = int(o, "num_replicas");
+  c.inactive_threshold = int(o, "inactive_threshold", "time.Duration");
+  c.num_replicas = int(o, "num_replicas", "int");
   c.mem_storage = bool(o, "mem_storage");
   c.direct = bool(o, "direct");
   c.metadata = metadataOf(o);
   c.pause_until_ns = timeNs(o, "pause_until");
   c.priority_groups = strList(o, "priority_groups");
   c.priority_policy = priorityPolicyOf(o);
-  c.priority_timeout = int(o, "priority_timeout");
+  c.priority_timeout = int(o, "priority_timeout", "time.Duration");
   c.dead_letter_subject = str(o, DEAD_LETTER_FIELD);
   return c;
 }
@@ -301,6 +296,9 @@ function forms_cycle(stream: StreamView, deliver: string): boolean {
 export function checkConsumerConfig(input: ConsumerConfig, stream: StreamView, pedantic: boolean): ConsumerConfig {
   const c: ConsumerConfig = { ...input, backoff: [...input.backoff], filter_subjects: [...input.filter_subjects] };
   // Defaults.
+  // nats-server (setConsumerConfigDefaults): 0 and anything below -1 mean unlimited (-1);
+  // pedantic mode refuses the negative ones.
+  if (c.max_deliver < -1 && pedantic) fail("JSPedanticErrF", { err: "max_deliver must be set to -1" });
   if (c.max_deliver <= 0) c.max_deliver = -1;
   if (c.ack_wait === 0 && c.ack_policy !== "none") c.ack_wait = DEFAULT_ACK_WAIT_NS;
   if (c.backoff.length > 0) {
@@ -432,8 +430,16 @@ function checkFilters(c: ConsumerConfig): void {
   for (const f of c.filter_subjects) if (f === "") fail("JSConsumerEmptyFilter");
   const fs = c.filter_subject !== "" ? [c.filter_subject] : c.filter_subjects;
   for (const f of fs) if (!isValidSubject(f)) fail("JSStreamInvalidConfigF", { err: "invalid subject" });
-  for (let i = 0; i < fs.length; i++) {
-    for (let j = i + 1; j < fs.length; j++) if (subjectsCollide(fs[i]!, fs[j]!)) fail("JSConsumerOverlappingSubjectFilters");
+  // Pairwise in nats-server; one trie join here (thousands of filters stay cheap).
+  if (fs.length > 1) {
+    let pair;
+    try {
+      pair = findOverlap(fs);
+    } catch (e) {
+      if (e instanceof OverlapBudgetExceeded) fail("JSConsumerCreateErrF", { err: "consumer filters are too complex to check for overlaps" });
+      throw e;
+    }
+    if (pair !== null) fail("JSConsumerOverlappingSubjectFilters");
   }
 }
 
@@ -560,7 +566,14 @@ export function checkWorkQueue(c: ConsumerConfig, others: { name: string; filter
     if (mine.length === 0) fail("JSConsumerWQMultipleUnfilteredErr");
     for (const o of rest) {
       if (o.filters.length === 0) fail("JSConsumerWQConsumerNotUniqueErr");
-      for (const a of mine) for (const b of o.filters) if (subjectsCollide(a, b)) fail("JSConsumerWQConsumerNotUniqueErr");
+      let hit: number;
+      try {
+        hit = findCrossOverlap(mine, o.filters);
+      } catch (e) {
+        if (e instanceof OverlapBudgetExceeded) fail("JSConsumerCreateErrF", { err: "consumer filters are too complex to check for overlaps" });
+        throw e;
+      }
+      if (hit >= 0) fail("JSConsumerWQConsumerNotUniqueErr");
     }
   }
   if (c.deliver_policy !== "all") fail("JSConsumerWQConsumerNotDeliverAllErr");

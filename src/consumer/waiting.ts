@@ -3,6 +3,7 @@
 
 import { statusHeaders } from "../protocol/headers.js";
 import type { PullPriority } from "./priority.js";
+import { goIntOrNull, parseApiJson } from "../jetstream/json.js";
 
 export interface PullRequest {
   reply: string;
@@ -35,18 +36,14 @@ export function parsePullRequest(payload: Buffer): ParsedPull {
   }
   let o: unknown;
   try {
-    o = JSON.parse(text);
+    o = parseApiJson(text);
   } catch (e) {
     return { ok: false, error: (e as Error).message };
   }
   if (typeof o !== "object" || o === null || Array.isArray(o)) return { ok: false, error: "json: cannot unmarshal into Go value of type server.JSApiConsumerGetNextRequest" };
   const r = o as Record<string, unknown>;
-  const num = (k: string): number | null => {
-    const v = r[k];
-    if (v === undefined || v === null) return 0;
-    if (typeof v !== "number" || !Number.isInteger(v)) return null;
-    return v;
-  };
+  // Every integer field of JSApiConsumerGetNextRequest is 64-bit and signed.
+  const num = (k: string): number | null => goIntOrNull(r[k], "int64");
   const batch = num("batch");
   const maxBytes = num("max_bytes");
   const expires = num("expires");

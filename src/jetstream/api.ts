@@ -20,6 +20,8 @@ import type { Stream } from "../stream/stream.js";
 import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
 import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
+import { goInt, goJsonType, parseApiJson, type GoIntKind } from "./json.js";
+import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import type { JetStreamService } from "./service.js";
 
 const NAMES_LIMIT = 1024;
@@ -92,35 +94,33 @@ function parseBody(payload: Buffer, emptyIsError: boolean): Body | null {
   }
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parseApiJson(text);
   } catch (e) {
     fail("JSInvalidJSONErr", { err: (e as Error).message });
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) {
     if (v === null) return null;
-    fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${Array.isArray(v) ? "array" : typeof v} into Go value` });
+    fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go value` });
   }
   return v as Body;
 }
 
-function optInt(b: Body | null, k: string): number {
-  const v = b?.[k];
-  if (v === undefined || v === null) return 0;
-  if (typeof v !== "number" || !Number.isInteger(v)) fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${typeof v} into Go struct field .${k}` });
-  return v;
+/** An integer field of the request struct `struct`, by encoding/json's rules for `kind`. */
+function optInt(b: Body | null, k: string, kind: GoIntKind, struct: string): number {
+  return goInt(b?.[k], kind, `${struct}.${k}`, (err) => fail("JSInvalidJSONErr", { err }));
 }
 
 function optStr(b: Body | null, k: string): string {
   const v = b?.[k];
   if (v === undefined || v === null) return "";
-  if (typeof v !== "string") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${typeof v} into Go struct field .${k}` });
+  if (typeof v !== "string") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go struct field .${k}` });
   return v;
 }
 
 function optBool(b: Body | null, k: string): boolean {
   const v = b?.[k];
   if (v === undefined || v === null) return false;
-  if (typeof v !== "boolean") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${typeof v} into Go struct field .${k}` });
+  if (typeof v !== "boolean") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go struct field .${k}` });
   return v;
 }
 
@@ -377,12 +377,20 @@ export class ApiRouter {
     return { get: (n) => (n === except ? undefined : this.svc.streams.get(n)?.cfg) };
   }
 
+  /** Does a subject of cfg collide with one of another stream's (nats-server subjectsOverlap)?
+   *  One trie join of cfg's subjects against all the others', not every pair. */
   private overlapsOthers(cfg: StreamConfig): boolean {
+    const others: string[] = [];
     for (const st of this.svc.streams.values()) {
       if (st.name === cfg.name) continue;
-      for (const a of st.cfg.subjects) for (const b of cfg.subjects) if (subjectsCollide(a, b)) return true;
+      for (const s of st.cfg.subjects) others.push(s);
     }
-    return false;
+    try {
+      return findCrossOverlap(cfg.subjects, others) >= 0;
+    } catch (e) {
+      if (e instanceof OverlapBudgetExceeded) fail("JSStreamInvalidConfigF", { err: "stream subjects are too complex to check for overlaps" });
+      throw e;
+    }
   }
 
   /** STREAM.SNAPSHOT: nats-server's checks in its order, then the archive streams out. */
@@ -392,7 +400,7 @@ export class ApiRouter {
     const body = parseBody(payload, true);
     const deliver = optStr(body, "deliver_subject");
     if (!isValidLiteralSubject(deliver)) fail("JSSnapshotDeliverSubjectInvalidErr");
-    const sizes = snapshotSizes(optInt(body, "chunk_size"), optInt(body, "window_size"), this.svc.deps.maxPayloadBytes);
+    const sizes = snapshotSizes(optInt(body, "chunk_size", "int", "JSApiStreamSnapshotRequest"), optInt(body, "window_size", "int", "JSApiStreamSnapshotRequest"), this.svc.deps.maxPayloadBytes);
     const r = this.snapshots.snapshot(st, { deliverSubject: deliver, noConsumers: optBool(body, "no_consumers"), ...sizes });
     if ("code" in r) throw new Fail(r as ApiError);
     return r;
@@ -492,7 +500,7 @@ export class ApiRouter {
     const body = parseBody(payload, false);
     const deletedDetails = optBool(body, "deleted_details");
     const subjectsFilter = optStr(body, "subjects_filter");
-    const offset = Math.max(0, optInt(body, "offset"));
+    const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamInfoRequest"));
     const st = this.lookup(name);
     const out: Record<string, unknown> = { total: 0, offset: 0, limit: 0 };
     const infoOpts: { deletedDetails: boolean; subjectsFilter?: string } = { deletedDetails };
@@ -541,7 +549,7 @@ export class ApiRouter {
 
   private names(payload: Buffer): Record<string, unknown> {
     const body = parseBody(payload, false);
-    const offset = Math.max(0, optInt(body, "offset"));
+    const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamNamesRequest"));
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(offset, names.length);
     const page = names.slice(off, off + NAMES_LIMIT);
@@ -550,7 +558,7 @@ export class ApiRouter {
 
   private list(payload: Buffer): Record<string, unknown> {
     const body = parseBody(payload, false);
-    const offset = Math.max(0, optInt(body, "offset"));
+    const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamListRequest"));
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(offset, names.length);
     const page = names.slice(off, off + LIST_LIMIT);
@@ -565,8 +573,8 @@ export class ApiRouter {
   private purge(name: string, payload: Buffer): Record<string, unknown> {
     const body = parseBody(payload, false);
     const filter = optStr(body, "filter");
-    const seq = optInt(body, "seq");
-    const keep = optInt(body, "keep");
+    const seq = optInt(body, "seq", "uint64", "JSApiStreamPurgeRequest");
+    const keep = optInt(body, "keep", "uint64", "JSApiStreamPurgeRequest");
     if (seq > 0 && keep > 0) fail("JSBadRequestErr");
     const st = this.lookup(name);
     if (st.cfg.sealed) fail("JSStreamSealedErr");
@@ -597,7 +605,7 @@ export class ApiRouter {
   private msgDelete(name: string, payload: Buffer): Record<string, unknown> {
     if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
     const body = parseBody(payload, true);
-    const seq = optInt(body, "seq");
+    const seq = optInt(body, "seq", "uint64", "JSApiMsgDeleteRequest");
     const noErase = optBool(body, "no_erase");
     const st = this.lookup(name);
     if (st.cfg.sealed) fail("JSStreamSealedErr");

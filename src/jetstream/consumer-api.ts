@@ -31,6 +31,7 @@ import {
 import { Consumer, type ConsumerEnv } from "../consumer/consumer.js";
 import { Ticker } from "../consumer/wheel.js";
 import { PIN_ID_LEN, VALID_GROUP_NAME } from "../consumer/priority.js";
+import { parseApiJson } from "./json.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
@@ -71,7 +72,7 @@ function parseBody(payload: Buffer): Body | null {
   if (text.length === 0) return null;
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parseApiJson(text);
   } catch (e) {
     fail("JSInvalidJSONErr", { err: (e as Error).message });
   }

@@ -3,6 +3,8 @@
 // account usage and limits, and the $JS.API subscriptions (routing is in api.ts).
 
 import { join } from "node:path";
+import { statfsSync } from "node:fs";
+import { totalmem } from "node:os";
 import type { JetStreamDeps } from "./contracts.js";
 import type { InternalSubscription } from "../server/bus.js";
 import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
@@ -414,10 +416,31 @@ export class JetStreamService {
     return this.usedBytes(storage) + bytes > limit;
   }
 
-  /** Reservation check when a stream with max_bytes is created or grows (10028/10047). */
+  private defaultLimits: { memory: number; file: number } | null = null;
+
+  /** The server's capacity when the configuration sets none, as nats-server computes it at
+   *  start (jetstream.go): 75% of the machine's memory, 75% of the disk space available to
+   *  the store directory (1 TB when that cannot be read). Read once. */
+  private serverDefaultLimit(storage: "file" | "memory"): number {
+    if (this.defaultLimits === null) {
+      let file = 1024 ** 4;
+      try {
+        const fs = statfsSync(this.deps.opts.storeDir === "" ? "." : this.deps.opts.storeDir);
+        file = Math.floor((fs.bavail * fs.bsize) / 4) * 3;
+      } catch {
+        // keep the 1 TB guess
+      }
+      this.defaultLimits = { memory: Math.floor(totalmem() / 4) * 3, file };
+    }
+    return this.defaultLimits[storage];
+  }
+
+  /** Reservation check when a stream with max_bytes is created or grows (10028/10047):
+   *  the reserved max_bytes of the other streams of that storage plus this one must fit the
+   *  configured limit, or without one the server's capacity (so max_bytes 1e18 is refused). */
   reservationError(cfg: StreamConfig, except: string): "JSMemoryResourcesExceededErr" | "JSStorageResourcesExceededErr" | null {
-    const limit = cfg.storage === "memory" ? this.deps.opts.maxMemoryStoreBytes : this.deps.opts.maxFileStoreBytes;
-    if (limit < 0) return null;
+    const configured = cfg.storage === "memory" ? this.deps.opts.maxMemoryStoreBytes : this.deps.opts.maxFileStoreBytes;
+    const limit = configured >= 0 ? configured : this.serverDefaultLimit(cfg.storage);
     let reserved = 0;
     for (const st of this.streams.values()) {
       if (st.name !== except && st.cfg.storage === cfg.storage && st.cfg.max_bytes > 0) reserved += st.cfg.max_bytes;

@@ -442,9 +442,9 @@ export class Parser {
     const n = this.splitArgs(line, start, end);
     if (n === 1) return this.h.processUnsub(this.args[0]!, 0);
     if (n === 2) {
-      const max = parseSize(this.args[1]!);
-      if (max < 0) return this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", ls, end));
-      return this.h.processUnsub(this.args[0]!, max);
+      // nats-server: a max that does not parse (negative, not digits, too long) is -1,
+      // which unsubscribes at once; it is not a protocol error.
+      return this.h.processUnsub(this.args[0]!, parseSize(this.args[1]!));
     }
     this.fail(ProtoErrorKind.BadArgs, "processUnsub Parse Error: " + line.toString("latin1", ls, end));
   }

@@ -12,6 +12,8 @@ import type {
   RePublish,
 } from "../jetstream/types.js";
 import { SubjectTransform, TransformError } from "./transform.js";
+import { goInt, goJsonType, type GoIntKind } from "../jetstream/json.js";
+import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, SupersetIndex, type OverlapPair } from "../subjects/overlap.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
 
 export const NS_PER_MS = 1_000_000;
@@ -35,11 +37,7 @@ function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function goType(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "array";
-  return typeof v === "object" ? "object" : typeof v;
-}
+const goType = goJsonType;
 
 function str(o: Obj, k: string, def = ""): string {
   const v = o[k];
@@ -55,13 +53,10 @@ function bool(o: Obj, k: string): boolean {
   return v;
 }
 
-function int(o: Obj, k: string): number {
-  const v = o[k];
-  if (v === undefined || v === null) return 0;
-  if (typeof v !== "number" || !Number.isInteger(v)) {
-    invalidJson(`json: cannot unmarshal ${goType(v)} into Go struct field .${k} of type int64`);
-  }
-  return v;
+/** An integer field of Go type `kind` (int64 unless told): encoding/json's range and sign
+ *  rules, with its error text naming `path` (the struct and its parents). */
+function int(o: Obj, k: string, kind: GoIntKind = "int64", path = "StreamConfigRequest"): number {
+  return goInt(o[k], kind, `${path}.${k}`, invalidJson);
 }
 
 function strList(o: Obj, k: string): string[] {
@@ -101,7 +96,7 @@ function sourceOf(v: unknown, k: string): StreamSourceConfig {
   const ost = v["opt_start_time"];
   return {
     name: str(v, "name"),
-    opt_start_seq: int(v, "opt_start_seq"),
+    opt_start_seq: int(v, "opt_start_seq", "uint64", `StreamConfigRequest.${k}`),
     opt_start_time: typeof ost === "string" && !ost.startsWith("0001-01-01") ? ost : "",
     filter_subject: str(v, "filter_subject"),
     subject_transforms: transforms,
@@ -155,17 +150,17 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
   c.description = str(o, "description");
   c.subjects = strList(o, "subjects");
   c.retention = enumVal(o, "retention", ["limits", "interest", "workqueue"] as const, "limits");
-  c.max_consumers = int(o, "max_consumers");
+  c.max_consumers = int(o, "max_consumers", "int");
   c.max_msgs = int(o, "max_msgs");
   c.max_bytes = int(o, "max_bytes");
-  c.max_age = int(o, "max_age");
+  c.max_age = int(o, "max_age", "time.Duration");
   c.max_msgs_per_subject = int(o, "max_msgs_per_subject");
-  c.max_msg_size = int(o, "max_msg_size");
+  c.max_msg_size = int(o, "max_msg_size", "int32");
   c.discard = enumVal(o, "discard", ["old", "new"] as const, "old");
   c.storage = enumVal(o, "storage", ["file", "memory"] as const, "file");
-  c.num_replicas = int(o, "num_replicas");
+  c.num_replicas = int(o, "num_replicas", "int");
   c.no_ack = bool(o, "no_ack");
-  c.duplicate_window = int(o, "duplicate_window");
+  c.duplicate_window = int(o, "duplicate_window", "time.Duration");
   const pl = o["placement"];
   if (isObj(pl)) {
     const cluster = str(pl, "cluster");
@@ -181,7 +176,7 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
   }
   // jsm.go sends "" for an unset compression.
   c.compression = o["compression"] === "" ? "none" : enumVal(o, "compression", ["none", "s2"] as const, "none");
-  c.first_seq = int(o, "first_seq");
+  c.first_seq = int(o, "first_seq", "uint64");
   if (isObj(o["subject_transform"])) c.subject_transform = transformOf(o["subject_transform"], "subject_transform");
   const rp = o["republish"];
   if (isObj(rp)) c.republish = { src: str(rp, "src"), dest: str(rp, "dest"), headers_only: bool(rp, "headers_only") };
@@ -193,9 +188,12 @@ export function decodeStreamConfig(o: unknown): StreamConfig {
   c.deny_purge = bool(o, "deny_purge");
   c.allow_rollup_hdrs = bool(o, "allow_rollup_hdrs");
   const cl = o["consumer_limits"];
-  if (isObj(cl)) c.consumer_limits = { inactive_threshold: int(cl, "inactive_threshold"), max_ack_pending: int(cl, "max_ack_pending") };
+  if (isObj(cl)) c.consumer_limits = {
+      inactive_threshold: int(cl, "inactive_threshold", "time.Duration", "StreamConfigRequest.consumer_limits"),
+      max_ack_pending: int(cl, "max_ack_pending", "int", "StreamConfigRequest.consumer_limits"),
+    };
   c.allow_msg_ttl = bool(o, "allow_msg_ttl");
-  c.subject_delete_marker_ttl = int(o, "subject_delete_marker_ttl");
+  c.subject_delete_marker_ttl = int(o, "subject_delete_marker_ttl", "time.Duration");
   const md = o["metadata"];
   if (md !== undefined && md !== null) {
     if (!isObj(md) || Object.values(md).some((x) => typeof x !== "string")) {
@@ -298,9 +296,12 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
         throwJs("JSMirrorInvalidSubjectFilter", { err: `invalid subject ${tr.src}` });
       }
       validateMapping(tr, "JSMirrorInvalidTransformDestination");
-      m.subject_transforms.forEach((o, j) => {
-        if (i !== j && subjectsCollide(tr.src || ">", o.src || ">")) throwJs("JSMirrorOverlappingSubjectFilters");
-      });
+      // One indexed check once every transform is validated (nats-server compares pairs
+      // inside its loop, so with both an overlap and a later invalid transform it names
+      // the overlap; tsnats the invalid transform).
+      if (i === m.subject_transforms.length - 1 && overlapOrLimit(m.subject_transforms.map((t) => t.src || ">")) !== null) {
+        throwJs("JSMirrorOverlappingSubjectFilters");
+      }
     });
     if (m.external === null) {
       if (!isValidAssetName(m.name)) throwJs("JSMirrorInvalidStreamName");
@@ -331,11 +332,13 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
       if (tr.src !== "" && !isValidSubject(tr.src)) throwJs("JSSourceInvalidSubjectFilter", { err: `invalid subject ${tr.src}` });
       validateMapping(tr, "JSSourceInvalidTransformDestination");
     }
-    src.subject_transforms.forEach((tr, i) => {
-      src.subject_transforms.forEach((o, j) => {
-        if (i !== j && subjectIsSubsetMatch(tr.src || ">", o.src || ">")) throwJs("JSSourceOverlappingSubjectFilters");
+    if (src.subject_transforms.length > 1) {
+      const srcs = src.subject_transforms.map((t) => t.src || ">");
+      const idx = new SupersetIndex(srcs);
+      srcs.forEach((f, i) => {
+        if (idx.superset(f, i) >= 0) throwJs("JSSourceOverlappingSubjectFilters");
       });
-    });
+    }
     if (src.external === null) {
       const origin = others.get(src.name);
       if (origin && cfg.max_msg_size > 0 && origin.max_msg_size > 0 && cfg.max_msg_size < origin.max_msg_size) {
@@ -352,29 +355,7 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
   if (cfg.subjects.length === 0) {
     if (cfg.mirror === null && cfg.sources.length === 0) cfg.subjects = [cfg.name];
   } else {
-    const seen = new Set<string>();
-    cfg.subjects.forEach((subj, i) => {
-      if (!isValidSubject(subj)) invalidCfg("invalid subject");
-      if (seen.has(subj)) invalidCfg("duplicate subjects detected");
-      if (subj === ">") {
-        if (!cfg.no_ack) invalidCfg("capturing all subjects requires no-ack to be true");
-        if (cfg.num_replicas !== 1) invalidCfg("capturing all subjects requires replicas of 1");
-      }
-      if (!cfg.no_ack) {
-        for (const ns of ["$JS.>", "$JSC.>", "$NRG.>"]) {
-          if (subjectsCollide(subj, ns) && !subjectIsSubsetMatch(subj, "$JS.EVENT.>")) {
-            invalidCfg("subjects that overlap with jetstream api require no-ack to be true");
-          }
-        }
-        if (subjectsCollide(subj, "$SYS.>") && !subjectIsSubsetMatch(subj, "$SYS.ACCOUNT.>")) {
-          invalidCfg("subjects that overlap with system api require no-ack to be true");
-        }
-      }
-      for (const t of cfg.subjects.slice(i + 1)) {
-        if (subjectsCollide(t, subj)) invalidCfg(`subject ${JSON.stringify(subj)} overlaps with ${JSON.stringify(t)}`);
-      }
-      seen.add(subj);
-    });
+    checkOwnSubjects(cfg);
   }
   if (cfg.subjects.length === 0 && cfg.sources.length === 0 && cfg.mirror === null) {
     invalidCfg("stream needs at least one configured subject or be a source/mirror");
@@ -413,6 +394,69 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
     }
   }
   return cfg;
+}
+
+/** Most colliding pairs looked at to name the one nats-server's pairwise loop names first. */
+const NAMED_PAIR_SEARCH = 10_000;
+
+/** A colliding pair of `subjects`, or null; a config too costly to check is refused (10052)
+ *  rather than allowed to hold the event loop (see subjects/overlap.ts). */
+function overlapOrLimit(subjects: readonly string[], maxPairs = 1): OverlapPair | null {
+  try {
+    return findOverlap(subjects, DEFAULT_OVERLAP_BUDGET, maxPairs);
+  } catch (e) {
+    if (e instanceof OverlapBudgetExceeded) invalidCfg(`stream subjects are too complex to check for overlaps`);
+    throw e;
+  }
+}
+
+/** The stream's own subjects, as nats-server's loop checks them: for each subject in order
+ *  its validity, the '>' and API namespace rules, then overlap with every later subject.
+ *  The per-subject rules are one pass; the overlaps come from the trie join, and the first
+ *  failure in nats-server's order is reported. */
+function checkOwnSubjects(cfg: StreamConfig): void {
+  const subjects = cfg.subjects;
+  let bad = -1;
+  let badMsg = "";
+  for (let i = 0; i < subjects.length && bad < 0; i++) {
+    const subj = subjects[i]!;
+    const m = subjectRuleError(cfg, subj);
+    if (m !== null) {
+      bad = i;
+      badMsg = m;
+    }
+  }
+  // An invalid subject stops the loop there: only the subjects before it were compared.
+  const upTo = bad >= 0 && badMsg === "invalid subject" ? bad : subjects.length;
+  const pair = overlapOrLimit(upTo === subjects.length ? subjects : subjects.slice(0, upTo), NAMED_PAIR_SEARCH);
+  if (pair !== null && (bad < 0 || pair.i < bad)) {
+    // Equal subjects collide too, so nats-server's "duplicate subjects detected" is only
+    // reachable after an overlap was already reported; the overlap message it is.
+    invalidCfg(`subject ${JSON.stringify(subjects[pair.i])} overlaps with ${JSON.stringify(subjects[pair.j])}`);
+  }
+  if (bad >= 0) invalidCfg(badMsg);
+}
+
+/** The per-subject rules of checkStreamCfg's subject loop, or null. */
+function subjectRuleError(cfg: StreamConfig, subj: string): string | null {
+  if (!isValidSubject(subj)) return "invalid subject";
+  if (subj === ">") {
+    if (!cfg.no_ack) return "capturing all subjects requires no-ack to be true";
+    if (cfg.num_replicas !== 1) return "capturing all subjects requires replicas of 1";
+  }
+  // Only a subject whose first token is a wildcard or starts with '$' can meet $JS/$SYS.
+  const c0 = subj.charCodeAt(0);
+  if (!cfg.no_ack && (c0 === 36 || ((c0 === 42 || c0 === 62) && (subj.length === 1 || subj.charCodeAt(1) === 46)))) {
+    for (const ns of ["$JS.>", "$JSC.>", "$NRG.>"]) {
+      if (subjectsCollide(subj, ns) && !subjectIsSubsetMatch(subj, "$JS.EVENT.>")) {
+        return "subjects that overlap with jetstream api require no-ack to be true";
+      }
+    }
+    if (subjectsCollide(subj, "$SYS.>") && !subjectIsSubsetMatch(subj, "$SYS.ACCOUNT.>")) {
+      return "subjects that overlap with system api require no-ack to be true";
+    }
+  }
+  return null;
 }
 
 function validateMapping(tr: SubjectTransformConfig, errName: "JSMirrorInvalidTransformDestination" | "JSSourceInvalidTransformDestination" | "JSStreamTransformInvalidDestination"): void {

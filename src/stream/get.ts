@@ -8,6 +8,7 @@ import type { MsgGetRequest, StoredMsgWire } from "../jetstream/types.js";
 import { jsErr, type ApiError } from "../jetstream/errors.js";
 import { parseRfc3339Ns, rfc3339Ns } from "./time.js";
 import { isLiteral } from "../subjects/subject.js";
+import { goIntOrNull, parseApiJson } from "../jetstream/json.js";
 
 const EMPTY = Buffer.alloc(0);
 const MULTI_MAX = 1024;
@@ -17,11 +18,14 @@ export function decodeMsgGet(o: unknown): MsgGetRequest | null {
   if (typeof o !== "object" || o === null || Array.isArray(o)) return null;
   const r = o as Record<string, unknown>;
   const out: MsgGetRequest = {};
+  // JSApiMsgGetRequest: seq and up_to_seq are uint64, batch and max_bytes int (a negative
+  // batch or max_bytes decodes in Go and means nothing; tsnats has always refused it).
   const num = (k: keyof MsgGetRequest): boolean => {
     const v = r[k];
     if (v === undefined || v === null) return true;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) return false;
-    (out as Record<string, unknown>)[k] = v;
+    const n = goIntOrNull(v, k === "seq" || k === "up_to_seq" ? "uint64" : "int64");
+    if (n === null || n < 0) return false;
+    (out as Record<string, unknown>)[k] = n;
     return true;
   };
   const s = (k: keyof MsgGetRequest): boolean => {
@@ -141,7 +145,7 @@ export function directGetRequest(
   if (body.length === 0) return status(bus, reply, 408, "Empty Request");
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString("utf8"));
+    parsed = parseApiJson(body.toString("utf8"));
   } catch {
     return status(bus, reply, 408, "Malformed Request");
   }
@@ -184,7 +188,7 @@ export function directGetLastBySubject(
   if (body.length > 0) {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(body.toString("utf8"));
+      parsed = parseApiJson(body.toString("utf8"));
     } catch {
       return status(bus, reply, 408, "Malformed Request");
     }
