@@ -116,6 +116,16 @@ export function userStillExists(a: AuthorizationOptions, user: string, byNkey: b
   return a.users.some((u) => (byNkey ? u.nkey === user : !isNkeyUser(u) && u.user === user));
 }
 
+/** allowed_connection_types: may `user` (an nkey when byNkey) connect over `type`
+ *  ("STANDARD" for the client port, "WEBSOCKET")? Users without the list may use any. */
+export function connectionTypeAllowed(a: AuthorizationOptions, user: string, type: string): boolean {
+  for (const u of a.users) {
+    if (isNkeyUser(u) ? u.nkey !== user : u.user !== user) continue;
+    return u.connectionTypes === undefined || u.connectionTypes.length === 0 || u.connectionTypes.includes(type);
+  }
+  return true;
+}
+
 /** The permissions of an authenticated user: only users-list entries have any (nats-server
  *  applies none to the single user/password or token forms). */
 export function permissionsOf(a: AuthorizationOptions, user: string): Permissions | null {

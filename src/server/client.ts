@@ -4,7 +4,7 @@
 
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
-import { authenticate, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
+import { authenticate, connectionTypeAllowed, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
 import { redactSecrets } from "./redact.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
@@ -240,6 +240,11 @@ export class Client implements ParserHandler, SubOwner {
         // nats-server names the nkey or the user, never what proved it.
         const who = typeof c["nkey"] === "string" && c["nkey"] !== "" ? `Nkey ${goQuote(c["nkey"])}` : `User ${goQuote(typeof c["user"] === "string" ? c["user"] : "")}`;
         this.server.log.error(`${this.label()} - authentication error - ${who}`);
+        this.authFailed();
+        return;
+      }
+      if (!connectionTypeAllowed(a, user, this.kind === "ws" ? "WEBSOCKET" : "STANDARD")) {
+        this.server.log.error(`${this.label()} - authentication error - connection type not allowed for ${goQuote(user)}`);
         this.authFailed();
         return;
       }

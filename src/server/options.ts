@@ -9,6 +9,8 @@ export interface UserEntry {
   /** An nkey user ("U..." public key): authenticated by a signature of the INFO nonce.
    *  "" for user/password entries. `user` is then the nkey too. */
   nkey?: string;
+  /** allowed_connection_types (upper case: STANDARD, WEBSOCKET, …); absent or empty = any. */
+  connectionTypes?: string[];
   /** null: no permissions (everything allowed). default_permissions are filled in by the
    *  config mapping for users that have none, as nats-server's applyDefaultPermissions. */
   permissions: Permissions | null;

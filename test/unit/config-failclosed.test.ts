@@ -42,6 +42,7 @@ const WORKS: Array<[string, (r: ReturnType<typeof toOptions>) => void]> = [
   ["tls { cert_file: c.pem, key_file: k.pem, pinned_certs: [\"" + "a".repeat(64) + "\"] }", (r) => assert.equal(r.patch.tls?.pinnedCerts?.length, 1)],
   ["tls { cert_file: c.pem, key_file: k.pem }\nallow_non_tls: true", (r) => assert.equal(r.patch.allowNonTls, true)],
   ["tls { cert_file: c.pem, key_file: k.pem }\nhttps: \"127.0.0.1:8443\"", (r) => assert.equal(r.patch.httpsPort, 8443)],
+  ["authorization { users: [ { user: a, password: b, allowed_connection_types: [standard, WebSocket] } ] }", (r) => assert.deepEqual(r.patch.authorization?.users?.[0]?.connectionTypes, ["STANDARD", "WEBSOCKET"])],
   ["max_connections: 10", (r) => assert.equal(r.patch.maxConnections, 10)],
   ["max_control_line: 1024", (r) => assert.equal(r.patch.maxControlLineBytes, 1024)],
   ["max_payload: 1024", (r) => assert.equal(r.patch.maxPayloadBytes, 1024)],
@@ -76,7 +77,7 @@ void test("the security settings named by nats-server's reference are never mere
 const NESTED: Array<[string, number, string]> = [
   ["authorization {\n  auth_callout { issuer: x }\n}", 2, "authorization.auth_callout"],
   ["authorization {\n  users: [\n    { user: a, password: b, account: A }\n  ]\n}", 3, "authorization.users.account"],
-  ["authorization {\n  users: [\n    { user: a, password: b, allowed_connection_types: [STANDARD] }\n  ]\n}", 3, "allowed_connection_types"],
+  ["authorization {\n  users: [\n    { user: a, password: b, allowed_connection_types: [STANDARD, BOGUS] }\n  ]\n}", 3, 'unknown connection type "BOGUS"'],
   ["authorization {\n  users: [\n    { user: a, password: b, proxy_required: true }\n  ]\n}", 3, "proxy_required"],
   ["jetstream {\n  limits { max_ha_assets: 1 }\n}", 2, "jetstream.limits"],
   ["jetstream {\n  tpm { keys_file: x }\n}", 2, "jetstream.tpm"],

@@ -118,9 +118,6 @@ const REFUSED_AUTH: ReadonlyMap<string, string> = new Map([
 
 const REFUSED_USER: ReadonlyMap<string, string> = new Map([
   ["account", "accounts are not supported by tsnats yet"],
-  ["allowed_connection_types", "allowed_connection_types is not enforced by tsnats yet"],
-  ["connection_types", "allowed_connection_types is not enforced by tsnats yet"],
-  ["clients", "allowed_connection_types is not enforced by tsnats yet"],
   ["proxy_required", "trusted proxies are not supported by tsnats"],
 ]);
 
@@ -209,6 +206,11 @@ class Ctx {
 function isMap(v: ConfigValue | undefined): v is ConfigMap {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+
+/** nats-server's connection types (jwt.ConnectionType*): tsnats has STANDARD and WEBSOCKET
+ *  clients; the others name connections it does not accept, so a user limited to them
+ *  cannot connect at all (as intended). */
+const CONNECTION_TYPES: ReadonlySet<string> = new Set(["STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS", "IN_PROCESS"]);
 
 /** Fields whose values are secrets: errors name their type only. */
 const SECRET_FIELD = /^(pass|password|token|auth_token|key|ek|encryption_key|prev_key|prev_ek|prev_encryption_key|seed|nkey_seed)$/i;
@@ -509,6 +511,24 @@ function usersList(ctx: Ctx, parent: ConfigMap, key: string): UserEntry[] | unde
         case "password":
           entry.password = ctx.str(u, k) ?? "";
           break;
+        case "allowed_connection_types":
+        case "connection_types":
+        case "clients": {
+          const v = u[k];
+          const list = typeof v === "string" ? [v] : Array.isArray(v) ? v : null;
+          if (list === null) {
+            ctx.error(u, k, `error parsing allowed connection types: unsupported type ${describe(v)}`);
+            break;
+          }
+          const types: string[] = [];
+          list.forEach((t, i) => {
+            const up = typeof t === "string" ? t.toUpperCase() : "";
+            if (!CONNECTION_TYPES.has(up)) ctx.error(list, i, `unknown connection type ${JSON.stringify(typeof t === "string" ? t : String(t))}`);
+            else types.push(up);
+          });
+          entry.connectionTypes = types;
+          break;
+        }
         case "permission":
         case "permissions":
         case "authorization": {
