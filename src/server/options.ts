@@ -66,6 +66,8 @@ export interface TlsOptions {
   handshakeFirstFallbackMs: number;
   /** Minimum TLS version, "1.2" or "1.3". */
   minVersion: string;
+  /** connection_rate_limit: TLS connections accepted per second; 0 = no limit. */
+  rateLimit: number;
 }
 
 export interface WebSocketOptions {
@@ -205,6 +207,7 @@ export function defaultTlsOptions(): TlsOptions {
     handshakeFirst: false,
     handshakeFirstFallbackMs: 0,
     minVersion: "1.2",
+    rateLimit: 0,
   };
 }
 

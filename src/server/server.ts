@@ -461,6 +461,15 @@ export class Server implements Bus {
    */
   private acceptTls(raw: net.Socket, t: TlsSetup): void {
     const c = this.register(raw);
+    // connection_rate_limit: new TLS connections per second, refused in plaintext before any
+    // handshake work (nats-server's connRateCounter).
+    if (t.opts.rateLimit > 0 && !this.tlsRateAllows(t.opts.rateLimit)) {
+      raw.on("error", () => undefined);
+      c.queueString(`INFO ${this.infoJson(c)}\r\n`);
+      c.sendErr("Connection throttling is active. Please try again later.");
+      c.close(CloseReason.MaxConnections);
+      return;
+    }
     raw.on("error", (err) => {
       this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
       c.close(CloseReason.ReadError);
@@ -524,6 +533,21 @@ export class Server implements Bus {
     sendInfo(!o.allowNonTls);
     if (o.allowNonTls) sniff();
     else this.upgradeTls(c, raw, t, null, deadline, null);
+  }
+
+  private tlsRateWindowMs = 0;
+  private tlsRateCount = 0;
+
+  /** One more TLS connection in this second's window, if under limit per second. */
+  private tlsRateAllows(limit: number): boolean {
+    const now = this.nowMs();
+    if (now - this.tlsRateWindowMs >= 1000) {
+      this.tlsRateWindowMs = now;
+      this.tlsRateCount = 0;
+    }
+    if (this.tlsRateCount >= limit) return false;
+    this.tlsRateCount++;
+    return true;
   }
 
   /** Server-side handshake over raw (first: bytes already read from it); then the client

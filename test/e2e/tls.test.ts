@@ -214,3 +214,14 @@ void test("a TLS block whose files do not load stops the server at start", async
   await assert.rejects(() => startServer({ port: 0, tls: tlsOpts({ keyFile: alice.key }) }), /certificate\/key|key/i);
   await assert.rejects(() => startServer({ port: 0, httpsPort: -1 }), /TLS cert and key required for HTTPS/);
 });
+
+void test("connection_rate_limit: TLS connections over the per-second limit get nats-server's throttling error in plaintext", async () => {
+  await withServer({ tls: tlsOpts({ rateLimit: 2 }) }, async (s) => {
+    // Raw sockets opened together: the first two get INFO only, the rest the -ERR (within the
+    // same second; the window is the server's clock, so allow a window boundary: at most 4 pass).
+    const results = await Promise.all(Array.from({ length: 8 }, () => raw(s.port, "", 1500)));
+    const throttled = results.filter((r) => r.rest.includes("Connection throttling is active. Please try again later."));
+    assert.ok(throttled.length >= 4, `throttled: ${throttled.length} of 8`);
+    assert.ok(throttled.every((r) => r.info["tls_required"] === true));
+  });
+});

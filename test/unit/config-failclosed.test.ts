@@ -84,7 +84,7 @@ const NESTED: Array<[string, number, string]> = [
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  cert_store: WindowsCurrentUser\n}", 4, "tls.cert_store"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  ocsp_peer: true\n}", 4, "tls.ocsp_peer"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  certs: [ { cert_file: a, key_file: b } ]\n}", 4, "tls.certs"],
-  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  connection_rate_limit: 10\n}", 4, "tls.connection_rate_limit"],
+  ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  connection_rate_limit: \"10\"\n}", 4, "connection_rate_limit' wrong type"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  verify_cert_and_check_known_urls: true\n}", 4, "verify_cert_and_check_known_urls"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  bogus: 1\n}", 4, "bogus"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  min_version: \"1.1\"\n}", 4, "unsupported TLS version"],

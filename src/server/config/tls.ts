@@ -182,7 +182,8 @@ export function tlsBlock(ctx: TlsCtx, parent: ConfigMap, key: string, clientCtx 
         break;
       }
       case "connection_rate_limit":
-        fail(k, `field "tls.${k}" is not supported by tsnats yet`);
+        if (typeof v === "number" && Number.isInteger(v)) t.rateLimit = Math.max(0, v);
+        else fail(k, "error parsing tls config, 'connection_rate_limit' wrong type");
         break;
       case "ocsp_peer":
         if (v === false) break;
