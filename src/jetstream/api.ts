@@ -1,5 +1,10 @@
 // The $JS.API router. Requests are handled one at a time in arrival order (a serial queue)
-// so that create/update/delete never interleave; most handlers finish synchronously.
+// so that create/update/delete never interleave; most handlers finish synchronously. The
+// queue is worked at most API_TURN_MS / API_PER_TURN at a time, then yields to the event
+// loop (setImmediate), so a burst of requests does not hold up every other client; it holds
+// at most request_queue_limit requests (nats-server's JSDefaultRequestQueueLimit, 10,000):
+// reaching it drops every queued request unanswered, logs a warning and publishes
+// $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does.
 // Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
 
 import type { InternalSubscription } from "../server/bus.js";
@@ -28,6 +33,19 @@ const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const MAX_SUBJECT_DETAILS = 100_000;
 const API_PREFIX = "$JS.API.";
+/** nats-server JSDefaultRequestQueueLimit: queued API requests before they are dropped. */
+export const DEFAULT_REQUEST_QUEUE_LIMIT = 10_000;
+/** Work the queue for at most this long, or this many requests, per turn of the loop. */
+const API_TURN_MS = 2;
+const API_PER_TURN = 256;
+
+interface QueuedRequest {
+  subject: string;
+  rest: string;
+  reply: string;
+  hdr: Buffer | null;
+  payload: Buffer;
+}
 
 const STREAM_PATTERNS = [
   "INFO",
@@ -125,8 +143,14 @@ function optBool(b: Body | null, k: string): boolean {
 }
 
 export class ApiRouter {
-  private chain: Promise<void> = Promise.resolve();
-  private pending = 0;
+  /** Requests waiting, from `head` on (a ring would save the occasional compaction). */
+  private queue: QueuedRequest[] = [];
+  private head = 0;
+  private draining = false;
+  private idleWaiters: (() => void)[] = [];
+  /** Requests dropped because the queue reached its limit, since start. */
+  dropped = 0;
+  private limitWarnedMs = -Infinity;
   private consumerApi: HandleConsumerApi | null = null;
   private consumerApiLoaded = false;
   private recoverConsumersFn: ((ctx: ConsumerApiContext, st: Stream) => number) | null = null;
@@ -206,24 +230,85 @@ export class ApiRouter {
   }
 
   /** Resolves when every queued request has been handled. */
-  async idle(): Promise<void> {
-    await this.chain;
+  idle(): Promise<void> {
+    if (!this.draining && this.head >= this.queue.length) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Requests queued and not started yet. */
+  get pending(): number {
+    return this.queue.length - this.head;
+  }
+
+  private get queueLimit(): number {
+    const l = this.svc.deps.opts.requestQueueLimit;
+    return l !== undefined && l > 0 ? l : DEFAULT_REQUEST_QUEUE_LIMIT;
   }
 
   private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
     const p = Buffer.from(payload);
-    const rest = subject.slice(prefix.length);
-    this.pending++;
-    this.chain = this.chain
-      .then(() => this.dispatch(rest, reply, h, p))
-      .catch((e: unknown) => {
-        this.svc.deps.log.error(`JetStream API request ${subject} failed: ${(e as Error).stack ?? String(e)}`);
-      })
-      .finally(() => {
-        this.pending--;
+    this.queue.push({ subject, rest: subject.slice(prefix.length), reply, hdr: h, payload: p });
+    // nats-server (processJSAPIRoutedRequests' queue): at the limit, everything queued is
+    // dropped without a reply (the requesters time out), with a rate-limited warning and an
+    // advisory. The request being handled, if any, goes on.
+    const pending = this.pending;
+    if (pending >= this.queueLimit) {
+      this.queue = [];
+      this.head = 0;
+      this.dropped += pending;
+      // nats-server rate-limits this warning by its format; here once a minute.
+      const now = this.svc.deps.clock.nowMs();
+      if (now - this.limitWarnedMs >= 60_000) {
+        this.limitWarnedMs = now;
+        this.svc.deps.log.warn(`JetStream API queue limit reached, dropping ${pending} requests`);
+      }
+      this.svc.advisory("$JS.EVENT.ADVISORY.API.LIMIT_REACHED", {
+        type: "io.nats.jetstream.advisory.v1.api_limit_reached",
+        server: this.svc.deps.serverName,
+        dropped: pending,
       });
+      return;
+    }
+    if (!this.draining) {
+      this.draining = true;
+      // Started as a microtask, as before: a lone request is answered within the turn.
+      queueMicrotask(() => void this.drain());
+    }
+  }
+
+  /** Works the queue in order, one request at a time (awaiting the asynchronous ones), and
+   *  yields to the loop after API_TURN_MS or API_PER_TURN requests. */
+  private async drain(): Promise<void> {
+    let start = performance.now();
+    let n = 0;
+    while (this.head < this.queue.length) {
+      if (n >= API_PER_TURN || performance.now() - start >= API_TURN_MS) {
+        await new Promise<void>((r) => setImmediate(r));
+        start = performance.now();
+        n = 0;
+        if (this.head >= this.queue.length) break;
+      }
+      const r = this.queue[this.head]!;
+      this.queue[this.head++] = undefined as unknown as QueuedRequest;
+      if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
+      n++;
+      try {
+        await this.dispatch(r.rest, r.reply, r.hdr, r.payload);
+      } catch (e) {
+        this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
+      }
+    }
+    this.queue = [];
+    this.head = 0;
+    this.draining = false;
+    const w = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of w) f();
   }
 
   respond(reply: string, obj: unknown): void {

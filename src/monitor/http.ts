@@ -9,6 +9,7 @@ import type { TlsSetup } from "../server/tls.js";
 import { buildConnz, parseConnzOptions } from "./connz.js";
 import { buildHealthz, healthzBadRequest, parseHealthzOptions } from "./healthz.js";
 import { buildJsz, jszOptions } from "./jsz.js";
+import { LoopLagMeter } from "./looplag.js";
 import { buildMetrics } from "./metrics.js";
 import { buildAccountz, buildGatewayz, buildIndex, buildLeafz, buildRoutez } from "./misc.js";
 import { BadRequest } from "./query.js";
@@ -56,13 +57,14 @@ class CpuMeter {
 export class MonitorRouter {
   readonly reqStats: Record<string, number> = {};
   private readonly cpu = new CpuMeter();
+  readonly lag = new LoopLagMeter();
   httpPort = 0;
   httpsPort = 0;
 
   constructor(private readonly server: Server) {}
 
   private snap(needs: SnapshotNeeds): ServerSnap {
-    return snapshot(this.server, needs, { httpPort: this.httpPort, httpsPort: this.httpsPort, cpuPercent: this.cpu.sample(), httpReqStats: this.reqStats });
+    return snapshot(this.server, needs, { httpPort: this.httpPort, httpsPort: this.httpsPort, cpuPercent: this.cpu.sample(), httpReqStats: this.reqStats, loopLag: this.lag.read() });
   }
 
   handle(method: string, rawUrl: string): Reply {
@@ -172,6 +174,7 @@ export async function startMonitor(server: Server): Promise<MonitorHandle> {
     },
     close: () =>
       new Promise<void>((resolve) => {
+        router.lag.stop();
         srv.close(() => resolve());
         srv.closeAllConnections();
       }),

@@ -33,6 +33,11 @@ export function buildMetrics(s: ServerSnap): string {
     { name: "gnatsd_varz_mem", help: "Resident set size in bytes", type: "gauge", value: s.rssBytes },
     { name: "gnatsd_varz_cpu", help: "CPU use in percent of one core", type: "gauge", value: s.cpuPercent },
     { name: "gnatsd_varz_uptime_seconds", help: "Seconds since the server started", type: "gauge", value: Math.floor((s.nowMs - s.startMs) / 1000) },
+    // tsnats only: event loop lag over the recent window (/varz tsnats_event_loop_lag).
+    { name: "tsnats_event_loop_lag_p50_seconds", help: "Event loop lag, median over the recent window", type: "gauge", value: s.loopLag.p50_ms / 1000 },
+    { name: "tsnats_event_loop_lag_p99_seconds", help: "Event loop lag, 99th percentile over the recent window", type: "gauge", value: s.loopLag.p99_ms / 1000 },
+    { name: "tsnats_event_loop_lag_max_seconds", help: "Event loop lag, maximum over the recent window", type: "gauge", value: s.loopLag.max_ms / 1000 },
+    { name: "tsnats_event_loop_lag_max_since_start_seconds", help: "Event loop lag, maximum since the server started", type: "gauge", value: s.loopLag.max_ms_since_start / 1000 },
   ];
   if (s.jsz !== null) {
     const j = s.jsz;

@@ -5,6 +5,7 @@ import os from "node:os";
 import type { Server } from "../server/server.js";
 import type { WebSocketOptions } from "../server/options.js";
 import { SERVER_VERSION, PROTO_VERSION } from "../version.js";
+import type { LoopLag } from "./looplag.js";
 
 export interface SubSnap {
   subject: string;
@@ -87,6 +88,8 @@ export interface ServerSnap {
   rssBytes: number;
   cores: number;
   cpuPercent: number;
+  /** tsnats only: how late the event loop has been running (src/monitor/looplag.ts). */
+  loopLag: LoopLag;
   inMsgs: number;
   outMsgs: number;
   inBytes: number;
@@ -120,7 +123,7 @@ export function ipOf(host: string): string {
 export function snapshot(
   server: Server,
   needs: SnapshotNeeds,
-  extra: { httpPort: number; httpsPort: number; cpuPercent: number; httpReqStats: Record<string, number> },
+  extra: { httpPort: number; httpsPort: number; cpuPercent: number; httpReqStats: Record<string, number>; loopLag: LoopLag },
 ): ServerSnap {
   const o = server.opts;
   const open: ConnSnap[] = [];
@@ -218,6 +221,7 @@ export function snapshot(
     rssBytes: process.memoryUsage.rss(),
     cores: os.availableParallelism(),
     cpuPercent: extra.cpuPercent,
+    loopLag: extra.loopLag,
     inMsgs: server.stats.inMsgs,
     outMsgs: server.stats.outMsgs,
     inBytes: server.stats.inBytes,

@@ -66,6 +66,9 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     subscriptions: subs,
     http_req_stats: s.httpReqStats,
     config_load_time: rfc3339(s.configLoadMs),
+    // tsnats only (nats-server has no such field): how late the one event loop that serves
+    // every client has been running; see src/monitor/looplag.ts and README "Monitoring".
+    tsnats_event_loop_lag: { ...s.loopLag },
   };
 }
 

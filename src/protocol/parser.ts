@@ -57,6 +57,13 @@ export class Parser {
   private pBuf: Buffer | null = null;
   private pHave = 0;
   private stopped = false;
+  /** The main loop's exit test: stopped, or the handler asked to yield (yieldTurn). One
+   *  field for both, so yielding costs the PUB path nothing. */
+  private brk = false;
+  /** The handler asked to stop parsing for this turn of the event loop: what is left of the
+   *  read (and whatever arrives until resume()) waits in `rest`. */
+  private yielded = false;
+  private rest: Buffer | null = null;
   /** Set true once CONNECT negotiated headers. */
   headers = false;
   /** Set while the connection must authenticate before anything else: then every operation
@@ -72,16 +79,46 @@ export class Parser {
 
   stop(): void {
     this.stopped = true;
+    this.brk = true;
+    this.rest = null;
+  }
+
+  /** Called by the handler during an operation: parse nothing after it until resume(). The
+   *  bytes not parsed yet are copied (the read buffer is shared), at most one read's worth
+   *  plus what arrives before the transport pauses. */
+  yieldTurn(): void {
+    this.yielded = true;
+    this.brk = true;
+  }
+
+  /** Whether parsing is held until resume() (the handler then pauses its transport). */
+  get isYielded(): boolean {
+    return this.yielded;
+  }
+
+  /** Parses what was held back; true when it yielded again (call again on a later turn). */
+  resume(): boolean {
+    if (!this.yielded) return false;
+    this.yielded = false;
+    this.brk = this.stopped;
+    const r = this.rest;
+    this.rest = null;
+    if (r !== null && !this.stopped) this.parse(r);
+    return this.yielded;
   }
 
   parse(buf: Buffer): void {
+    if (this.yielded) {
+      if (!this.stopped) this.rest = this.rest === null ? Buffer.from(buf) : Buffer.concat([this.rest, buf]);
+      return;
+    }
     let i = 0;
     if (this.awaitingConnect) {
       i = this.beforeConnect(buf);
       if (i < 0) return;
     }
     const n = buf.length;
-    while (i < n && !this.stopped) {
+    while (i < n && !this.brk) {
       if (this.state === S_CONTROL) {
         if (this.partialLine === null) {
           const next = this.fastPub(buf, i, n);
@@ -145,6 +182,8 @@ export class Parser {
         }
       }
     }
+    // Yielded after a control line (never inside a payload or a partial line): keep the rest.
+    if (this.yielded && !this.stopped && i < n) this.rest = Buffer.from(buf.subarray(i));
   }
 
   /**
@@ -321,6 +360,7 @@ export class Parser {
 
   private fail(kind: ProtoErrorKind, detail: string): void {
     this.stopped = true;
+    this.brk = true;
     this.h.protocolError(kind, detail);
   }
 

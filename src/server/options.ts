@@ -42,6 +42,9 @@ export interface JetStreamOptions {
   key: string;
   /** The previous key, for rotation: files under it are re-keyed to `key` at start. */
   prevKey: string;
+  /** request_queue_limit: JetStream API requests queued before they are dropped (nats-server
+   *  JSDefaultRequestQueueLimit, 10,000, when unset or not positive). */
+  requestQueueLimit?: number;
 }
 
 /** A `tls {}` block (client port, websocket, monitoring): nats-server's TLSConfigOpts. */

@@ -139,6 +139,14 @@ export class Server implements Bus {
   private shuttingDown = false;
   private readonly portsFiles: string[] = [];
   private readonly flushBound = (): void => this.flushDirty();
+  /** Turns of the event loop in which some client spent its operation budget
+   *  (Client.spendOp): advanced on setImmediate, after the reads of the turn. */
+  turn = 0;
+  private turnArmed = false;
+  private readonly nextTurnBound = (): void => {
+    this.turnArmed = false;
+    this.turn++;
+  };
   private nuidPrefix = randomBytes(6).toString("hex");
 
   constructor(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock()) {
@@ -927,6 +935,13 @@ export class Server implements Bus {
   publishRange(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     this.routeRange(null, subject, reply, hdr, buf, start, end, subject, false, null);
     this.scheduleFlush();
+  }
+
+  /** A client started spending its budget in this turn: move `turn` on after the reads. */
+  armTurn(): void {
+    if (this.turnArmed) return;
+    this.turnArmed = true;
+    setImmediate(this.nextTurnBound);
   }
 
   /** Flush dirty clients on the next turn (routing from outside a client's read). */

@@ -608,9 +608,13 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
     this.socket.end(cb);
   }
 
-  /** A closed client takes no more input (Client.close). */
+  /** A closed client takes no more input (Client.close); a yielded one waits a turn. */
   pause(): void {
     this.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.socket.destroyed) this.socket.resume();
   }
 
   destroy(): void {

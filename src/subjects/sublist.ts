@@ -15,9 +15,90 @@ export interface SublistResult<S extends SubLike> {
   readonly qsubs: readonly (readonly S[])[];
 }
 
+// Above this many members a group keeps a Set beside its array, so a remove is O(1)
+// instead of an indexOf and a copy (100k SUBs to one subject, then a disconnect, was
+// quadratic); at half of it the Set is dropped again.
+const SET_MIN = 32;
+const NONE: readonly never[] = Object.freeze([]);
+
+/** The subscriptions of one node (its plain ones, or one queue group), in insertion order.
+ *  `arr` is what results hand out. Once handed out (`shared`) it is never written again: the
+ *  next change copies it (copy-on-write, so a fan-out iterating a result is not disturbed by
+ *  subscribes or unsubscribes it causes). While not shared, adds push in place, so a burst
+ *  of subscribes to one subject costs O(1) each, not a copy of everything before it. A large
+ *  group also keeps a Set: removes then only mark the array stale, and the next read builds
+ *  it once from the Set (same order). */
+class Members<S> {
+  private arr: S[] = NONE as unknown as S[];
+  private set: Set<S> | null = null;
+  private stale = false;
+  private shared = true;
+
+  get size(): number {
+    return this.set !== null ? this.set.size : this.arr.length;
+  }
+
+  add(s: S): void {
+    const set = this.set;
+    if (set !== null) {
+      set.add(s);
+      if (!this.stale && !this.shared) this.arr.push(s);
+      else this.stale = true;
+      return;
+    }
+    if (this.shared) {
+      this.arr = this.arr.slice();
+      this.shared = false;
+    }
+    this.arr.push(s);
+    if (this.arr.length > SET_MIN) this.set = new Set(this.arr);
+  }
+
+  remove(s: S): boolean {
+    const set = this.set;
+    if (set !== null) {
+      if (!set.delete(s)) return false;
+      this.stale = true;
+      if (set.size <= SET_MIN >>> 1) {
+        this.arr = [...set];
+        this.set = null;
+        this.stale = false;
+        this.shared = false;
+      }
+      return true;
+    }
+    const i = this.arr.indexOf(s);
+    if (i < 0) return false;
+    if (this.shared) {
+      this.arr = this.arr.slice();
+      this.shared = false;
+    }
+    this.arr.splice(i, 1);
+    return true;
+  }
+
+  /** The members now, to read and let go of (not to keep). */
+  list(): readonly S[] {
+    if (this.stale) {
+      this.arr = [...this.set!];
+      this.stale = false;
+      this.shared = false;
+    }
+    return this.arr;
+  }
+
+  /** The members now, to keep in a result: never changed afterwards. */
+  share(): readonly S[] {
+    const a = this.list();
+    this.shared = true;
+    return a;
+  }
+}
+
 class Node<S extends SubLike> {
-  psubs: S[] = [];
-  qsubs: Map<string, S[]> = new Map();
+  readonly psubs = new Members<S>();
+  /** Queue groups with members (null when none: most nodes have none). */
+  qsubs: Map<string, Members<S>> | null = null;
   next: Level<S> | null = null;
   /** The result when this node is the only one a subject reaches (the common case for
    *  unique subjects under a '>'): built once, dropped when psubs or qsubs change. */
@@ -157,10 +238,12 @@ export class Sublist<S extends SubLike> {
     if (!node) return;
     node.solo = null;
     if (sub.queue === "") {
-      node.psubs = [...node.psubs, sub];
+      node.psubs.add(sub);
     } else {
-      const q = node.qsubs.get(sub.queue);
-      node.qsubs.set(sub.queue, q ? [...q, sub] : [sub]);
+      const qs = (node.qsubs ??= new Map());
+      let q = qs.get(sub.queue);
+      if (q === undefined) qs.set(sub.queue, (q = new Members<S>()));
+      q.add(sub);
     }
     this.count++;
     this.inserts++;
@@ -184,17 +267,15 @@ export class Sublist<S extends SubLike> {
     if (!node) return false;
     let removed = false;
     if (sub.queue === "") {
-      const i = node.psubs.indexOf(sub);
-      if (i >= 0) {
-        node.psubs = node.psubs.filter((s) => s !== sub);
-        removed = true;
-      }
+      removed = node.psubs.remove(sub);
     } else {
-      const q = node.qsubs.get(sub.queue);
-      if (q && q.includes(sub)) {
-        const rest = q.filter((s) => s !== sub);
-        if (rest.length === 0) node.qsubs.delete(sub.queue);
-        else node.qsubs.set(sub.queue, rest);
+      const qs = node.qsubs;
+      const q = qs?.get(sub.queue);
+      if (qs && q && q.remove(sub)) {
+        if (q.size === 0) {
+          qs.delete(sub.queue);
+          if (qs.size === 0) node.qsubs = null;
+        }
         removed = true;
       }
     }
@@ -207,7 +288,7 @@ export class Sublist<S extends SubLike> {
     for (let i = path.length - 1; i >= 0; i--) {
       const [lvl, t, n] = path[i]!;
       const nextEmpty = !n.next || (n.next.nodes.size === 0 && !n.next.pwc && !n.next.fwc);
-      if (n.psubs.length > 0 || n.qsubs.size > 0 || !nextEmpty) break;
+      if (n.psubs.size > 0 || n.qsubs !== null || !nextEmpty) break;
       if (t === "*") lvl.pwc = null;
       else if (t === ">") lvl.fwc = null;
       else {
@@ -283,7 +364,7 @@ export class Sublist<S extends SubLike> {
       level = n.next;
     }
     const f = level.fwc;
-    return level.nodes.size === 0 && level.pwc === null && f !== null && f.qsubs.size === 0 && f.psubs.length === 1 && f.psubs[0] === sub;
+    return level.nodes.size === 0 && level.pwc === null && f !== null && f.qsubs === null && f.psubs.size === 1 && f.psubs.list()[0] === sub;
   }
 
   hasInterest(subject: string): boolean {
@@ -318,14 +399,28 @@ export class Sublist<S extends SubLike> {
 
   private invalidate(pattern: string): void {
     this.lastSubject = null;
-    if (this.cache.size === 0) return;
+    const size = this.cache.size;
+    if (size === 0) return;
     if (!pattern.includes("*") && !pattern.includes(">")) {
       this.uncache(pattern);
       return;
     }
-    for (const key of this.cache.keys()) if (patternMatchesLiteral(pattern, key)) this.uncache(key);
+    // A wildcard may touch any cached subject. Testing each of up to MAX_CACHE_ENTRIES keys
+    // per wildcard subscribe made a burst of them cost ~1k pattern tests each; past a few
+    // keys, dropping the whole cache is cheaper (every entry was put there by one match, and
+    // is put back by later ones only on a second miss).
+    if (size > WILDCARD_SCAN_MAX) {
+      this.cache.clear();
+      this.sigCount.fill(0);
+      return;
+    }
+    for (const key of [...this.cache.keys()]) if (patternMatchesLiteral(pattern, key)) this.uncache(key);
   }
 }
+
+// Up to this many cached subjects are tested one by one when a wildcard is inserted or
+// removed; a larger cache is dropped whole.
+const WILDCARD_SCAN_MAX = 64;
 
 /** What a walk reached: the first node with subscribers, then (rarely) a list of the rest. */
 interface MatchAcc<S extends SubLike> {
@@ -358,7 +453,7 @@ function matchLevel<S extends SubLike>(level: Level<S>, subject: string, start: 
 }
 
 function reach<S extends SubLike>(n: Node<S>, acc: MatchAcc<S>): void {
-  if (n.psubs.length === 0 && n.qsubs.size === 0) return;
+  if (n.psubs.size === 0 && n.qsubs === null) return;
   if (acc.first === null) acc.first = n;
   else (acc.more ??= []).push(n);
 }
@@ -372,11 +467,12 @@ function finish<S extends SubLike>(acc: MatchAcc<S>): SublistResult<S> {
   let qmap: Map<string, S[]> | null = null;
   for (let k = -1; k < more.length; k++) {
     const n = k < 0 ? first : more[k]!;
-    const ps = n.psubs;
+    const ps = n.psubs.list();
     for (let i = 0; i < ps.length; i++) psubs.push(ps[i]!);
-    if (n.qsubs.size === 0) continue;
+    if (n.qsubs === null) continue;
     qmap ??= new Map<string, S[]>();
-    for (const [q, members] of n.qsubs) {
+    for (const [q, group] of n.qsubs) {
+      const members = group.list();
       const have = qmap.get(q);
       if (have) for (const m of members) have.push(m);
       else qmap.set(q, [...members]);
@@ -388,7 +484,11 @@ function finish<S extends SubLike>(acc: MatchAcc<S>): SublistResult<S> {
 }
 
 function nodeResult<S extends SubLike>(n: Node<S>): SublistResult<S> {
-  return { psubs: n.psubs, qsubs: n.qsubs.size === 0 ? NO_QSUBS : [...n.qsubs.values()] };
+  const qs = n.qsubs;
+  if (qs === null) return { psubs: n.psubs.share(), qsubs: NO_QSUBS };
+  const groups: (readonly S[])[] = [];
+  for (const g of qs.values()) groups.push(g.share());
+  return { psubs: n.psubs.share(), qsubs: groups };
 }
 
 /** A 32-bit hash of the length and up to 16 characters from the end (where unique subjects
@@ -405,8 +505,8 @@ function wideHash(s: string): number {
 function collect<S extends SubLike>(level: Level<S>, out: S[]): void {
   const visit = (n: Node<S> | null) => {
     if (!n) return;
-    for (const s of n.psubs) out.push(s);
-    for (const q of n.qsubs.values()) for (const s of q) out.push(s);
+    for (const s of n.psubs.list()) out.push(s);
+    if (n.qsubs !== null) for (const q of n.qsubs.values()) for (const s of q.list()) out.push(s);
     if (n.next) collect(n.next, out);
   };
   for (const n of level.nodes.values()) visit(n);

@@ -131,6 +131,8 @@ void test("jetstream forms", () => {
   assert.deepEqual(map("jetstream { sync: always, enabled: false }\n").patch.jetstream, { enabled: false, syncIntervalMs: "always" });
   assert.deepEqual(map("store_dir: /x\njetstream: true\n").patch.jetstream, { storeDir: "/x", enabled: true });
   assert.match(problems("jetstream: maybe\n").message, /Expected 'enabled' or 'disabled'/);
+  // The API queue limit (src/jetstream/api.ts).
+  assert.deepEqual(map("jetstream { request_queue_limit: 500 }\n").patch.jetstream, { enabled: true, requestQueueLimit: 500 });
 });
 
 void test("unknown keys are errors with their position; all errors reported", () => {

@@ -77,6 +77,7 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
     rssBytes: 1000,
     cores: 2,
     cpuPercent: 1.5,
+    loopLag: { window_ms: 45000, p50_ms: 0.25, p99_ms: 3.5, max_ms: 12, mean_ms: 0.4, max_ms_since_start: 80 },
     inMsgs: 10,
     outMsgs: 20,
     inBytes: 30,
@@ -140,6 +141,8 @@ void test("varz: nats-server field names and units", () => {
   // max_subscriptions is omitempty in nats-server: absent without a limit.
   assert.ok(!("max_subscriptions" in v));
   assert.equal(buildVarz(snap({ maxSubs: 10 }))["max_subscriptions"], 10);
+  // tsnats only, under a name nats-server cannot collide with.
+  assert.deepEqual(v["tsnats_event_loop_lag"], { window_ms: 45000, p50_ms: 0.25, p99_ms: 3.5, max_ms: 12, mean_ms: 0.4, max_ms_since_start: 80 });
 });
 
 void test("varz: the websocket block (nats-server WebsocketOptsVarz, omitempty)", () => {
@@ -323,4 +326,7 @@ void test("metrics: Prometheus text format with HELP/TYPE and JetStream gauges w
   assert.match(js, /gnatsd_jetstream_streams\{server_id="NSERVER"\} 3\n/);
   assert.match(js, /gnatsd_jetstream_messages\{server_id="NSERVER"\} 9\n/);
   assert.match(js, /gnatsd_jetstream_api_total\{server_id="NSERVER"\} 4\n/);
+  assert.match(text, /\n# TYPE tsnats_event_loop_lag_p99_seconds gauge\ntsnats_event_loop_lag_p99_seconds\{server_id="NSERVER"\} 0\.0035\n/);
+  assert.match(text, /\ntsnats_event_loop_lag_max_seconds\{server_id="NSERVER"\} 0\.012\n/);
+  assert.match(text, /\ntsnats_event_loop_lag_max_since_start_seconds\{server_id="NSERVER"\} 0\.08\n/);
 });

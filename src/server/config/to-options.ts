@@ -101,7 +101,7 @@ export const REFUSED_TOP_LEVEL: ReadonlyMap<string, string> = new Map([
 /** jetstream {} fields without effect on one server. */
 const IGNORED_JETSTREAM = new Set([
   "strict", "extension_hint", "unique_tag", "max_outstanding_catchup",
-  "max_buffered_size", "max_buffered_msgs", "request_queue_limit", "info_queue_limit",
+  "max_buffered_size", "max_buffered_msgs", "info_queue_limit",
   "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
 ]);
 
@@ -615,6 +615,12 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
     case "domain": {
       const s = ctx.str(m, k);
       if (s !== undefined) js.domain = s;
+      return;
+    }
+    // The JetStream API queue (src/jetstream/api.ts); 0 or less is nats-server's default.
+    case "request_queue_limit": {
+      const n = ctx.size(m, k);
+      if (n !== undefined) js.requestQueueLimit = n;
       return;
     }
     case "enable":

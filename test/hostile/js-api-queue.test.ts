@@ -1,0 +1,123 @@
+// Hostile: a burst of JetStream API requests. The queue holds at most request_queue_limit
+// (nats-server JSDefaultRequestQueueLimit); reaching it drops what is queued without a reply
+// and publishes $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does, and the server
+// answers the next request. Below the limit every request is answered, in order, while a
+// bystander's PINGs stay fast (the queue yields to the loop between slices).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import net from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startServer } from "../../src/index.js";
+import { RawClient } from "../helpers/core-raw.js";
+import { missedSlots, startBystander, summary } from "../helpers/bystander.js";
+
+async function boot(limit?: number) {
+  const dir = mkdtempSync(join(tmpdir(), "tsnats-hostile-api-"));
+  const srv = await startServer({
+    port: 0,
+    host: "127.0.0.1",
+    jetstream: { enabled: true, storeDir: dir, ...(limit !== undefined ? { requestQueueLimit: limit } : {}) },
+  });
+  return {
+    srv,
+    close: async () => {
+      await srv.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function requests(n: number, subject: string, body = ""): string {
+  const parts: string[] = [];
+  for (let i = 0; i < n; i++) parts.push(`PUB ${subject} _R.${i} ${Buffer.byteLength(body)}\r\n${body}\r\n`);
+  return parts.join("");
+}
+
+void test("over request_queue_limit: queued requests dropped unanswered, advisory, then service goes on", { timeout: 30000 }, async () => {
+  const env = await boot(50);
+  const c = await RawClient.connect(env.srv.server.port);
+  try {
+    await c.handshake();
+    c.write("SUB $JS.EVENT.ADVISORY.API.LIMIT_REACHED 9\r\nSUB _R.* 1\r\n");
+    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
+    await c.waitForText('"type":"io.nats.jetstream.api.v1.stream_create_response"');
+    c.clear();
+    // 200 requests in one write: the queue reaches 50 while they are parsed.
+    c.write(requests(200, "$JS.API.STREAM.INFO.S") + "PING\r\n");
+    const text = await c.waitFor((t) => t.includes("api_limit_reached") && t.includes("PONG"), "the limit advisory");
+    const adv = /MSG \$JS\.EVENT\.ADVISORY\.API\.LIMIT_REACHED 9 \d+\r\n(\{[^\r]*\})/.exec(text);
+    assert.ok(adv, text.slice(0, 500));
+    const body = JSON.parse(adv[1]!) as Record<string, unknown>;
+    assert.equal(body["type"], "io.nats.jetstream.advisory.v1.api_limit_reached");
+    assert.equal(body["dropped"], 50);
+    for (const k of ["id", "timestamp", "server"]) assert.equal(typeof body[k], "string", k);
+    // Let whatever was not dropped be answered: every request is either answered or counted
+    // in an advisory (all 200 were parsed in one read, before the queue ran: 4 x 50).
+    await new Promise((r) => setTimeout(r, 300));
+    const replies = c.text.split("stream_info_response").length - 1;
+    let dropped = 0;
+    for (const m of c.text.matchAll(/"dropped":(\d+)/g)) dropped += Number(m[1]);
+    assert.equal(replies + dropped, 200, `${replies} replies, ${dropped} dropped`);
+    assert.ok(dropped >= 50);
+    // The service goes on.
+    c.clear();
+    c.write(requests(1, "$JS.API.STREAM.INFO.S"));
+    await c.waitForText("stream_info_response");
+  } finally {
+    c.close();
+    await env.close();
+  }
+});
+
+void test("below the limit: 5000 API requests in one write are all answered in order, bystander PINGs stay fast", { timeout: 60000 }, async () => {
+  const env = await boot();
+  const c = await RawClient.connect(env.srv.server.port);
+  // The server runs in this process: the bystander measures the same loop.
+  const by = await startBystander(env.srv.server.port, 200);
+  try {
+    await c.handshake();
+    c.write("SUB _R.* 1\r\n");
+    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
+    await c.waitForText("stream_create_response");
+    c.clear();
+    // Plain sockets for the flood so that the reply bytes do not pile up in a string.
+    const flood = new net.Socket();
+    let got = 0;
+    let order = true;
+    let tail = "";
+    const all = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`only ${got} replies`)), 30000);
+      flood.on("data", (d: Buffer) => {
+        const s = tail + d.toString("latin1");
+        const re = /MSG _R\.(\d+) /g;
+        let m;
+        let last = 0;
+        while ((m = re.exec(s)) !== null) {
+          if (Number(m[1]) !== got) order = false;
+          got++;
+          last = re.lastIndex;
+        }
+        tail = s.slice(Math.max(last, s.length - 32));
+        if (got >= 5000) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    await new Promise<void>((r) => flood.connect(env.srv.server.port, "127.0.0.1", r));
+    flood.write('CONNECT {"verbose":false,"pedantic":false}\r\nSUB _R.* 1\r\n' + requests(5000, "$JS.API.STREAM.INFO.S"));
+    await all;
+    flood.destroy();
+    assert.ok(order, "replies out of order");
+    const rtts = await by.done;
+    const missed = missedSlots(rtts, 50);
+    assert.ok(missed <= 20, `${missed} slots missed (${summary(rtts)})`);
+  } finally {
+    by.close();
+    c.close();
+    await env.close();
+  }
+});
