@@ -13,11 +13,12 @@
 //   empty chunk ends the upload and is answered with a stream create response once the
 //   stream is rebuilt. No chunk for 5 s abandons the restore.
 //
-// Archive: "TSNSNAP1", then frames [u32 compressed length][u32 raw length][u32 crc32(raw)]
-// [deflate-raw bytes]. A frame holds whole records [u8 kind][u32 length][body]: META (JSON:
-// config, created, state), MSG (f64 seq, f64 ts, u16 subject length, u32 header length or
-// 0xffffffff for none, u32 data length, subject, header, data), CONSUMER (JSON: name, config,
-// created, state) and END (JSON: counts). A missing END means a truncated archive.
+// Archive: the codec in storage/archive.ts ("TSNSNAP1", deflated frames of records): META
+// (JSON: config, created, state), MSG per message (seq, time, subject, header, data),
+// CONSUMER (JSON: name, config, created, state) and END (JSON: counts). A missing END means a
+// truncated archive. Messages are read with a StoreSnapshotReader and restored with a
+// StoreSnapshotWriter (storeMsgAt, then skipMsgs up to END's last_seq), as a replica's store
+// snapshot is; TTLs come back from the Nats-TTL header.
 //
 // The snapshot is of the stream as it was when the request arrived: messages up to the
 // last sequence then (messages removed while it streams are left out) and the durable
@@ -28,27 +29,32 @@
 
 import { join } from "node:path";
 import { randomName } from "./ids.js";
-import { constants as zc, deflateRawSync, inflateRawSync } from "node:zlib";
 import type { Bus, InternalSubscription } from "../server/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
-import { crc32 } from "../storage/file/crc32.js";
+import {
+  ARCHIVE_MAGIC as MAGIC,
+  ArchiveDecoder,
+  FRAME_RAW_TARGET,
+  REC_CONSUMER,
+  REC_END,
+  REC_META,
+  REC_MSG,
+  StoreSnapshotReader,
+  StoreSnapshotWriter,
+  decodeMsgRecord,
+  encodeFrame as frame,
+  encodeJsonRecord as jsonRecord,
+  encodeMsgRecord as msgRecord,
+} from "../storage/archive.js";
 import { FileStreamStore, FileConsumerStore } from "../storage/index.js";
 import type { ConsumerState } from "../storage/types.js";
-import { parseMsgTtlSec, rfc3339Ns } from "../stream/time.js";
+import { parseMsgTtlSec, parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";
 import type { Stream } from "../stream/stream.js";
 import { HDR_TTL } from "../stream/stream.js";
 import { jsErr, type ApiError } from "./errors.js";
 import { ApiType, type StreamConfig } from "./types.js";
 import type { JetStreamService } from "./service.js";
 
-const MAGIC = Buffer.from("TSNSNAP1", "latin1");
-const FRAME_HDR = 12;
-const FRAME_RAW_TARGET = 256 * 1024;
-const REC_META = 1;
-const REC_MSG = 2;
-const REC_CONSUMER = 3;
-const REC_END = 4;
-const NO_HDR = 0xffffffff;
 const DEFAULT_CHUNK = 128 * 1024;
 const DEFAULT_WINDOW = 8 * 1024 * 1024;
 const ACK_TIMEOUT_MS = 5_000;
@@ -56,7 +62,6 @@ const INTEREST_GRACE_MS = 2_000;
 const RESTORE_IDLE_MS = 5_000;
 /** Frames built per turn of the event loop while streaming out. */
 const FRAMES_PER_TURN = 8;
-const GAP_SUBJECT = "_tsnats.restore.gap";
 const EMPTY = Buffer.alloc(0);
 
 /** nats-server's bounds: chunk 1 KiB..1 MiB (and never above max_payload), window
@@ -84,52 +89,6 @@ export interface DurableExport {
 
 interface Exporting {
   exportDurable?(): DurableExport | null;
-}
-
-function record(kind: number, body: Buffer): Buffer {
-  const b = Buffer.allocUnsafe(5 + body.length);
-  b[0] = kind;
-  b.writeUInt32LE(body.length, 1);
-  body.copy(b, 5);
-  return b;
-}
-
-function jsonRecord(kind: number, obj: unknown): Buffer {
-  return record(kind, Buffer.from(JSON.stringify(obj)));
-}
-
-function msgRecord(seq: number, tsNs: number, subject: string, hdr: Buffer | null, data: Buffer): Buffer {
-  const sl = Buffer.byteLength(subject);
-  const hl = hdr === null ? 0 : hdr.length;
-  const bodyLen = 8 + 8 + 2 + 4 + 4 + sl + hl + data.length;
-  const b = Buffer.allocUnsafe(5 + bodyLen);
-  b[0] = REC_MSG;
-  b.writeUInt32LE(bodyLen, 1);
-  let p = 5;
-  b.writeDoubleLE(seq, p);
-  p += 8;
-  b.writeDoubleLE(tsNs, p);
-  p += 8;
-  b.writeUInt16LE(sl, p);
-  p += 2;
-  b.writeUInt32LE(hdr === null ? NO_HDR : hl, p);
-  p += 4;
-  b.writeUInt32LE(data.length, p);
-  p += 4;
-  p += b.write(subject, p, "utf8");
-  if (hdr !== null) p += hdr.copy(b, p);
-  data.copy(b, p);
-  return b;
-}
-
-function frame(raw: Buffer): Buffer {
-  const z = deflateRawSync(raw, { level: zc.Z_BEST_SPEED });
-  const f = Buffer.allocUnsafe(FRAME_HDR + z.length);
-  f.writeUInt32LE(z.length, 0);
-  f.writeUInt32LE(raw.length, 4);
-  f.writeUInt32LE(crc32(raw, 0, raw.length) >>> 0, 8);
-  z.copy(f, FRAME_HDR);
-  return f;
 }
 
 function stateToJson(s: ConsumerState): Record<string, unknown> {
@@ -171,6 +130,7 @@ class SnapshotSender {
   private index = 1;
   private nextSeq: number;
   private readonly lastSeq: number;
+  private readonly reader: StoreSnapshotReader;
   private phase: "meta" | "msgs" | "tail" | "done" = "meta";
   /** Compressed bytes waiting to go out. */
   private out: Buffer[] = [];
@@ -191,9 +151,10 @@ class SnapshotSender {
   ) {
     this.ackSubject = `$JS.SNAPSHOT.ACK.${st.name}.${randomName(22)}`;
     this.slots = Math.max(1, Math.floor(req.windowSize / req.chunkSize));
-    const s = st.store.state();
-    this.nextSeq = s.firstSeq;
-    this.lastSeq = s.lastSeq;
+    // TTLs are not in this archive's records (a restore reads them from the Nats-TTL header)
+    this.reader = new StoreSnapshotReader(st.store, false);
+    this.nextSeq = this.reader.state.firstSeq;
+    this.lastSeq = this.reader.state.lastSeq;
     this.startedNs = svc.deps.clock.nowNs();
   }
 
@@ -286,10 +247,9 @@ class SnapshotSender {
       raw += r.length;
       this.phase = "msgs";
     }
-    const store = this.st.store;
     while (this.phase === "msgs" && raw < FRAME_RAW_TARGET) {
-      const m = this.nextSeq <= this.lastSeq ? store.loadNextMsg("", this.nextSeq) : null;
-      if (m === null || m.seq > this.lastSeq) {
+      const m = this.reader.next(this.nextSeq);
+      if (m === null) {
         this.phase = "tail";
         break;
       }
@@ -352,8 +312,8 @@ class RestoreFailure extends Error {}
 class RestoreReceiver {
   readonly deliverSubject: string;
   private sub: InternalSubscription | null = null;
-  private buf: Buffer = EMPTY;
-  private magicSeen = false;
+  private readonly decoder = new ArchiveDecoder((kind, body) => this.record(kind, body));
+  private writer: StoreSnapshotWriter | null = null;
   private meta: Record<string, unknown> | null = null;
   private store: FileStreamStore | null = null;
   private readonly consumers: Array<Record<string, unknown>> = [];
@@ -404,6 +364,7 @@ class RestoreReceiver {
       syncIntervalMs: 0,
     });
     this.store.open();
+    this.writer = new StoreSnapshotWriter(this.store);
     this.sub = this.svc.deps.bus.subscribe(this.deliverSubject, (_s, reply, _h, payload) => this.onChunk(reply, payload));
     this.armIdle();
   }
@@ -438,110 +399,48 @@ class RestoreReceiver {
   }
 
   private feed(chunk: Buffer): void {
-    this.buf = this.buf.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
-    if (!this.magicSeen) {
-      if (this.buf.length < MAGIC.length) return;
-      if (!this.buf.subarray(0, MAGIC.length).equals(MAGIC)) throw new RestoreFailure("not a tsnats snapshot");
-      this.magicSeen = true;
-      this.buf = this.buf.subarray(MAGIC.length);
-    }
-    let p = 0;
-    while (this.buf.length - p >= FRAME_HDR) {
-      const zl = this.buf.readUInt32LE(p);
-      const rl = this.buf.readUInt32LE(p + 4);
-      const crc = this.buf.readUInt32LE(p + 8);
-      if (this.buf.length - p < FRAME_HDR + zl) break;
-      if (this.end !== null) throw new RestoreFailure("data after the end of the snapshot");
-      let raw: Buffer;
-      try {
-        raw = inflateRawSync(this.buf.subarray(p + FRAME_HDR, p + FRAME_HDR + zl));
-      } catch (e) {
-        throw new RestoreFailure(`corrupt snapshot frame: ${(e as Error).message}`);
-      }
-      if (raw.length !== rl || crc32(raw, 0, raw.length) >>> 0 !== crc) throw new RestoreFailure("corrupt snapshot frame: checksum mismatch");
-      this.records(raw);
-      p += FRAME_HDR + zl;
-    }
-    this.buf = p === 0 ? this.buf : Buffer.from(this.buf.subarray(p));
+    this.decoder.push(chunk);
   }
 
-  private records(raw: Buffer): void {
-    let p = 0;
-    while (p < raw.length) {
-      if (raw.length - p < 5) throw new RestoreFailure("corrupt snapshot record");
-      const kind = raw[p]!;
-      const len = raw.readUInt32LE(p + 1);
-      const body = raw.subarray(p + 5, p + 5 + len);
-      if (body.length !== len) throw new RestoreFailure("corrupt snapshot record");
-      p += 5 + len;
-      if (kind !== REC_META && this.meta === null) throw new RestoreFailure("snapshot does not start with its metadata");
-      switch (kind) {
-        case REC_META:
-          this.meta = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
-          break;
-        case REC_MSG:
-          this.message(body);
-          break;
-        case REC_CONSUMER:
-          this.consumers.push(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
-          break;
-        case REC_END:
-          this.end = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
-          break;
-        default:
-          throw new RestoreFailure(`unknown snapshot record kind ${kind}`);
-      }
+  private record(kind: number, body: Buffer): void {
+    if (kind !== REC_META && this.meta === null) throw new RestoreFailure("snapshot does not start with its metadata");
+    switch (kind) {
+      case REC_META:
+        this.meta = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+        break;
+      case REC_MSG:
+        this.message(body);
+        break;
+      case REC_CONSUMER:
+        this.consumers.push(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
+        break;
+      case REC_END:
+        this.end = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+        break;
+      default:
+        throw new RestoreFailure(`unknown snapshot record kind ${kind}`);
     }
   }
 
   private message(b: Buffer): void {
-    const store = this.store!;
-    let p = 0;
-    const seq = b.readDoubleLE(p);
-    p += 8;
-    const tsNs = b.readDoubleLE(p);
-    p += 8;
-    const sl = b.readUInt16LE(p);
-    p += 2;
-    const hlRaw = b.readUInt32LE(p);
-    p += 4;
-    const dl = b.readUInt32LE(p);
-    p += 4;
-    const hl = hlRaw === NO_HDR ? 0 : hlRaw;
-    if (p + sl + hl + dl !== b.length) throw new RestoreFailure("corrupt snapshot message record");
-    const subject = b.toString("utf8", p, p + sl);
-    p += sl;
-    const hdr = hlRaw === NO_HDR ? null : Buffer.from(b.subarray(p, p + hl));
-    p += hl;
-    const data = Buffer.from(b.subarray(p, p + dl));
-    this.advanceTo(seq);
-    let ttl = 0;
-    if (hdr !== null) {
-      const v = getHeader(hdr, HDR_TTL);
+    const m = decodeMsgRecord(b, false);
+    if (m.hdr !== null) {
+      const v = getHeader(m.hdr, HDR_TTL);
       if (v !== undefined) {
         const t = parseMsgTtlSec(v);
-        if (Number.isFinite(t) && t > 0) ttl = t;
+        if (Number.isFinite(t) && t > 0) m.ttlSec = t;
       }
     }
-    const got = store.storeMsg(subject, hdr, data, tsNs, ttl);
-    if (got !== seq) throw new RestoreFailure(`snapshot sequence ${seq} restored as ${got}`);
+    this.writer!.put(m);
   }
 
-  /** Make the next stored sequence `seq`: a jump over an empty store moves the floor; gaps
-   *  between live messages become deleted sequences (stored, then removed). */
-  private advanceTo(seq: number): void {
-    const store = this.store!;
-    const s = store.state();
-    if (seq <= s.lastSeq) throw new RestoreFailure(`snapshot sequence ${seq} out of order`);
-    if (seq === s.lastSeq + 1) return;
-    if (s.msgs === 0) {
-      store.compact(seq);
-      return;
-    }
-    for (let q = s.lastSeq + 1; q < seq; q++) {
-      const got = store.storeMsg(GAP_SUBJECT, null, EMPTY, 0, 0);
-      store.removeMsg(got);
-    }
+  /** Time of the stream's last sequence when the snapshot was taken (the META state's
+   *  last_ts), for sequences deleted at the end; else that of the last message restored. */
+  private lastTsNs(): number {
+    const st = this.meta?.["state"] as Record<string, unknown> | undefined;
+    const v = st?.["last_ts"];
+    const ns = typeof v === "string" ? parseRfc3339Ns(v) : Number.NaN;
+    return Number.isFinite(ns) && ns > 0 ? ns : this.store!.state().lastTsNs;
   }
 
   private complete(reply: string): void {
@@ -553,7 +452,8 @@ class RestoreReceiver {
     }
     const lastSeq = Number(this.end["last_seq"] ?? 0);
     try {
-      if (lastSeq > this.store!.state().lastSeq) this.advanceTo(lastSeq + 1);
+      if (!Number.isSafeInteger(lastSeq)) throw new RestoreFailure(`snapshot last sequence ${lastSeq} is not valid`);
+      if (lastSeq > this.store!.state().lastSeq) this.writer!.finish(lastSeq, this.lastTsNs());
     } catch (e) {
       this.fail(e as Error, reply);
       return;

@@ -49,6 +49,19 @@ export interface StreamStore {
   readonly type: StorageType;
   /** Append. Sequences are assigned by the store (lastSeq + 1). ttlSec > 0: per-message TTL. */
   storeMsg(subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): number;
+  /** storeMsg at a sequence and time chosen elsewhere (a replica applying its leader's
+   *  entry, a snapshot being restored). seq must be above lastSeq (else it throws); sequences
+   *  between lastSeq and seq become deleted ones, as after skipMsgs. Limits, TTL and durability
+   *  (the next sync) as for storeMsg. */
+  storeMsgAt(seq: number, subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): void;
+  /** Use up sequences seq .. seq + count - 1 without storing anything (nats-server SkipMsgs):
+   *  seq must be lastSeq + 1 and count >= 1 (else it throws). lastSeq becomes seq + count - 1
+   *  and lastTsNs becomes tsNs. In an empty store firstSeq moves past them; otherwise they are
+   *  deleted sequences (numDeleted, deletedSeqs). Durable with the next sync. */
+  skipMsgs(seq: number, count: number, tsNs: number): void;
+  /** Per-message TTLs of the live messages in [from, to]: seq -> ttl seconds (what a
+   *  snapshot carries so that a restored message expires when the original would). */
+  msgTtls(from: number, to: number): Map<number, number>;
   /** Durability barrier: cb runs once everything stored before the call is on stable
    *  storage (for memory stores: on the next tick). Many calls share one fsync. */
   sync(cb: (err: Error | null) => void): void;

@@ -15,6 +15,7 @@ import { connect, createInbox, headers, type Msg, type NatsConnection } from "@n
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { startServer, type RunningServer } from "../../src/index.js";
 import { until } from "../helpers/until.js";
+import { parseRfc3339Ns } from "../../src/stream/time.js";
 
 let storeDir = "";
 let srv: RunningServer;
@@ -190,6 +191,7 @@ void test("no_consumers leaves consumers out; an empty stream with a moved first
   for (let i = 0; i < 5; i++) await js.publish("snap2.a", "x");
   await jsm.streams.purge("SNAP2");
   await jsm.consumers.add("SNAP2", { durable_name: "D", ack_policy: AckPolicy.Explicit });
+  const orig = await jsm.streams.info("SNAP2");
   const b = await backup("SNAP2", { no_consumers: true });
   assert.equal(b.endCode, "204");
   await jsm.streams.delete("SNAP2");
@@ -199,6 +201,9 @@ void test("no_consumers leaves consumers out; an empty stream with a moved first
   assert.equal(st.state.messages, 0);
   assert.equal(st.state.first_seq, 6);
   assert.equal(st.state.last_seq, 5);
+  // the time of the last (deleted) sequence comes back too; RFC 3339 text of an int64 ns held
+  // in a double may round by a few hundred ns on the way
+  assert.ok(Math.abs(parseRfc3339Ns(st.state.last_ts) - parseRfc3339Ns(orig.state.last_ts)) < 1000, `${st.state.last_ts} vs ${orig.state.last_ts}`);
   assert.equal(st.state.consumer_count, 0);
   const pa = await js.publish("snap2.a", "next");
   assert.equal(pa.seq, 6);

@@ -5,6 +5,8 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { ConsumerState, ConsumerStore, StoreCallbacks, StoreLimits, StoredMsg, StreamStore } from "../../src/storage/types.js";
 import { subjectMatches } from "../../src/storage/subjects.js";
+import { createMemoryStreamStore } from "../../src/storage/index.js";
+import { StoreSnapshotDecoder, StoreSnapshotReader, StoreSnapshotWriter, encodeStoreSnapshot } from "../../src/storage/archive.js";
 
 export interface StoreEnv {
   /** Open the store at this environment's location (first call creates it). */
@@ -622,6 +624,7 @@ export function streamStoreContract(t: ContractTarget): void {
       }
     });
   });
+  replicationContract(t);
 }
 
 function sampleConsumerState(n: number): ConsumerState {
@@ -685,3 +688,222 @@ export function consumerStoreContract(t: ContractTarget): void {
 }
 
 export { sampleConsumerState, syncP, T0 };
+
+// ---- calls a replica needs: storeMsgAt, skipMsgs, store snapshots ----
+
+/** Everything a replica must reproduce: state (bytes only between stores of one kind), deleted
+ *  sequences, every message bit for bit with its time, the subjects and the TTLs. */
+export function assertSameStore(a: StreamStore, b: StreamStore, what = ""): void {
+  const sa = a.state();
+  const sb = b.state();
+  if (a.type === b.type) assert.deepEqual(sb, sa, `${what} state`);
+  else assert.deepEqual({ ...sb, bytes: 0 }, { ...sa, bytes: 0 }, `${what} state`);
+  assert.deepEqual(b.deletedSeqs(), a.deletedSeqs(), `${what} deletedSeqs`);
+  for (let q = sa.firstSeq; q <= sa.lastSeq; q++) {
+    const x = a.loadMsg(q);
+    const y = b.loadMsg(q);
+    if (x === null) {
+      assert.equal(y, null, `${what} seq ${q} should be absent`);
+      continue;
+    }
+    assert.ok(y !== null, `${what} seq ${q} missing`);
+    assert.equal(y.subject, x.subject, `${what} seq ${q} subject`);
+    assert.equal(y.tsNs, x.tsNs, `${what} seq ${q} time`);
+    assert.deepEqual(y.hdr, x.hdr, `${what} seq ${q} header`);
+    assert.ok(y.data.equals(x.data), `${what} seq ${q} data`);
+  }
+  assert.deepEqual(b.subjectsState(">"), a.subjectsState(">"), `${what} subjects`);
+  assert.deepEqual(b.msgTtls(0, Number.MAX_SAFE_INTEGER), a.msgTtls(0, Number.MAX_SAFE_INTEGER), `${what} ttls`);
+}
+
+type ReplOp =
+  | { op: "store"; s: number; len: number; hdr: boolean; ttl: number }
+  | { op: "storeAt"; gap: number; s: number; len: number; dt: number }
+  | { op: "skip"; n: number }
+  | { op: "remove"; seq: number }
+  | { op: "purgeSubj"; s: number }
+  | { op: "compact"; seq: number }
+  | { op: "reopen" };
+
+const replOpArb: fc.Arbitrary<ReplOp> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ op: fc.constant("store" as const), s: fc.nat(SUBJECTS.length - 1), len: fc.nat(40), hdr: fc.boolean(), ttl: fc.constantFrom(0, 0, 5, 3600) }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant("storeAt" as const), gap: fc.constantFrom(0, 0, 1, 3, 40), s: fc.nat(SUBJECTS.length - 1), len: fc.nat(40), dt: fc.integer({ min: -5000, max: 5000 }) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("skip" as const), n: fc.constantFrom(1, 2, 17, 300) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("remove" as const), seq: fc.nat(400) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("purgeSubj" as const), s: fc.nat(SUBJECTS.length - 1) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("compact" as const), seq: fc.integer({ min: 1, max: 500 }) }) },
+  { weight: 1, arbitrary: fc.constant({ op: "reopen" as const }) },
+);
+
+/** Apply ops to s (reopening through env where it persists); returns the store in use. */
+async function applyReplOps(s: StreamStore, env: StoreEnv, ops: ReplOp[]): Promise<StreamStore> {
+  let clock = T0;
+  for (const o of ops) {
+    clock += 1000;
+    const last = s.state().lastSeq;
+    switch (o.op) {
+      case "store":
+        s.storeMsg(SUBJECTS[o.s]!, o.hdr ? HDR : null, Buffer.alloc(o.len, o.len), clock, o.ttl);
+        break;
+      case "storeAt":
+        // times chosen elsewhere need not rise
+        s.storeMsgAt(last + 1 + o.gap, SUBJECTS[o.s]!, null, Buffer.alloc(o.len, 7), clock + o.dt, 0);
+        break;
+      case "skip":
+        s.skipMsgs(last + 1, o.n, clock);
+        break;
+      case "remove":
+        s.removeMsg(o.seq);
+        break;
+      case "purgeSubj":
+        s.purge({ subject: SUBJECTS[o.s]! });
+        break;
+      case "compact":
+        s.compact(o.seq);
+        break;
+      case "reopen":
+        if (env.reopen !== null) s = await env.reopen(s);
+        break;
+    }
+  }
+  return s;
+}
+
+function replicationContract(t: ContractTarget): void {
+  void describe(`StreamStore replication calls: ${t.name}`, () => {
+    void it("storeMsgAt keeps the given sequences and times; a jump leaves deleted sequences", async () => {
+      const env = t.newEnv();
+      let s = await env.open();
+      try {
+        s.storeMsgAt(5, "a", null, Buffer.from("five"), T0 + 50, 0);
+        let st = s.state();
+        assert.deepEqual([st.firstSeq, st.lastSeq, st.msgs, st.numDeleted, st.firstTsNs, st.lastTsNs], [5, 5, 1, 0, T0 + 50, T0 + 50]);
+        s.storeMsgAt(6, "b", HDR, Buffer.from("six"), T0 + 10, 30); // an earlier time is kept as given
+        s.storeMsgAt(9, "a", null, Buffer.from("nine"), T0 + 90, 0);
+        assert.throws(() => s.storeMsgAt(9, "a", null, Buffer.from("x"), T0, 0));
+        assert.throws(() => s.storeMsgAt(3, "a", null, Buffer.from("x"), T0, 0));
+        assert.equal(put(s, "c", "ten", { ts: T0 + 100 }), 10); // storeMsg carries on after it
+        const check = (): void => {
+          const st2 = s.state();
+          assert.deepEqual([st2.firstSeq, st2.lastSeq, st2.msgs, st2.numDeleted, st2.lastTsNs], [5, 10, 4, 2, T0 + 100]);
+          assert.deepEqual(s.deletedSeqs(), [7, 8]);
+          assert.equal(s.loadMsg(6)?.tsNs, T0 + 10);
+          assert.ok(s.loadMsg(6)?.hdr?.equals(HDR));
+          assert.equal(body(s.loadMsg(9)), "nine");
+          assert.equal(s.loadMsg(7), null);
+          assert.equal(s.loadNextMsg(">", 7)?.seq, 9);
+          assert.deepEqual([...s.msgTtls(0, 100)], [[6, 30]]);
+          assert.equal(s.numPending(6, ">", false), 3);
+        };
+        check();
+        await syncP(s);
+        if (env.reopen !== null) {
+          s = await env.reopen(s);
+          check();
+        }
+        st = s.state();
+        assert.equal(st.msgs, 4);
+      } finally {
+        await s.close();
+        await env.dispose();
+      }
+    });
+
+    void it("skipMsgs: on an empty store the first sequence moves; after messages the skipped count as deleted", async () => {
+      const env = t.newEnv();
+      let s = await env.open();
+      try {
+        s.skipMsgs(1, 3, T0 + 7);
+        assert.deepEqual({ ...s.state() }, { msgs: 0, bytes: 0, firstSeq: 4, firstTsNs: 0, lastSeq: 3, lastTsNs: T0 + 7, numSubjects: 0, numDeleted: 0 });
+        assert.throws(() => s.skipMsgs(3, 1, T0)); // must follow the last sequence
+        assert.throws(() => s.skipMsgs(5, 1, T0));
+        assert.throws(() => s.skipMsgs(4, 0, T0));
+        await syncP(s);
+        if (env.reopen !== null) {
+          s = await env.reopen(s);
+          assert.deepEqual([s.state().firstSeq, s.state().lastSeq, s.state().lastTsNs], [4, 3, T0 + 7]);
+        }
+        assert.equal(put(s, "a", "4", { ts: T0 + 40 }), 4);
+        s.skipMsgs(5, 2, T0 + 41);
+        s.storeMsgAt(7, "a", null, Buffer.from("7"), T0 + 70, 0);
+        s.skipMsgs(8, 5, T0 + 80);
+        const check = (): void => {
+          const st = s.state();
+          assert.deepEqual([st.firstSeq, st.lastSeq, st.msgs, st.numDeleted, st.firstTsNs, st.lastTsNs], [4, 12, 2, 7, T0 + 40, T0 + 80]);
+          assert.deepEqual(s.deletedSeqs(), [5, 6, 8, 9, 10, 11, 12]);
+          for (const q of [5, 6, 8, 12]) assert.equal(s.loadMsg(q), null);
+          assert.equal(s.loadLastMsg(">")?.seq, 7);
+        };
+        check();
+        await syncP(s);
+        if (env.reopen !== null) {
+          s = await env.reopen(s);
+          check();
+        }
+        assert.equal(put(s, "b", "13"), 13);
+        // removing every message: first moves past the skipped tail too
+        s.removeMsg(4);
+        s.removeMsg(7);
+        s.removeMsg(13);
+        assert.deepEqual([s.state().firstSeq, s.state().lastSeq, s.state().numDeleted], [14, 13, 0]);
+      } finally {
+        await s.close();
+        await env.dispose();
+      }
+    });
+
+    void it("a snapshot restored into an empty store (either kind) is identical (property)", async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(replOpArb, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 4 }), async (ops, split) => {
+          const env = t.newEnv();
+          let s = await env.open();
+          const dst = t.newEnv();
+          let d = await dst.open();
+          try {
+            s = await applyReplOps(s, env, ops);
+            // 1: values, range by range, into a store of the same kind
+            const r = new StoreSnapshotReader(s);
+            const w = new StoreSnapshotWriter(d);
+            w.begin(r.state);
+            const { firstSeq, lastSeq } = r.state;
+            const step = Math.max(1, Math.ceil((lastSeq - firstSeq + 1) / split));
+            for (let from = firstSeq; from <= lastSeq; from += step) for (const m of r.range(from, from + step - 1)) w.put(m);
+            w.finish();
+            assertSameStore(s, d, "values");
+            // 2: the archive bytes, in odd chunks, into a memory store
+            const mem = createMemoryStreamStore(null, null);
+            const dec = new StoreSnapshotDecoder(mem);
+            const bytes = Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(s))]);
+            for (let p = 0; p < bytes.length; p += 13) dec.push(bytes.subarray(p, p + 13));
+            dec.end();
+            assertSameStore(s, mem, "archive");
+            await syncP(d);
+            if (dst.reopen !== null) {
+              d = await dst.reopen(d);
+              assertSameStore(s, d, "after reopen");
+            }
+          } finally {
+            await s.close();
+            await d.close();
+            await env.dispose();
+            await dst.dispose();
+          }
+        }),
+        { numRuns: Math.max(10, Math.floor(t.numRuns / 3)) },
+      );
+    });
+
+    void it("a truncated or out-of-order store snapshot is refused", async () => {
+      await withStore(t, async (s) => {
+        for (let i = 1; i <= 5; i++) put(s, "a", `${i}`);
+        const bytes = Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(s))]);
+        const dec = new StoreSnapshotDecoder(createMemoryStreamStore(null, null));
+        dec.push(bytes.subarray(0, bytes.length - 3));
+        assert.throws(() => dec.end(), /truncated/);
+        const w = new StoreSnapshotWriter(createMemoryStreamStore(null, null));
+        w.put({ seq: 3, tsNs: T0, subject: "a", hdr: null, data: Buffer.alloc(1), ttlSec: 0 });
+        assert.throws(() => w.put({ seq: 2, tsNs: T0, subject: "a", hdr: null, data: Buffer.alloc(1), ttlSec: 0 }), /out of order/);
+      });
+    });
+  });
+}

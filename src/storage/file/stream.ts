@@ -288,7 +288,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (lastSeen > this.lastSeq) this.extendLast(lastSeen);
     if (floor > 0) this.compact(floor);
     for (const t of tombs) this.removeSeq(t, false);
-    if (floorLastTs > this.lastTsNs && floorLast >= this.lastSeq) this.lastTsNs = floorLastTs;
+    if (floorLast > 0 && floorLast >= this.lastSeq) this.lastTsNs = floorLastTs;
     if (this.msgs === 0 && this.lastSeq > 0) this.firstSeq = this.lastSeq + 1;
     this.writtenFloor = floor > 0 ? floor : -1;
     if (this.msgs === 0 && floor === 0 && this.lastSeq === 0) this.writtenFloor = 0;
@@ -363,8 +363,12 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private noteFloor(blk: Blk, seq: number, lastSeq: number, lastTs: number, acc: FloorAcc): void {
     blk.hasFloor = true;
     if (seq > acc.floor) acc.floor = seq;
-    if (lastSeq > acc.floorLast) acc.floorLast = lastSeq;
-    if (lastTs > acc.floorLastTs) acc.floorLastTs = lastTs;
+    // The time of the newest floor with the highest last seq (a skip sets a time that need not
+    // be above every earlier one); floors are met in the order they were written.
+    if (lastSeq >= acc.floorLast) {
+      acc.floorLast = lastSeq;
+      acc.floorLastTs = lastTs;
+    }
   }
 
   /** Verify and index block bytes [start, flen) through the reused window `chunk`: whole valid
@@ -602,6 +606,49 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.enforceLimits(rec);
     this.scheduleFlush();
     return seq;
+  }
+
+  /** storeMsg at a given sequence and time (a replica, a restore). Kept apart from storeMsg so
+   *  the publish path stays as it is. A gap before seq needs no record: recovery reads the
+   *  sequences between two message records as deleted, and a floor record carries lastSeq. */
+  storeMsgAt(seq: number, subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): void {
+    if (this.closed) throw new Error("file store is closed");
+    if (this.failed !== null) throw this.failed;
+    this.checkStoreAt(seq);
+    const rec = this.internSubject(subject);
+    const sl = rec.blen;
+    const hl = hdr === null ? 0 : hdr.length;
+    const dl = data.length;
+    const rl = REC_OVERHEAD + sl + hl + dl;
+    if (sl > 0xffff || rl > MAX_RECORD_BYTES) throw new Error(`file store: message too large (${rl} bytes, subject ${sl})`);
+    let w = this.wblk;
+    if (w.firstSeq !== 0 && w.size + rl > this.blockSizeBytes) w = this.roll();
+    const p = this.reserve(rl);
+    const b = this.wbuf;
+    const ttl = ttlSec > 0 ? ttlSec : 0;
+    writeRecordHeader(b, p, rl, KIND_MSG, hdr === null ? 0 : FLAG_HDR, sl, hl, seq, tsNs, ttl);
+    rec.writeTo(b, p + REC_HDR);
+    if (hdr !== null) hdr.copy(b, p + REC_HDR + sl);
+    data.copy(b, p + REC_HDR + sl + hl);
+    sealRecord(b, p, rl);
+    const size = fileStoreMsgSize(sl, hl, dl);
+    this.indexAppend(seq, rec, tsNs, size, ttl);
+    this.noteAppend(w, seq, w.size, size);
+    if (hl > 0) w.hdrMsgs++;
+    w.sum?.msg(seq, rl, rec, hl > 0, tsNs, ttl);
+    w.size += rl;
+    this.enforceLimits(rec);
+    this.scheduleFlush();
+  }
+
+  /** Skip sequences: no record per sequence, only a floor record at the next flush, which
+   *  carries the new lastSeq and its time (recovery extends lastSeq to it). */
+  skipMsgs(seq: number, count: number, tsNs: number): void {
+    if (this.closed) throw new Error("file store is closed");
+    if (this.failed !== null) throw this.failed;
+    this.indexSkip(seq, count, tsNs);
+    this.writtenFloor = -1;
+    this.scheduleFlush();
   }
 
   /** Room for rl bytes at the end of the write buffer; returns the buffer position. */

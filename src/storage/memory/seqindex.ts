@@ -290,6 +290,34 @@ export abstract class SeqIndex {
     this.lastSeq = seq;
   }
 
+  /** The checks of storeMsgAt: a whole seq above lastSeq. */
+  protected checkStoreAt(seq: number): void {
+    if (!Number.isSafeInteger(seq) || seq <= this.lastSeq || seq < 1) {
+      throw new Error(`store: sequence ${seq} is not above the last sequence ${this.lastSeq}`);
+    }
+  }
+
+  /** skipMsgs in the index: seq .. seq + count - 1 are used up with no message. */
+  protected indexSkip(seq: number, count: number, tsNs: number): void {
+    if (!Number.isSafeInteger(count) || count < 1) throw new Error(`store: cannot skip ${count} sequences`);
+    if (seq !== this.lastSeq + 1) throw new Error(`store: skip from ${seq} does not follow the last sequence ${this.lastSeq}`);
+    this.extendLast(seq + count - 1);
+    this.lastTsNs = tsNs;
+  }
+
+  msgTtls(from: number, to: number): Map<number, number> {
+    const out = new Map<number, number>();
+    const a = this.ttlAt;
+    const q = this.ttlSeq;
+    for (let i = 0; i < q.length; i++) {
+      const seq = q[i] as number;
+      if (seq < from || seq > to || seq < this.firstSeq || seq > this.lastSeq || this.subjCol.get(seq) === 0) continue;
+      // at = ts + ttl * 1e9 rounded to a double: the difference is within a few hundred ns of it
+      out.set(seq, Math.round(((a[i] as number) - this.slotTs(seq, seq - this.base)) / 1e9));
+    }
+    return out;
+  }
+
   /** After appending, discard old until every limit holds (the store's "discard old"). */
   protected enforceLimits(rec: SubjRec | null): void {
     const l = this.limits;

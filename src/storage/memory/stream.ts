@@ -70,6 +70,26 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
     return seq;
   }
 
+  storeMsgAt(seq: number, subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): void {
+    if (this.closed) throw new Error("memory store is closed");
+    this.checkStoreAt(seq);
+    const rec = this.internSubject(subject);
+    const hl = hdr === null ? 0 : hdr.length;
+    const p = Buffer.allocUnsafe(hl + data.length);
+    if (hdr !== null) hdr.copy(p, 0);
+    data.copy(p, hl);
+    const i = this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.blen, hl, data.length), ttlSec);
+    this.payloads[i] = p;
+    this.hdrLens[i] = hdr === null ? 0xffffffff : hl;
+    this.tsCol[i] = tsNs;
+    this.enforceLimits(rec);
+  }
+
+  skipMsgs(seq: number, count: number, tsNs: number): void {
+    if (this.closed) throw new Error("memory store is closed");
+    this.indexSkip(seq, count, tsNs);
+  }
+
   sync(cb: (err: Error | null) => void): void {
     // one Immediate per batch of callers, not per message
     this.syncQ.push(cb);

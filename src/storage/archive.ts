@@ -1,0 +1,356 @@
+// The snapshot archive codec, and store snapshots built on it: what a stream snapshot
+// ($JS.API.STREAM.SNAPSHOT / RESTORE, jetstream/snapshot.ts) sends over the network and what a
+// replica far behind installs (state plus the messages, streamed by sequence range).
+//
+// Archive: "TSNSNAP1", then frames [u32 compressed length][u32 raw length][u32 crc32(raw)]
+// [deflate-raw bytes]. A frame holds whole records [u8 kind][u32 length][body]:
+//   1 META      JSON: a stream snapshot's config, created, state
+//   2 MSG       f64 seq, f64 ts, u16 subject length, u32 header length or 0xffffffff for none,
+//               u32 data length, subject, header, data
+//   3 CONSUMER  JSON: name, config, created, state
+//   4 END       JSON: counts ({msgs, last_seq, ...}); a missing END means a truncated archive
+//   5 STATE     JSON: a store snapshot's state header (StoreSnapshotState, snake_case)
+//   6 MSG_TTL   MSG followed by u32 ttl seconds
+// A stream snapshot holds META, MSG, CONSUMER, END (its TTLs come back from the Nats-TTL
+// header); a store snapshot holds STATE, MSG or MSG_TTL, END.
+//
+// Store snapshots are values: a StoreSnapshotReader gives the state header and the live
+// messages of a sequence range, one SnapshotMsg at a time (seq, time, subject, header, data,
+// TTL); a StoreSnapshotWriter puts them into an empty store with storeMsgAt and ends with
+// skipMsgs up to the header's last sequence, so the copy has the same sequences, times,
+// subjects, headers, payloads, deleted sequences and TTLs. Sequences between two messages
+// are deleted ones; nothing per deleted sequence is carried.
+import { constants as zc, deflateRawSync, inflateRawSync } from "node:zlib";
+import { crc32 } from "./file/crc32.js";
+import type { StreamStore } from "./types.js";
+
+export const ARCHIVE_MAGIC = Buffer.from("TSNSNAP1", "latin1");
+export const FRAME_HDR = 12;
+/** Raw bytes a writer puts into one frame before it starts the next. */
+export const FRAME_RAW_TARGET = 256 * 1024;
+export const REC_META = 1;
+export const REC_MSG = 2;
+export const REC_CONSUMER = 3;
+export const REC_END = 4;
+export const REC_STATE = 5;
+export const REC_MSG_TTL = 6;
+const NO_HDR = 0xffffffff;
+const MSG_FIXED = 8 + 8 + 2 + 4 + 4;
+
+/** A malformed or out-of-order archive. */
+export class ArchiveError extends Error {}
+
+/** One message of a store snapshot. */
+export interface SnapshotMsg {
+  seq: number;
+  tsNs: number;
+  subject: string;
+  hdr: Buffer | null;
+  data: Buffer;
+  /** Per-message TTL in seconds, 0 for none. */
+  ttlSec: number;
+}
+
+/** The state header of a store snapshot: what the messages alone do not say. */
+export interface StoreSnapshotState {
+  firstSeq: number;
+  lastSeq: number;
+  /** Time of the last sequence (of a message, or of the skip that used it). */
+  lastTsNs: number;
+  /** Counts when the snapshot began (messages removed while it streams are left out). */
+  msgs: number;
+  bytes: number;
+  numDeleted: number;
+}
+
+// ---------------------------------------------------------------- records and frames
+
+export function encodeRecord(kind: number, body: Buffer): Buffer {
+  const b = Buffer.allocUnsafe(5 + body.length);
+  b[0] = kind;
+  b.writeUInt32LE(body.length, 1);
+  body.copy(b, 5);
+  return b;
+}
+
+export function encodeJsonRecord(kind: number, obj: unknown): Buffer {
+  return encodeRecord(kind, Buffer.from(JSON.stringify(obj)));
+}
+
+/** A MSG record, or MSG_TTL when ttlSec > 0 and withTtl. */
+export function encodeMsgRecord(seq: number, tsNs: number, subject: string, hdr: Buffer | null, data: Buffer, ttlSec = 0, withTtl = false): Buffer {
+  const ttl = withTtl && ttlSec > 0;
+  const sl = Buffer.byteLength(subject);
+  const hl = hdr === null ? 0 : hdr.length;
+  const bodyLen = MSG_FIXED + sl + hl + data.length + (ttl ? 4 : 0);
+  const b = Buffer.allocUnsafe(5 + bodyLen);
+  b[0] = ttl ? REC_MSG_TTL : REC_MSG;
+  b.writeUInt32LE(bodyLen, 1);
+  let p = 5;
+  b.writeDoubleLE(seq, p);
+  p += 8;
+  b.writeDoubleLE(tsNs, p);
+  p += 8;
+  b.writeUInt16LE(sl, p);
+  p += 2;
+  b.writeUInt32LE(hdr === null ? NO_HDR : hl, p);
+  p += 4;
+  b.writeUInt32LE(data.length, p);
+  p += 4;
+  p += b.write(subject, p, "utf8");
+  if (hdr !== null) p += hdr.copy(b, p);
+  p += data.copy(b, p);
+  if (ttl) b.writeUInt32LE(ttlSec >>> 0, p);
+  return b;
+}
+
+/** The body of a MSG (or, withTtl, MSG_TTL) record; header and data are copies. */
+export function decodeMsgRecord(b: Buffer, withTtl: boolean): SnapshotMsg {
+  if (b.length < MSG_FIXED + (withTtl ? 4 : 0)) throw new ArchiveError("corrupt snapshot message record");
+  let p = 0;
+  const seq = b.readDoubleLE(p);
+  p += 8;
+  const tsNs = b.readDoubleLE(p);
+  p += 8;
+  const sl = b.readUInt16LE(p);
+  p += 2;
+  const hlRaw = b.readUInt32LE(p);
+  p += 4;
+  const dl = b.readUInt32LE(p);
+  p += 4;
+  const hl = hlRaw === NO_HDR ? 0 : hlRaw;
+  if (p + sl + hl + dl + (withTtl ? 4 : 0) !== b.length) throw new ArchiveError("corrupt snapshot message record");
+  const subject = b.toString("utf8", p, p + sl);
+  p += sl;
+  const hdr = hlRaw === NO_HDR ? null : Buffer.from(b.subarray(p, p + hl));
+  p += hl;
+  const data = Buffer.from(b.subarray(p, p + dl));
+  p += dl;
+  const ttlSec = withTtl ? b.readUInt32LE(p) : 0;
+  return { seq, tsNs, subject, hdr, data, ttlSec };
+}
+
+/** One frame around raw (whole records). */
+export function encodeFrame(raw: Buffer): Buffer {
+  const z = deflateRawSync(raw, { level: zc.Z_BEST_SPEED });
+  const f = Buffer.allocUnsafe(FRAME_HDR + z.length);
+  f.writeUInt32LE(z.length, 0);
+  f.writeUInt32LE(raw.length, 4);
+  f.writeUInt32LE(crc32(raw, 0, raw.length) >>> 0, 8);
+  z.copy(f, FRAME_HDR);
+  return f;
+}
+
+/** Reads an archive from chunks of any size: checks the magic and each frame's checksum and
+ *  hands every record to onRecord in order. Throws ArchiveError on anything malformed, and on
+ *  a frame after the END record. */
+export class ArchiveDecoder {
+  private buf: Buffer = Buffer.alloc(0);
+  private magicSeen = false;
+  private ended = false;
+
+  constructor(private readonly onRecord: (kind: number, body: Buffer) => void) {}
+
+  /** Whether the END record has been read. */
+  get complete(): boolean {
+    return this.ended;
+  }
+
+  push(chunk: Buffer): void {
+    this.buf = this.buf.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
+    if (!this.magicSeen) {
+      if (this.buf.length < ARCHIVE_MAGIC.length) return;
+      if (!this.buf.subarray(0, ARCHIVE_MAGIC.length).equals(ARCHIVE_MAGIC)) throw new ArchiveError("not a tsnats snapshot");
+      this.magicSeen = true;
+      this.buf = this.buf.subarray(ARCHIVE_MAGIC.length);
+    }
+    let p = 0;
+    while (this.buf.length - p >= FRAME_HDR) {
+      const zl = this.buf.readUInt32LE(p);
+      const rl = this.buf.readUInt32LE(p + 4);
+      const crc = this.buf.readUInt32LE(p + 8);
+      if (this.buf.length - p < FRAME_HDR + zl) break;
+      if (this.ended) throw new ArchiveError("data after the end of the snapshot");
+      let raw: Buffer;
+      try {
+        raw = inflateRawSync(this.buf.subarray(p + FRAME_HDR, p + FRAME_HDR + zl));
+      } catch (e) {
+        throw new ArchiveError(`corrupt snapshot frame: ${(e as Error).message}`);
+      }
+      if (raw.length !== rl || crc32(raw, 0, raw.length) >>> 0 !== crc) throw new ArchiveError("corrupt snapshot frame: checksum mismatch");
+      this.records(raw);
+      p += FRAME_HDR + zl;
+    }
+    this.buf = p === 0 ? this.buf : Buffer.from(this.buf.subarray(p));
+  }
+
+  private records(raw: Buffer): void {
+    let p = 0;
+    while (p < raw.length) {
+      if (raw.length - p < 5) throw new ArchiveError("corrupt snapshot record");
+      const kind = raw[p]!;
+      const len = raw.readUInt32LE(p + 1);
+      const body = raw.subarray(p + 5, p + 5 + len);
+      if (body.length !== len) throw new ArchiveError("corrupt snapshot record");
+      p += 5 + len;
+      if (kind === REC_END) this.ended = true;
+      this.onRecord(kind, body);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- store snapshots
+
+function stateToJson(s: StoreSnapshotState): Record<string, number> {
+  return { first_seq: s.firstSeq, last_seq: s.lastSeq, last_ts: s.lastTsNs, msgs: s.msgs, bytes: s.bytes, num_deleted: s.numDeleted };
+}
+
+function stateFromJson(o: Record<string, unknown>): StoreSnapshotState {
+  const n = (k: string): number => {
+    const v = Number(o[k] ?? 0);
+    if (!Number.isFinite(v) || v < 0) throw new ArchiveError(`corrupt snapshot state: ${k}`);
+    return v;
+  };
+  return { firstSeq: n("first_seq"), lastSeq: n("last_seq"), lastTsNs: n("last_ts"), msgs: n("msgs"), bytes: n("bytes"), numDeleted: n("num_deleted") };
+}
+
+/** The messages of a store as they were when the reader was made: the state header then, and
+ *  the live messages up to that last sequence (read as they are asked for: one removed in the
+ *  meantime is left out; one stored since is beyond the range). */
+export class StoreSnapshotReader {
+  readonly state: StoreSnapshotState;
+  private ttls: Map<number, number> | null = null;
+
+  /** withTtl: read the messages' TTLs (one pass over the store's TTL index, at the first message). */
+  constructor(
+    private readonly store: StreamStore,
+    private readonly withTtl = true,
+  ) {
+    const s = store.state();
+    this.state = { firstSeq: s.firstSeq, lastSeq: s.lastSeq, lastTsNs: s.lastTsNs, msgs: s.msgs, bytes: s.bytes, numDeleted: s.numDeleted };
+  }
+
+  /** The first live message with seq in [from, to] (to: at most the header's lastSeq), or null. */
+  next(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    const end = Math.min(to, this.state.lastSeq);
+    if (from > end) return null;
+    const m = this.store.loadNextMsg("", from);
+    if (m === null || m.seq > end) return null;
+    let ttlSec = 0;
+    if (this.withTtl) {
+      this.ttls ??= this.store.msgTtls(this.state.firstSeq, this.state.lastSeq);
+      ttlSec = this.ttls.get(m.seq) ?? 0;
+    }
+    return { seq: m.seq, tsNs: m.tsNs, subject: m.subject, hdr: m.hdr, data: m.data, ttlSec };
+  }
+
+  /** The live messages of [from, to], in sequence order. */
+  *range(from = this.state.firstSeq, to = this.state.lastSeq): Generator<SnapshotMsg> {
+    for (let s = from; ; ) {
+      const m = this.next(s, to);
+      if (m === null) return;
+      yield m;
+      s = m.seq + 1;
+    }
+  }
+}
+
+/** Rebuilds a store snapshot in a store that holds nothing yet (give it no limits: a limit
+ *  would discard what the original kept). begin, put per message in sequence order, finish. */
+export class StoreSnapshotWriter {
+  private state: StoreSnapshotState | null = null;
+  private msgs = 0;
+
+  constructor(private readonly store: StreamStore) {}
+
+  /** Optional: the header, so that finish() needs no arguments. */
+  begin(state: StoreSnapshotState): void {
+    this.state = state;
+  }
+
+  get count(): number {
+    return this.msgs;
+  }
+
+  put(m: SnapshotMsg): void {
+    if (!Number.isSafeInteger(m.seq) || m.seq < 1 || m.seq <= this.store.state().lastSeq) throw new ArchiveError(`snapshot sequence ${m.seq} out of order`);
+    if (this.state !== null && m.seq > this.state.lastSeq) throw new ArchiveError(`snapshot sequence ${m.seq} is past the last sequence ${this.state.lastSeq}`);
+    this.store.storeMsgAt(m.seq, m.subject, m.hdr, m.data, m.tsNs, m.ttlSec);
+    this.msgs++;
+  }
+
+  /** Use up the sequences after the last message up to lastSeq (time lastTsNs); by default
+   *  those of the header given to begin. */
+  finish(lastSeq = this.state?.lastSeq ?? 0, lastTsNs = this.state?.lastTsNs ?? 0): void {
+    const s = this.store.state();
+    if (lastSeq < s.lastSeq) throw new ArchiveError(`snapshot last sequence ${lastSeq} is below its messages (${s.lastSeq})`);
+    if (lastSeq > s.lastSeq) this.store.skipMsgs(s.lastSeq + 1, lastSeq - s.lastSeq, lastTsNs);
+  }
+}
+
+/** The archive of a store snapshot, frame by frame (the magic first): STATE, the messages of
+ *  [from, to] (default: all), END. */
+export function* encodeStoreSnapshot(reader: StoreSnapshotReader, from = reader.state.firstSeq, to = reader.state.lastSeq): Generator<Buffer> {
+  yield ARCHIVE_MAGIC;
+  const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
+  let raw = recs[0]!.length;
+  let msgs = 0;
+  for (const m of reader.range(from, to)) {
+    const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
+    recs.push(r);
+    raw += r.length;
+    msgs++;
+    if (raw >= FRAME_RAW_TARGET) {
+      yield encodeFrame(Buffer.concat(recs));
+      recs.length = 0;
+      raw = 0;
+    }
+  }
+  recs.push(encodeJsonRecord(REC_END, { msgs, last_seq: reader.state.lastSeq }));
+  yield encodeFrame(Buffer.concat(recs));
+}
+
+/** Restores a store snapshot archive, fed in chunks of any size, into an empty store. */
+export class StoreSnapshotDecoder {
+  private readonly writer: StoreSnapshotWriter;
+  private readonly dec: ArchiveDecoder;
+  private header: StoreSnapshotState | null = null;
+
+  constructor(store: StreamStore) {
+    this.writer = new StoreSnapshotWriter(store);
+    this.dec = new ArchiveDecoder((kind, body) => this.record(kind, body));
+  }
+
+  get state(): StoreSnapshotState | null {
+    return this.header;
+  }
+
+  push(chunk: Buffer): void {
+    this.dec.push(chunk);
+  }
+
+  /** The archive has ended: throws if its END record was never read. */
+  end(): void {
+    if (!this.dec.complete) throw new ArchiveError("snapshot is truncated");
+  }
+
+  private record(kind: number, body: Buffer): void {
+    if (kind !== REC_STATE && this.header === null) throw new ArchiveError("snapshot does not start with its state");
+    switch (kind) {
+      case REC_STATE:
+        if (this.header !== null) throw new ArchiveError("snapshot has two states");
+        this.header = stateFromJson(JSON.parse(body.toString("utf8")) as Record<string, unknown>);
+        this.writer.begin(this.header);
+        break;
+      case REC_MSG:
+      case REC_MSG_TTL:
+        this.writer.put(decodeMsgRecord(body, kind === REC_MSG_TTL));
+        break;
+      case REC_END:
+        this.writer.finish();
+        break;
+      default:
+        throw new ArchiveError(`unknown snapshot record kind ${kind}`);
+    }
+  }
+}
