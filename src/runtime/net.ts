@@ -12,6 +12,25 @@
 // loop, and `onChunk` must be done with the bytes when it returns (copy what you keep).
 
 import net from "node:net";
+import { readFileSync } from "node:fs";
+
+/**
+ * The accept queue length to listen with: the kernel's limit (net.core.somaxconn), as Go's
+ * net.Listen uses (nats-server's listeners get it that way). Node's default is 511: a burst
+ * of connections beyond what the queue holds overflows it, the kernel drops the handshakes'
+ * last ACKs (ListenOverflows), and those clients wait for a SYN-ACK retransmit, 1 s and
+ * then 2, 4, ... later: 2,000 connections opened at once took 3 s instead of 0.1 s.
+ */
+export const LISTEN_BACKLOG: number = (() => {
+  try {
+    const n = Number(readFileSync("/proc/sys/net/core/somaxconn", "utf8").trim());
+    // listen(2) clamps larger values to somaxconn anyway; 65535 is what the kernel caps it at.
+    if (Number.isInteger(n) && n > 0) return Math.min(n, 65535);
+  } catch {
+    /* not Linux: the value Go falls back to */
+  }
+  return 4096;
+})();
 
 const READ_BUFFER_BYTES = 64 * 1024;
 const shared = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
@@ -25,13 +44,40 @@ interface HandleCarrier {
   _handle: unknown;
 }
 
+/** The handle method the user-buffer read path needs (StreamBase::UseUserBuffer). */
+interface UserBufferHandle {
+  useUserBuffer(buf: Uint8Array): void;
+}
+
+/** The symbols a Socket constructed with `onread` keeps its buffer and callback under
+ *  (lib/net.js kBuffer, kBufferCb), found once on a probe socket; null when this Node does
+ *  not have them. */
+const onreadSymbols: { buffer: symbol; callback: symbol } | null = (() => {
+  try {
+    const probe = new net.Socket({ onread: { buffer: Buffer.alloc(1), callback: () => true } } as net.SocketConstructorOpts);
+    const syms = Object.getOwnPropertySymbols(probe);
+    const buffer = syms.find((y) => y.description === "kBuffer");
+    const callback = syms.find((y) => y.description === "kBufferCb");
+    probe.destroy();
+    return buffer !== undefined && callback !== undefined ? { buffer, callback } : null;
+  } catch {
+    return null;
+  }
+})();
+
 /** The bytes are only valid during the call. */
 export type ChunkHandler = (chunk: Buffer) => void;
 
 /**
  * Take over a socket accepted with pauseOnConnect: true. The returned socket emits no
- * 'data' events; every read goes to onChunk. Falls back to 'data' events when the handle
- * cannot be moved (a Node without the internals this needs).
+ * 'data' events; every read goes to onChunk.
+ *
+ * The accepted socket itself is given what the `onread` option would have set (the shared
+ * buffer and the callback, under the symbols found on a probe socket) and its handle reads
+ * into the shared buffer: no second Socket per connection (a whole Socket made and destroyed
+ * per accept was a tenth of the accept path's CPU, and its garbage). Without those symbols
+ * the handle is moved into a new Socket constructed with `onread`; without a handle that
+ * can read into a user buffer, plain 'data' events.
  */
 export function adoptAccepted(raw: net.Socket, onChunk: ChunkHandler): net.Socket {
   const carrier = raw as unknown as HandleCarrier;
@@ -41,18 +87,24 @@ export function adoptAccepted(raw: net.Socket, onChunk: ChunkHandler): net.Socke
     raw.resume();
     return raw;
   }
+  const callback = (n: number, buf: Uint8Array): boolean => {
+    onChunk((buf as Buffer).subarray(0, n));
+    return true;
+  };
+  if (onreadSymbols !== null) {
+    const slots = raw as unknown as Record<symbol, unknown>;
+    slots[onreadSymbols.buffer] = shared;
+    slots[onreadSymbols.callback] = callback;
+    (handle as UserBufferHandle).useUserBuffer(shared);
+    raw.resume();
+    return raw;
+  }
   carrier._handle = null;
   const opts = {
     handle,
     readable: true,
     writable: true,
-    onread: {
-      buffer: shared,
-      callback: (n: number, buf: Uint8Array): boolean => {
-        onChunk((buf as Buffer).subarray(0, n));
-        return true;
-      },
-    },
+    onread: { buffer: shared, callback },
   };
   const socket = new net.Socket(opts as net.SocketConstructorOpts);
   // The old socket no longer owns the handle: destroying it only releases the listener's

@@ -17,7 +17,13 @@ const PING = Buffer.from("PING\r\n");
 const OK = Buffer.from("+OK\r\n");
 // nats-server sysGroup: the queue group of the server's own responders (JetStream direct get).
 const SYS_GROUP = "_sys_";
+// The outbound buffer: none until something is queued; the first one is small (an INFO, a
+// PONG), doubled as deliveries need; a client that got nothing for a tick of the server's
+// timer gives it back (releaseIdleBuffer), so an idle connection holds no outbound buffer.
+const FIRST_OUT_BYTES = 1024;
+// A socket that kept the last buffer (backpressure) is given a new one of at least this.
 const INITIAL_OUT_BYTES = 32 * 1024;
+const NO_OUT = Buffer.alloc(0);
 // A buffer handed to a socket that could not take it at once is replaced by one of at most
 // this size (a burst that grew the buffer need not pin that much per client).
 const MAX_REALLOC_OUT_BYTES = 1024 * 1024;
@@ -116,8 +122,10 @@ export class Client implements ParserHandler, SubOwner {
   private rttStartMs = 0;
 
   // outbound
-  private out: Buffer = Buffer.allocUnsafe(INITIAL_OUT_BYTES);
+  private out: Buffer = NO_OUT;
   private outLen = 0;
+  /** Set by flush(), cleared by releaseIdleBuffer(): bytes went out since the last tick. */
+  private outUsed = false;
   dirty = false;
   writeBlockedSinceMs = 0;
 
@@ -596,7 +604,7 @@ export class Client implements ParserHandler, SubOwner {
   }
 
   private grow(need: number): void {
-    let cap = this.out.length * 2;
+    let cap = this.out.length === 0 ? FIRST_OUT_BYTES : this.out.length * 2;
     while (cap < this.outLen + need) cap *= 2;
     const next = Buffer.allocUnsafe(cap);
     this.out.copy(next, 0, 0, this.outLen);
@@ -640,6 +648,7 @@ export class Client implements ParserHandler, SubOwner {
     if (this.closed || this.outLen === 0) return;
     const chunk = this.out.subarray(0, this.outLen);
     this.outLen = 0;
+    this.outUsed = true;
     if (this.server.traceEnabled) this.traceOut(chunk);
     const socket = this.socket;
     const ok = socket.write(chunk);
@@ -647,6 +656,13 @@ export class Client implements ParserHandler, SubOwner {
     // is ours again. Otherwise the socket holds on to it and we continue in a new one.
     if (socket.writableLength !== 0) this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, MAX_REALLOC_OUT_BYTES)));
     if (!ok && this.writeBlockedSinceMs === 0) this.writeBlockedSinceMs = this.server.nowMs();
+  }
+
+  /** The server's timer, once per tick: a client that sent nothing since the last call lets
+   *  its outbound buffer go (the next queued bytes allocate a small one again). */
+  releaseIdleBuffer(): void {
+    if (this.outUsed) this.outUsed = false;
+    else if (this.outLen === 0 && this.out !== NO_OUT) this.out = NO_OUT;
   }
 
   private traceOut(chunk: Buffer): void {
@@ -681,6 +697,7 @@ export class Client implements ParserHandler, SubOwner {
       this.socket.write(this.out.subarray(0, this.outLen));
       this.outLen = 0;
     }
+    this.out = NO_OUT;
     this.closed = true;
     this.closeReason = reason;
     this.stopMs = this.server.nowMs();

@@ -4,7 +4,7 @@
 import net from "node:net";
 import tls from "node:tls";
 import { buildTls, peerIdentities, peerVerifyError, pinnedOk, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
-import { adoptAccepted, inReadBuffer } from "../runtime/net.js";
+import { adoptAccepted, inReadBuffer, LISTEN_BACKLOG } from "../runtime/net.js";
 import { randomBytes } from "node:crypto";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -1000,6 +1000,7 @@ export class Server implements Bus {
     const authReq = this.authRequired();
     for (const c of this.clients.values()) {
       if (c.closed) continue;
+      c.releaseIdleBuffer();
       if (!c.connected) {
         if (c.kind === "ws" ? this.authRequiredFor(c) && now - c.startMs > this.authFor(c).timeoutMs : authReq && now - c.startMs > o.authorization.timeoutMs) {
           c.sendErr("Authentication Timeout");
@@ -1039,7 +1040,7 @@ export async function listenAny(l: net.Server, host: string, port: number): Prom
   const attempt = (h: string): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       l.once("error", reject);
-      l.listen({ host: h, port, exclusive: true, ipv6Only: false }, () => {
+      l.listen({ host: h, port, exclusive: true, ipv6Only: false, backlog: LISTEN_BACKLOG }, () => {
         l.off("error", reject);
         resolve();
       });

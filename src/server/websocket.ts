@@ -21,7 +21,7 @@ import { isUtf8 } from "node:buffer";
 import { endianness } from "node:os";
 import zlib from "node:zlib";
 import tls from "node:tls";
-import { adoptAccepted } from "../runtime/net.js";
+import { adoptAccepted, LISTEN_BACKLOG } from "../runtime/net.js";
 import { buildTls, peerIdentities, peerVerifyError, pinnedOk, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
 import { CloseReason, type Client, type ClientConn } from "./client.js";
 import type { Server } from "./server.js";
@@ -767,7 +767,7 @@ export class WsListener {
     const port = opts.port < 0 ? 0 : opts.port;
     await new Promise<void>((resolve, reject) => {
       srv.once("error", reject);
-      srv.listen({ host: opts.host, port, exclusive: true }, () => {
+      srv.listen({ host: opts.host, port, exclusive: true, backlog: LISTEN_BACKLOG }, () => {
         srv.off("error", reject);
         resolve();
       });

@@ -1,0 +1,187 @@
+// Hostile clients (issue 14): how much one client can slow everyone else down, how fast
+// connections are accepted, and what an idle connection costs. Raw sockets throughout.
+//
+// The bystander rows: one authenticated connection keeps a PING in flight (a new one 2 ms
+// after each PONG) while one other client does something heavy; p50/p99 of its round trips
+// are the server's event-loop lag as a client sees it.
+
+import { randomBytes } from "node:crypto";
+import { Bystander, connectRaw, HSock, handshake, type Creds } from "../lib/hostile.js";
+import { sleep } from "../lib/load.js";
+import { ServerProc } from "../lib/servers.js";
+import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
+
+const MB = 1024 * 1024;
+const CREDS: Creds = { user: "bench", pass: "hostile" };
+
+const BYSTANDER_METRICS: MetricDef[] = [
+  { label: "bystander PING p50", unit: "ms", better: "lower" },
+  { label: "bystander PING p99", unit: "ms", better: "lower" },
+  { label: "load done in", unit: "ms", better: "lower" },
+];
+
+/** Runs load while a bystander on port pings; the bystander's p50/p99 and the load's time. */
+async function underLoad(port: number, creds: Creds | null, load: () => Promise<void>): Promise<Record<string, number>> {
+  const by = await connectRaw(port, creds);
+  try {
+    await sleep(100); // a few round trips before the load
+    const b = new Bystander(by);
+    const t0 = performance.now();
+    await load();
+    const ms = performance.now() - t0;
+    await sleep(100); // and after: a server still busy with the load shows here
+    const r = await b.stop();
+    return { "bystander PING p50": r.p50, "bystander PING p99": r.p99, "load done in": ms };
+  } finally {
+    by.destroy();
+  }
+}
+
+/** (a) One client creates a stream with 10,000 subjects. */
+async function streamCreate(ctx: CaseContext): Promise<Record<string, number>> {
+  const req = await ctx.requester();
+  const subjects = Array.from({ length: 10_000 }, (_, i) => `hostile.s.${i}`);
+  const cfg = { name: "HOSTILE", subjects, storage: "memory", retention: "limits", num_replicas: 1 };
+  try {
+    return await underLoad(ctx.server.port, null, async () => {
+      const r = await req.request("$JS.API.STREAM.CREATE.HOSTILE", JSON.stringify(cfg), 120_000);
+      const body = JSON.parse(r.payload.toString("utf8")) as { error?: { description?: string } };
+      if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+    });
+  } finally {
+    await req.request("$JS.API.STREAM.DELETE.HOSTILE", "", 60_000).catch(() => undefined);
+  }
+}
+
+/** (b) One client sends 100,000 SUBs in one write, then PING; done at its PONG. */
+async function subFlood(ctx: CaseContext): Promise<Record<string, number>> {
+  const c = await connectRaw(ctx.server.port, null);
+  const parts: string[] = [];
+  for (let i = 0; i < 100_000; i++) parts.push(`SUB hostile.sub.${i} ${i + 1}\r\n`);
+  const batch = Buffer.from(parts.join("") + "PING\r\n");
+  try {
+    return await underLoad(ctx.server.port, null, async () => {
+      c.write(batch);
+      if (!(await c.until((t) => t.includes("PONG\r\n"), 120_000))) throw new Error(`no PONG after the SUBs: ${c.text.slice(0, 120)}`);
+    });
+  } finally {
+    c.destroy();
+  }
+}
+
+/** (c) 500 unauthenticated sockets each send `PUB x 1048576` + 1 MiB, on a server with auth. */
+async function unauthFlood(ctx: CaseContext): Promise<Record<string, number>> {
+  const proc = await ServerProc.start({
+    name: ctx.server.name,
+    jetstream: false,
+    config: `authorization {\n  user: "${CREDS.user}"\n  password: "${CREDS.pass}"\n}\n`,
+  });
+  try {
+    const frame = Buffer.concat([Buffer.from(`PUB x ${MB}\r\n`), randomBytes(MB), Buffer.from("\r\n")]);
+    const rss0 = proc.rssBytes();
+    let peak = rss0;
+    const sampler = setInterval(() => (peak = Math.max(peak, proc.rssBytes())), 50);
+    try {
+      const r = await underLoad(proc.port, CREDS, async () => {
+        const socks = await Promise.all(Array.from({ length: 500 }, () => HSock.open(proc.port)));
+        await Promise.all(socks.map((s) => s.until((t) => t.includes("\r\n"), 30_000)));
+        for (const s of socks) s.write(frame);
+        // Done when the server has closed every one of them.
+        const closed = await Promise.all(socks.map((s) => s.until(() => s.closed, 60_000)));
+        for (const s of socks) s.destroy();
+        const open = closed.filter((x) => !x).length;
+        if (open > 0) throw new Error(`${open} unauthenticated sockets still open after 60 s`);
+      });
+      return { ...r, "server RSS growth (peak)": (peak - rss0) / MB };
+    } finally {
+      clearInterval(sampler);
+    }
+  } finally {
+    await proc.stop();
+  }
+}
+
+/** Connections accepted per second: N sockets opened at once, each INFO, CONNECT, PING, PONG. */
+async function acceptRate(ctx: CaseContext, n: number): Promise<Record<string, number>> {
+  const server = ctx.server;
+  // A warm-up burst first (a quarter of n), so that a JIT-compiled server is measured, not
+  // its first connections.
+  const warm = await Promise.all(Array.from({ length: Math.ceil(n / 4) }, () => connectRaw(server.port, null)));
+  for (const s of warm) s.destroy();
+  await sleep(500);
+  const cpu0 = server.cpuSeconds();
+  const t0 = performance.now();
+  const socks = await Promise.all(Array.from({ length: n }, () => connectRaw(server.port, null)));
+  const secs = (performance.now() - t0) / 1000;
+  const cpu = server.cpuSeconds() - cpu0;
+  for (const s of socks) s.destroy();
+  await sleep(500);
+  return { "connections/s": n / secs, "all ready in": secs * 1000, "server CPU µs/conn": (cpu * 1e6) / n };
+}
+
+/** RSS per idle authenticated connection: a fresh server, n connections, 2 s idle. */
+async function rssPerIdle(ctx: CaseContext, n: number): Promise<Record<string, number>> {
+  const proc = await ServerProc.start({
+    name: ctx.server.name,
+    jetstream: false,
+    config: `authorization {\n  user: "${CREDS.user}"\n  password: "${CREDS.pass}"\n}\n`,
+  });
+  try {
+    await sleep(1000);
+    const rss0 = proc.rssBytes();
+    const socks: HSock[] = [];
+    // In batches of 100, as clients of a real fleet arrive, not all in one burst.
+    for (let i = 0; i < n; i += 100) {
+      const batch = await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => HSock.open(proc.port)));
+      await Promise.all(batch.map((s) => handshake(s, CREDS)));
+      socks.push(...batch);
+    }
+    await sleep(2000);
+    const rss1 = proc.rssBytes();
+    for (const s of socks) s.destroy();
+    return { "RSS per idle connection": (rss1 - rss0) / n, "server RSS, empty": rss0 / MB };
+  } finally {
+    await proc.stop();
+  }
+}
+
+export const hostileSuite: SuiteDef = {
+  name: "hostile",
+  jetstream: true,
+  notes: [
+    "Bystander rows: one connection keeps a PING in flight (a new one 2 ms after each PONG) from 100 ms before the load until 100 ms after it; p50/p99 of its round trips. Goal: p99 at most 2x nats-server's; bar: under 50 ms.",
+    "stream create: one client sends $JS.API.STREAM.CREATE.HOSTILE with 10,000 literal subjects (memory storage); load done = its reply.",
+    "100k SUBs: one client writes 100,000 SUB lines and a PING in one write; load done = its PONG.",
+    "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
+    "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a single Node process).",
+    "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
+  ],
+  cases(_opts: BenchOptions): CaseDef[] {
+    return [
+      {
+        name: "RSS per idle connection (1,000)",
+        metrics: [
+          { label: "RSS per idle connection", unit: "B", better: "lower" },
+          { label: "server RSS, empty", unit: "MB", better: "lower" },
+        ],
+        run: (c) => rssPerIdle(c, 1000),
+      },
+      {
+        name: "accept 2,000 connections at once",
+        metrics: [
+          { label: "connections/s", unit: "conns/s", better: "higher" },
+          { label: "all ready in", unit: "ms", better: "lower" },
+          { label: "server CPU µs/conn", unit: "µs", better: "lower" },
+        ],
+        run: (c) => acceptRate(c, 2000),
+      },
+      { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: streamCreate },
+      { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },
+      {
+        name: "while 500 unauthenticated sockets send PUB x 1 MiB",
+        metrics: [...BYSTANDER_METRICS, { label: "server RSS growth (peak)", unit: "MB", better: "lower" }],
+        run: unauthFlood,
+      },
+    ];
+  },
+};

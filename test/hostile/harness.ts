@@ -1,0 +1,224 @@
+// What the hostile cases share: a tsnats server as a child process (so that its RSS, read
+// from /proc/<pid>/status, is the server's alone), raw sockets, and a bystander that keeps
+// sending PING while a case runs and counts the PONGs that missed a deadline.
+//
+// No case asserts a single timing on the normal path: the bystander's bound is a count of
+// missed deadlines (a shared 2-core machine has slow moments), the memory bound a ceiling on
+// RSS growth far below what buffering the hostile input would take.
+
+import net from "node:net";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+
+export const MB = 1024 * 1024;
+
+export interface Hostile {
+  readonly child: ChildServer;
+  readonly port: number;
+  /** The server's resident set now, bytes (Linux /proc; 0 elsewhere). */
+  rss(): number;
+  stop(): Promise<void>;
+}
+
+/** A tsnats child on a random port; `config` (text) is passed with -c. */
+export async function startHostile(args: string[] = [], config?: string): Promise<Hostile> {
+  let dir = "";
+  const argv = ["-a", "127.0.0.1", "-p", "-1", ...args];
+  if (config !== undefined) {
+    dir = mkdtempSync(path.join(os.tmpdir(), "tsnats-hostile-"));
+    const f = path.join(dir, "server.conf");
+    writeFileSync(f, config);
+    argv.unshift("-c", f);
+  }
+  const child = await startTsnatsChild(argv);
+  return {
+    child,
+    port: child.port,
+    rss: () => rssOf(child.proc.pid ?? 0),
+    stop: async () => {
+      await child.stop();
+      if (dir !== "") rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function rssOf(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m?.[1] !== undefined ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A raw socket that collects what the server sends (latin1) until it closes. */
+export class Sock {
+  readonly s: net.Socket;
+  text = "";
+  closed = false;
+  private readonly waiters: (() => void)[] = [];
+
+  private constructor(s: net.Socket) {
+    this.s = s;
+    s.setEncoding("latin1");
+    s.on("data", (d: string) => {
+      // Bounded: a case never needs more than the first few KiB.
+      if (this.text.length < 64 * 1024) this.text += d;
+      this.wake();
+    });
+    s.on("error", () => {
+      /* resets from a server that closed on us are expected */
+    });
+    s.on("close", () => {
+      this.closed = true;
+      this.wake();
+    });
+  }
+
+  static open(port: number): Promise<Sock> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect({ port, host: "127.0.0.1" });
+      s.once("error", reject);
+      s.once("connect", () => {
+        s.off("error", reject);
+        resolve(new Sock(s));
+      });
+    });
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Resolves true once pred holds, false after ms (or at the close if it never will). */
+  async until(pred: (t: string) => boolean, ms: number): Promise<boolean> {
+    const end = performance.now() + ms;
+    for (;;) {
+      if (pred(this.text)) return true;
+      const left = end - performance.now();
+      if (left <= 0 || this.closed) return pred(this.text);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+
+  write(b: string | Buffer): void {
+    if (!this.closed && !this.s.destroyed) this.s.write(b);
+  }
+
+  destroy(): void {
+    this.s.destroy();
+  }
+}
+
+/** Connected and authenticated (CONNECT + PING answered). */
+export async function connected(port: number, connect: Record<string, unknown> = {}): Promise<Sock> {
+  const c = await Sock.open(port);
+  if (!(await c.until((t) => t.includes("\r\n"), 10_000))) throw new Error(`no INFO: ${JSON.stringify(c.text)}`);
+  c.write(`CONNECT ${JSON.stringify({ verbose: false, pedantic: false, ...connect })}\r\nPING\r\n`);
+  if (!(await c.until((t) => t.includes("PONG\r\n"), 10_000))) throw new Error(`no PONG: ${JSON.stringify(c.text)}`);
+  c.text = "";
+  return c;
+}
+
+export interface PingReport {
+  sent: number;
+  answered: number;
+  /** PONGs later than the deadline (or never). */
+  missed: number;
+  maxMs: number;
+}
+
+/**
+ * A bystander's PING loop: one PING in flight, a new one `gapMs` after each PONG, until
+ * stop() is called; a PONG later than `deadlineMs` counts as missed (the loop then waits for
+ * it up to `giveUpMs` before counting the rest of the run as missed too).
+ */
+export function bystanderPings(c: Sock, deadlineMs = 250, gapMs = 10, giveUpMs = 10_000): { stop(): Promise<PingReport> } {
+  const r: PingReport = { sent: 0, answered: 0, missed: 0, maxMs: 0 };
+  let running = true;
+  const loop = (async (): Promise<void> => {
+    let pongs = 0;
+    while (running && !c.closed) {
+      const want = pongs + 1;
+      const t0 = performance.now();
+      c.write("PING\r\n");
+      r.sent++;
+      const ok = await c.until((t) => count(t, "PONG\r\n") >= want, giveUpMs);
+      const ms = performance.now() - t0;
+      if (!ok) {
+        r.missed++;
+        return;
+      }
+      pongs = want;
+      r.answered++;
+      if (ms > r.maxMs) r.maxMs = ms;
+      if (ms > deadlineMs) r.missed++;
+      await new Promise((res) => setTimeout(res, gapMs));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return r;
+    },
+  };
+}
+
+function count(t: string, needle: string): number {
+  let n = 0;
+  for (let i = t.indexOf(needle); i >= 0; i = t.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
+
+/** Writes chunk repeatedly until capBytes were handed to the kernel or the socket fails;
+ *  resolves with the bytes written. */
+export function pump(s: net.Socket, chunk: Buffer, capBytes: number): Promise<number> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      resolve(s.bytesWritten);
+    };
+    s.on("error", finish);
+    s.on("close", finish);
+    const go = (): void => {
+      while (!done) {
+        if (s.bytesWritten >= capBytes) return finish();
+        if (!s.write(chunk)) return void s.once("drain", go);
+      }
+    };
+    go();
+  });
+}
+
+/** Runs fn while a bystander pings; returns fn's result and the bystander's report. */
+export async function withBystander<T>(by: Sock, fn: () => Promise<T>, deadlineMs = 250): Promise<{ value: T; pings: PingReport }> {
+  const p = bystanderPings(by, deadlineMs);
+  try {
+    const value = await fn();
+    // A few more rounds after the load, so that a server still busy with it shows.
+    await new Promise((r) => setTimeout(r, 200));
+    return { value, pings: await p.stop() };
+  } catch (e) {
+    await p.stop();
+    throw e;
+  }
+}
+
+/** The bystander bound: answered every time in the end, and at most `fraction` of the PINGs
+ *  (and never fewer than `floor`) late. */
+export function missBudget(p: PingReport, fraction = 0.2, floor = 3): { ok: boolean; text: string } {
+  const allowed = Math.max(floor, Math.floor(p.sent * fraction));
+  const ok = p.answered === p.sent && p.missed <= allowed;
+  return { ok, text: `bystander: ${p.sent} PINGs, ${p.answered} answered, ${p.missed} over the deadline (allowed ${allowed}), slowest ${p.maxMs.toFixed(0)} ms` };
+}
