@@ -1,4 +1,4 @@
-// Endpoints for features tsnats does not have yet (clustering, leafnodes, gateways,
+// /routez, and endpoints for features tsnats does not have yet (leafnodes, gateways,
 // accounts): valid, empty nats-server shapes so tools that poll them keep working.
 
 import { rfc3339 } from "./format.js";
@@ -6,8 +6,11 @@ import type { ServerSnap } from "./snapshot.js";
 
 type Head = Pick<ServerSnap, "serverId" | "serverName" | "nowMs">;
 
-export function buildRoutez(s: Head): Record<string, unknown> {
-  return { server_id: s.serverId, server_name: s.serverName, now: rfc3339(s.nowMs), num_routes: 0, routes: [] };
+/** /routez (nats-server Routez): the cluster's routes, with ?subs=1 their interest. */
+export function buildRoutez(s: Head & Pick<ServerSnap, "routez">): Record<string, unknown> {
+  const r = s.routez;
+  if (r === null) return { server_id: s.serverId, server_name: s.serverName, now: rfc3339(s.nowMs), num_routes: 0, routes: [] };
+  return { server_id: s.serverId, server_name: s.serverName, now: rfc3339(s.nowMs), ...r };
 }
 
 export function buildLeafz(s: Head): Record<string, unknown> {

@@ -346,6 +346,7 @@ export class Client implements ParserHandler, SubOwner {
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
     this.subs.set(sid, sub);
     this.server.sublist.insert(sub);
+    this.server.subInterest(sub, 1);
     if (this.verbose) this.queueRaw(OK);
   }
 
@@ -478,6 +479,7 @@ export class Client implements ParserHandler, SubOwner {
     sub.closed = true;
     this.subs.delete(sub.sid);
     this.server.sublist.remove(sub);
+    this.server.subInterest(sub, -1);
   }
 
   deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void {
@@ -638,6 +640,7 @@ export class Client implements ParserHandler, SubOwner {
     for (const sub of this.subs.values()) {
       sub.closed = true;
       this.server.sublist.remove(sub);
+      this.server.subInterest(sub, -1);
     }
     this.server.clientClosed(this);
     const s = this.socket;

@@ -38,6 +38,30 @@ export interface JetStreamLike {
   accountInfo(): object;
 }
 
+export interface RoutezOptions {
+  subs: boolean;
+}
+
+/** What the server needs from its cluster routes (src/cluster/cluster.ts). */
+export interface ClusterLike {
+  /** At least one route is registered: publishes consult forward(). */
+  readonly active: boolean;
+  readonly name: string;
+  readonly port: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** After local plain delivery: queue groups cluster-wide and the copies to routes; the
+   *  deliveries made. */
+  forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number;
+  /** A client subscription was added (+1) or removed (-1). */
+  localInterest(sub: Subscription, delta: 1 | -1): void;
+  hasRemoteInterest(subject: string): boolean;
+  /** connect_urls for clients. */
+  clientUrls(): string[];
+  varz(): Record<string, unknown>;
+  routez(opts: RoutezOptions): Record<string, unknown>;
+}
+
 /** What the server needs from the monitoring HTTP listener (src/monitor/http.ts). */
 export interface MonitorLike {
   readonly port: number;
@@ -121,6 +145,8 @@ export class Server implements Bus {
   traceEnabled: boolean;
   jetstream: JetStreamLike | null = null;
   monitor: MonitorLike | null = null;
+  /** Cluster routes; null without a cluster block. */
+  cluster: ClusterLike | null = null;
   lameDuck = false;
   configLoadMs: number;
   /** TLS for the client port (and https monitoring); null = plaintext. Rebuilt on reload. */
@@ -209,6 +235,7 @@ export class Server implements Bus {
       this.log.info("TLS required for client connections");
       if (o.allowNonTls) this.log.warn("Clients that are not using TLS are allowed to connect (allow_non_tls)");
     }
+    if (o.cluster !== null) await this.startCluster();
     this.writePortsFile();
     this.log.info("Server is ready");
     const wsAuthMs = o.websocket?.authorization?.timeoutMs || o.authorization.timeoutMs;
@@ -235,6 +262,42 @@ export class Server implements Bus {
     this.log.info("Starting JetStream");
     await js.start();
     this.jetstream = js;
+  }
+
+  // ---- cluster routes (src/cluster/) ----
+
+  private async startCluster(): Promise<void> {
+    const c = this.opts.cluster!;
+    if (c.port === 0) {
+      // nats-server: solicited routes require cluster capabilities.
+      if (c.routes.length > 0) throw new Error("solicited routes require cluster capabilities, e.g. --cluster (cluster { listen })");
+      return;
+    }
+    const spec = "../cluster/cluster.js";
+    const mod = (await import(spec)) as { Cluster: new (host: unknown, opts: unknown) => ClusterLike };
+    const cl = new mod.Cluster(this, c);
+    await cl.start();
+    this.cluster = cl;
+    if (this.opts.jetstream.enabled) this.log.warn("JetStream in a cluster: streams are not replicated yet; each server's JetStream is its own and answers only its own clients");
+  }
+
+  /** A connection id (clients and routes share the counter, as in nats-server). */
+  allocCid(): number {
+    return this.nextCid++;
+  }
+
+  /** A client subscription came (+1) or went (-1): routes hear about the interest. */
+  subInterest(sub: Subscription, delta: 1 | -1): void {
+    const cl = this.cluster;
+    if (cl !== null) cl.localInterest(sub, delta);
+  }
+
+  /** A server joined or left the cluster: clients that take async INFO (protocol 1) get
+   *  the new connect_urls. */
+  clientUrlsChanged(): void {
+    if (this.shuttingDown) return;
+    for (const c of this.clients.values()) if (c.connected && c.protocol >= 1 && !c.closed) c.queueString(`INFO ${this.infoJson(c, this.lameDuck)}\r\n`);
+    this.flushDirty();
   }
 
   private async startMonitor(): Promise<void> {
@@ -280,6 +343,10 @@ export class Server implements Bus {
     this.stopWebSocket();
     for (const c of [...this.clients.values()]) c.close(CloseReason.ServerShutdown);
     this.flushDirty();
+    if (this.cluster !== null) {
+      await this.cluster.stop();
+      this.cluster = null;
+    }
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;
@@ -759,7 +826,7 @@ export class Server implements Bus {
       info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
       if (c.nonce !== "") info["nonce"] = c.nonce;
     }
-    info["connect_urls"] = [];
+    info["connect_urls"] = this.cluster !== null ? this.cluster.clientUrls() : [];
     if (ldm) info["ldm"] = true;
     return JSON.stringify(info);
   }
@@ -794,6 +861,13 @@ export class Server implements Bus {
       if (probe) this.probeBacklog(sub);
     }
     const qs = r.qsubs;
+    // With routes, queue groups are picked cluster-wide and routes get their copies.
+    const cl = this.cluster;
+    if (cl !== null && cl.active) {
+      delivered += cl.forward(from !== null ? from.cid : 0, noEcho, subject, reply, hdr, buf, start, end, shown, ack, qs);
+      if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
+      return;
+    }
     for (let g = 0; g < qs.length; g++) {
       const members = qs[g]!;
       const n = members.length;
@@ -957,7 +1031,7 @@ export class Server implements Bus {
   }
 
   hasInterest(subject: string): boolean {
-    return this.sublist.hasInterest(subject);
+    return this.sublist.hasInterest(subject) || (this.cluster !== null && this.cluster.hasRemoteInterest(subject));
   }
 
   hasQueueInterest(subject: string, queue: string): boolean {
