@@ -50,6 +50,7 @@ export interface ClusterHost {
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 2000;
 const DIAL_TIMEOUT_MS = 2000;
+const ROUTE_RECONNECT_MS = 1000;
 const ROUTE_PROTO_V2 = 2;
 
 export class Cluster implements ClusterLike {
@@ -312,7 +313,9 @@ export class Cluster implements ClusterLike {
     if (!(r.didSolicit || r.retry)) return;
     if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
     const explicit = r.explicit;
-    this.later(backoff(0) + (explicit ? RECONNECT_MIN_MS : 0), () => {
+    // nats-server waits DEFAULT_ROUTE_RECONNECT (1 s) before re-dialling a configured route,
+    // and only the jitter for an implicit one.
+    this.later(backoff(0) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
       if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
       this.dial(r.url, explicit, 0);
     });
