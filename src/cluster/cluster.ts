@@ -239,16 +239,11 @@ export class Cluster implements ClusterLike {
       sock = net.connect({ host, port, noDelay: true });
       sock.once("connect", () => onUp(sock));
     } else {
-      const co: tls.ConnectionOptions = {
-        host,
-        port,
-        secureContext: t.context,
-        rejectUnauthorized: !t.opts.insecure,
-        // The CA file verifies the peer; its certificate names this route's host.
-        servername: net.isIP(host) === 0 ? host : undefined,
-        checkServerIdentity: t.opts.insecure ? () => undefined : undefined,
-      };
-      if (t.contextOptions.ca !== undefined) co.ca = t.contextOptions.ca;
+      // The CA file verifies the peer, and its certificate must name the host dialled
+      // (unless insecure).
+      const co: tls.ConnectionOptions = { host, port, secureContext: t.context, rejectUnauthorized: !t.opts.insecure };
+      if (net.isIP(host) === 0) co.servername = host;
+      if (t.opts.insecure) co.checkServerIdentity = (): undefined => undefined;
       const ts = tls.connect(co);
       sock = ts;
       ts.once("secureConnect", () => {
@@ -819,8 +814,8 @@ export class Cluster implements ClusterLike {
     return v;
   }
 
+  /** The routes for /routez, raw (src/monitor/misc.ts formats times as nats-server). */
   routez(opts: RoutezOptions): Record<string, unknown> {
-    const now = this.nowMs();
     const routes: Record<string, unknown>[] = [];
     for (const r of this.routes.values()) {
       const e: Record<string, unknown> = {
@@ -831,11 +826,9 @@ export class Cluster implements ClusterLike {
         is_configured: r.explicit,
         ip: r.host,
         port: r.port,
-        start: new Date(r.startMs).toISOString(),
-        last_activity: new Date(r.lastActivityMs).toISOString(),
-        rtt: `${r.rttMs}ms`,
-        uptime: durationString(now - r.startMs),
-        idle: durationString(now - r.lastActivityMs),
+        startMs: r.startMs,
+        lastActivityMs: r.lastActivityMs,
+        rttMs: r.rttMs,
         pending_size: r.pendingBytes(),
         in_msgs: r.inMsgs,
         out_msgs: r.outMsgs,
@@ -843,11 +836,12 @@ export class Cluster implements ClusterLike {
         out_bytes: r.outBytes,
         subscriptions: r.remoteSubs.size,
       };
-      if (opts.subs) e["subscriptions_list"] = [...r.remoteSubs.values()].map((s) => (s.queue === "" ? s.subject : `${s.subject} ${s.queue}`));
+      // nats-server lists the subjects (a queue subscription by its subject too).
+      if (opts.subs) e["subscriptions_list"] = [...r.remoteSubs.values()].map((x) => x.subject);
       routes.push(e);
     }
     routes.sort((a, b) => (a["rid"] as number) - (b["rid"] as number));
-    return { name: this.name, num_routes: routes.length, routes };
+    return { num_routes: routes.length, routes };
   }
 }
 
@@ -913,20 +907,4 @@ function splitHostPort(s: string, defPort: number): { host: string; port: number
   const i = s.lastIndexOf(":");
   if (i < 0) return { host: s, port: defPort };
   return { host: s.slice(0, i), port: Number(s.slice(i + 1)) || defPort };
-}
-
-/** Go's time.Duration rounded to seconds, as /connz and /routez show uptime and idle. */
-function durationString(ms: number): string {
-  let s = Math.max(0, Math.floor(ms / 1000));
-  const d = Math.floor(s / 86400);
-  s -= d * 86400;
-  const h = Math.floor(s / 3600);
-  s -= h * 3600;
-  const m = Math.floor(s / 60);
-  s -= m * 60;
-  let out = "";
-  if (d > 0) out += `${d}d`;
-  if (h > 0 || d > 0) out += `${h}h`;
-  if (m > 0 || h > 0 || d > 0) out += `${m}m`;
-  return out + `${s}s`;
 }

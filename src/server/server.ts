@@ -424,7 +424,8 @@ export class Server implements Bus {
     if (nextTls !== null && this.monitor?.setTls) this.monitor.setTls(nextTls);
     // nats-server refuses to reload websocket changes: the block stays as started.
     if (JSON.stringify(next.websocket) !== JSON.stringify(prev.websocket)) this.log.warn("Config reload: websocket changes require a restart; ignored");
-    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort, websocket: prev.websocket };
+    if (JSON.stringify(next.cluster) !== JSON.stringify(prev.cluster)) this.log.warn("Config reload: cluster changes require a restart; ignored");
+    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort, websocket: prev.websocket, cluster: prev.cluster };
     this.traceEnabled = this.opts.trace && this.log.traceEnabled;
     this.configLoadMs = this.nowMs();
     // Clients that no longer authenticate under the new rules are disconnected.
