@@ -1,4 +1,4 @@
-// Side-by-side benchmark entry: `npm run bench -- <core|js|consume|kv|secure|all> [options]`.
+// Side-by-side benchmark entry: `npm run bench -- <core|js|consume|kv|secure|cluster|all> [options]`.
 // Each server runs alone (never both at once: the load generator and one server already
 // share the machine's cores), and each case fails soft into an "error: ..." cell.
 
@@ -13,11 +13,12 @@ import { jsSuite } from "./suites/js.js";
 import { consumeSuite } from "./suites/consume.js";
 import { kvSuite } from "./suites/kv.js";
 import { secureSuite } from "./suites/secure.js";
+import { clusterSuite } from "./suites/cluster.js";
 
-const SUITES: Record<string, SuiteDef> = { core: coreSuite, js: jsSuite, consume: consumeSuite, kv: kvSuite, secure: secureSuite };
+const SUITES: Record<string, SuiteDef> = { core: coreSuite, js: jsSuite, consume: consumeSuite, kv: kvSuite, secure: secureSuite, cluster: clusterSuite };
 const resultsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "bench", "results");
 
-const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|all> [options]
+const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|cluster|all> [options]
   --duration <s>   seconds per throughput case (default 3)
   --msgs <n>       stored messages for js recovery/memory and consume, each size
                    (default 1000000)
@@ -76,7 +77,7 @@ function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
   if (names.length === 0) throw new Error("no suite given");
   const suites: SuiteDef[] = [];
   for (const n of names) {
-    if (n === "all") suites.push(coreSuite, jsSuite, consumeSuite, kvSuite, secureSuite);
+    if (n === "all") suites.push(coreSuite, jsSuite, consumeSuite, kvSuite, secureSuite, clusterSuite);
     else {
       const s = SUITES[n];
       if (s === undefined) throw new Error(`unknown suite ${n}`);
