@@ -438,6 +438,11 @@ export class Cluster implements ClusterLike {
     if (r.infoReceived) {
       // Gossip: the peer tells us about another server, which we then connect to.
       if (r.remoteId !== "" && r.remoteId !== id) this.implicitRoute(info);
+      else if (info.ldm === true && r.remoteInfo !== null && !r.lameDuck) {
+        // The peer is in lame duck mode: our clients stop hearing of its URLs.
+        r.lameDuck = true;
+        if ((r.remoteInfo.connect_urls ?? []).length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+      }
       return;
     }
     if (info.server_name !== undefined && info.server_name !== "" && info.server_name === this.host.serverName) {
@@ -541,6 +546,14 @@ export class Cluster implements ClusterLike {
     this.interest.set(key, now);
     if (q !== "") this.broadcast(`RS+ $G ${key} ${now}\r\n`);
     else if (was === 0) this.broadcast(`RS+ $G ${key}\r\n`);
+  }
+
+  lameDuck(): void {
+    const info = JSON.parse(this.infoJson()) as Record<string, unknown>;
+    info["ldm"] = true;
+    const line = `INFO ${JSON.stringify(info)}\r\n`;
+    for (const r of this.routes.values()) r.queueString(line);
+    this.flushRoutes();
   }
 
   private broadcast(line: string): void {
@@ -786,7 +799,10 @@ export class Cluster implements ClusterLike {
   clientUrls(): string[] {
     if (this.opts.noAdvertise) return [];
     const out = this.ownClientUrls();
-    for (const r of this.routes.values()) for (const u of r.remoteInfo?.connect_urls ?? []) if (!out.includes(u)) out.push(u);
+    for (const r of this.routes.values()) {
+      if (r.lameDuck) continue;
+      for (const u of r.remoteInfo?.connect_urls ?? []) if (!out.includes(u)) out.push(u);
+    }
     return out;
   }
 

@@ -67,6 +67,8 @@ export class Route implements RouteParserHandler {
   remoteId = "";
   remoteName = "";
   remoteInfo: RouteInfo | null = null;
+  /** The peer said it is in lame duck mode (its client URLs are no longer announced). */
+  lameDuck = false;
   /** The peer takes HMSG. */
   headers = false;
   /** Solicited: the URL we dialled (credentials included), and whether it is configured. */

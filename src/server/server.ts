@@ -56,6 +56,8 @@ export interface ClusterLike {
   /** A client subscription was added (+1) or removed (-1). */
   localInterest(sub: Subscription, delta: 1 | -1): void;
   hasRemoteInterest(subject: string): boolean;
+  /** This server enters lame duck mode: peers drop its client URLs. */
+  lameDuck(): void;
   /** connect_urls for clients. */
   clientUrls(): string[];
   varz(): Record<string, unknown>;
@@ -389,6 +391,8 @@ export class Server implements Bus {
     // to end; awaiting it here would hang until the clients left on their own.
     if (l) l.close();
     this.stopWebSocket();
+    // Other servers stop telling their clients about this one (INFO ldm over the routes).
+    if (this.cluster !== null) this.cluster.lameDuck();
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;
@@ -827,7 +831,8 @@ export class Server implements Bus {
       info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
       if (c.nonce !== "") info["nonce"] = c.nonce;
     }
-    info["connect_urls"] = this.cluster !== null ? this.cluster.clientUrls() : [];
+    // Websocket clients would need the servers' websocket URLs, which routes do not carry yet.
+    info["connect_urls"] = this.cluster !== null && (c === null || c.kind !== "ws") ? this.cluster.clientUrls() : [];
     if (ldm) info["ldm"] = true;
     return JSON.stringify(info);
   }

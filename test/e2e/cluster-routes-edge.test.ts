@@ -152,7 +152,7 @@ void test("two servers with the same server_name: an error on both sides, and no
   }
 });
 
-void test("clients get an async INFO with connect_urls when a server joins and when it leaves; no_advertise keeps them out", async () => {
+void test("clients get an async INFO with connect_urls when a server joins, leaves, or enters lame duck mode; no_advertise keeps them out", async () => {
   const dir = mkdtempSync(join(tmpdir(), "tsnats-routes-info-"));
   const a = await startSrv(dir, "a", ["listen: 127.0.0.1:-1"]);
   const nc = await connect({ servers: a.proc.url });
@@ -163,6 +163,19 @@ void test("clients get an async INFO with connect_urls when a server joins and w
     await until("b's URL announced", () => (nc.info?.connect_urls ?? []).includes(bUrl));
     await b.proc.stop();
     await until("b's URL withdrawn", () => !(nc.info?.connect_urls ?? []).includes(bUrl));
+    // Lame duck mode: the peer says so over the route, and its URL is withdrawn while it
+    // still runs (its lame duck period here is long).
+    const d = await startSrv(dir, "d", ["listen: 127.0.0.1:-1", `routes: [ nats-route://127.0.0.1:${a.routePort} ]`], ["lame_duck_duration: 60s", "lame_duck_grace_period: 30s"]);
+    const dUrl = `127.0.0.1:${d.proc.port}`;
+    try {
+      await until("d's URL announced", () => (nc.info?.connect_urls ?? []).includes(dUrl));
+      d.proc.proc.kill("SIGUSR2");
+      await until("d's URL withdrawn in lame duck mode", () => !(nc.info?.connect_urls ?? []).includes(dUrl));
+      assert.equal(d.proc.proc.exitCode, null, "d still runs");
+    } finally {
+      d.proc.proc.kill("SIGKILL");
+      await d.proc.exited;
+    }
     const hidden = await startSrv(dir, "c", ["listen: 127.0.0.1:-1", "no_advertise: true", `routes: [ nats-route://127.0.0.1:${a.routePort} ]`]);
     try {
       await until("the route to c", async () => (await numRoutes(a)) === 1);
