@@ -530,7 +530,7 @@ export function routeUrlProblem(u: string): string | null {
 }
 
 /**
- * A listener tsnats does not implement (leaf nodes, MQTT, gateways, cluster routes): nothing
+ * A listener tsnats does not implement (leaf nodes, MQTT, gateways): nothing
  * listens, so what the block says about accepting connections (listen, authorization, tls of
  * that port) protects nothing that exists; it is accepted with a warning that the port is not
  * opened. The nats.js test launcher writes `leafnodes { listen }` into every config. What
