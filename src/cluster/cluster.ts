@@ -51,6 +51,7 @@ const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 2000;
 const DIAL_TIMEOUT_MS = 2000;
 const ROUTE_RECONNECT_MS = 1000;
+const FIRST_PING_MS = 1000;
 const ROUTE_PROTO_V2 = 2;
 
 export class Cluster implements ClusterLike {
@@ -79,6 +80,8 @@ export class Cluster implements ClusterLike {
   private tickTimer: NodeJS.Timeout | null = null;
   private stopped = false;
   private epoch = 0;
+  /** ClusterLike.lastQueueBacklog */
+  lastQueueBacklog = 0;
   private readonly targets: Route[] = [];
 
   constructor(
@@ -612,6 +615,7 @@ export class Cluster implements ClusterLike {
   forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number {
     const rr = this.remoteSl.match(subject);
     let delivered = 0;
+    this.lastQueueBacklog = 0;
     const epoch = ++this.epoch;
     const targets = this.targets;
     targets.length = 0;
@@ -682,6 +686,8 @@ export class Cluster implements ClusterLike {
       if (sub.closed || (noEcho && sub.owner.cid === fromCid)) continue;
       if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
       sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
+      const b = sub.owner.pendingBytes();
+      if (b > this.lastQueueBacklog) this.lastQueueBacklog = b;
       return true;
     }
     return false;
@@ -765,7 +771,10 @@ export class Cluster implements ClusterLike {
         if (!r.infoReceived && now - r.startMs > 2 * handshakeMs) this.closeRoute(r, "Protocol Violation", "route sent no INFO in time");
         continue;
       }
-      if (now - r.lastPingMs >= o.pingIntervalMs) {
+      // The first PING about a second after the route is up (nats-server's first ping
+      // timer), so that /routez has an RTT early; then every ping_interval.
+      const first = r.rttMs === 0 && r.pingsOut === 0 && now - r.startMs >= FIRST_PING_MS;
+      if (first || now - r.lastPingMs >= o.pingIntervalMs) {
         if (r.pingsOut + 1 > o.pingMax) {
           this.closeRoute(r, "Stale Connection", "stale route connection");
           continue;
@@ -820,13 +829,14 @@ export class Cluster implements ClusterLike {
 
   varz(): Record<string, unknown> {
     const v: Record<string, unknown> = { name: this.name, addr: this.opts.host, cluster_port: this.boundPort, auth_timeout: this.opts.authTimeoutMs / 1000 };
+    const urls = this.configuredUrls();
+    if (urls.length > 0) v["urls"] = urls;
+    // nats-server shows the TLS timeout (2 s by default) with or without TLS.
+    v["tls_timeout"] = (this.opts.tls?.timeoutMs ?? 2000) / 1000;
     if (this.tlsSetup !== null) {
-      v["tls_timeout"] = this.tlsSetup.opts.timeoutMs / 1000;
       v["tls_required"] = true;
       v["tls_verify"] = true;
     }
-    const urls = this.configuredUrls();
-    if (urls.length > 0) v["urls"] = urls;
     return v;
   }
 

@@ -90,6 +90,7 @@ export class Route implements RouteParserHandler {
   lastActivityMs: number;
   pingsOut = 0;
   lastPingMs: number;
+  /** Round trip of the last PING (fractional ms); 0 before the first PONG. */
   rttMs = 0;
   private rttStartMs = 0;
 
@@ -178,7 +179,7 @@ export class Route implements RouteParserHandler {
   onPong(): void {
     this.pingsOut = 0;
     if (this.rttStartMs > 0) {
-      this.rttMs = this.cluster.nowMs() - this.rttStartMs;
+      this.rttMs = performance.now() - this.rttStartMs;
       this.rttStartMs = 0;
     }
   }
@@ -264,7 +265,7 @@ export class Route implements RouteParserHandler {
   sendPing(): void {
     this.pingsOut++;
     this.lastPingMs = this.cluster.nowMs();
-    if (this.rttStartMs === 0) this.rttStartMs = this.lastPingMs;
+    if (this.rttStartMs === 0) this.rttStartMs = performance.now();
     this.queueRaw(PING);
   }
 

@@ -53,6 +53,8 @@ export interface ClusterLike {
   /** After local plain delivery: queue groups cluster-wide and the copies to routes; the
    *  deliveries made. */
   forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number;
+  /** The largest outbound backlog among the local queue members the last forward() chose. */
+  readonly lastQueueBacklog: number;
   /** A client subscription was added (+1) or removed (-1). */
   localInterest(sub: Subscription, delta: 1 | -1): void;
   hasRemoteInterest(subject: string): boolean;
@@ -871,6 +873,7 @@ export class Server implements Bus {
     const cl = this.cluster;
     if (cl !== null && cl.active) {
       delivered += cl.forward(from !== null ? from.cid : 0, noEcho, subject, reply, hdr, buf, start, end, shown, ack, qs);
+      if (probe && cl.lastQueueBacklog > this.routeBacklogBytes) this.routeBacklogBytes = cl.lastQueueBacklog;
       if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
       return;
     }

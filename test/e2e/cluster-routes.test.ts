@@ -66,6 +66,7 @@ async function fullMesh(nodes: Node[]): Promise<void> {
 /** Three servers, each with one route: to the seed (the first, whose own route is to
  *  itself: a route to self, detected and dropped). */
 async function startCluster(dir: string, kinds: Kind[], seedPort: number, clientPorts: number[]): Promise<Node[]> {
+  assert.equal(kinds.length, clientPorts.length);
   const nodes: Node[] = [];
   for (let i = 0; i < kinds.length; i++) {
     const name = `n${i + 1}`;
@@ -181,11 +182,21 @@ async function scenarios(nodes: Node[], dir: string): Promise<void> {
     assert.equal(h3.msgs[0]!.headers?.get("X-Route"), "yes");
     assert.equal(h3.msgs[0]!.string(), "payload");
 
+    if (nodes.some((n) => n.kind === "ns") && nodes.some((n) => n.kind === "ts")) await sameShapes(nodes);
+
     // kill -9 the seed, then start it again on the same ports: routes re-form and the
-    // interest of the other servers is known to it again.
+    // interest of the other servers is known to it again. c1, which was given only the
+    // seed's URL, fails over to a server it learned from connect_urls.
     const seed = nodes[0]!;
+    const seedUrl = `127.0.0.1:${seed.proc.port}`;
+    assert.equal(c1!.getServer(), seedUrl);
     seed.proc.proc.kill("SIGKILL");
     await seed.proc.exited;
+    await until("c1 fails over to another server", () => !c1!.isClosed() && c1!.getServer() !== seedUrl && c1!.getServer() !== "");
+    const fo = new Inbox(c3!, "failover.x");
+    await interestSeen(c1!, c3!, "fo");
+    c1!.publish("failover.x", "moved");
+    await until("c1 publishes from its new server", () => fo.msgs.length === 1);
     await until("the others see the seed gone", async () => (await routez(nodes[1]!)).num_routes === 1 && (await routez(nodes[2]!)).num_routes === 1);
     const back = await startNode(seed.kind, seed.name, seed.conf);
     nodes[0] = back;
@@ -201,6 +212,29 @@ async function scenarios(nodes: Node[], dir: string): Promise<void> {
   } finally {
     await Promise.all(ncs.map((nc) => nc.close().catch(() => undefined)));
   }
+}
+
+/** /routez route entries and the /varz cluster block of a tsnats server have every field a
+ *  nats-server 2.9 server shows (tsnats adds remote_name, as 2.10 does). */
+async function sameShapes(nodes: Node[]): Promise<void> {
+  const ns = nodes.find((n) => n.kind === "ns")!;
+  const ts = nodes.find((n) => n.kind === "ts")!;
+  const get = async (n: Node, path: string): Promise<Record<string, unknown>> => (await (await fetch(`http://127.0.0.1:${n.monPort}${path}`)).json()) as Record<string, unknown>;
+  // RTTs are measured after the first ping, about a second after a route is up.
+  await until("route RTTs", async () => {
+    for (const n of [ns, ts]) for (const r of (await get(n, "/routez")).routes as Record<string, unknown>[]) if (r["rtt"] === undefined) return false;
+    return true;
+  });
+  const [rzN, rzT, vzN, vzT] = [await get(ns, "/routez?subs=1"), await get(ts, "/routez?subs=1"), await get(ns, "/varz"), await get(ts, "/varz")];
+  const keys = (o: unknown): string[] => Object.keys(o as object).sort();
+  const missing = (a: string[], b: string[]): string[] => a.filter((k) => !b.includes(k));
+  assert.deepEqual(missing(keys(rzN), keys(rzT)), [], "/routez top level");
+  const rN = (rzN["routes"] as Record<string, unknown>[])[0]!;
+  const rT = (rzT["routes"] as Record<string, unknown>[])[0]!;
+  assert.deepEqual(missing(keys(rN), keys(rT)), [], "/routez route entry");
+  for (const k of keys(rN)) assert.equal(typeof rT[k], typeof rN[k], `/routez ${k}`);
+  assert.deepEqual(missing(keys(vzN["cluster"]), keys(vzT["cluster"])), [], "/varz cluster");
+  assert.equal(vzT["routes"], vzN["routes"]);
 }
 
 async function runCluster(kinds: Kind[]): Promise<void> {
@@ -223,6 +257,32 @@ async function runCluster(kinds: Kind[]): Promise<void> {
 
 void test("three tsnats servers: mesh from one seed, fan-out, queue groups, request/reply, headers, kill -9 and restart", async () => {
   await runCluster(["ts", "ts", "ts"]);
+});
+
+void test("five tsnats servers: a full mesh from one seed, fan-out and a queue group exactly once", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tsnats-routes5-"));
+  const seedPort = await freePort();
+  const ports = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  let nodes: Node[] = [];
+  const ncs: NatsConnection[] = [];
+  try {
+    nodes = await startCluster(dir, ["ts", "ts", "ts", "ts", "ts"], seedPort, ports);
+    await fullMesh(nodes);
+    for (const n of nodes) ncs.push(await connect({ servers: n.proc.url }));
+    const plain = ncs.map((nc) => new Inbox(nc, "five.>"));
+    const group = ncs.map((nc) => new Inbox(nc, "five.q", "workers"));
+    for (let i = 1; i < 5; i++) await interestSeen(ncs[0]!, ncs[i]!, `five${i}`);
+    for (let i = 0; i < 100; i++) ncs[0]!.publish("five.q", String(i));
+    await ncs[0]!.flush();
+    await until("five-way fan-out", () => plain.every((p) => p.msgs.length === 100));
+    await until("the queue group", () => group.reduce((a, g) => a + g.msgs.length, 0) >= 100);
+    for (let i = 1; i < 5; i++) await interestSeen(ncs[0]!, ncs[i]!, `five-done${i}`);
+    assert.equal(group.reduce((a, g) => a + g.msgs.length, 0), 100);
+  } finally {
+    await Promise.all(ncs.map((nc) => nc.close().catch(() => undefined)));
+    await Promise.all(nodes.map((n) => n.proc.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 void test("mixed: a nats-server 2.9 seed with two tsnats servers", { skip: findNatsServer() === null ? "nats-server is not on PATH" : false }, async () => {
