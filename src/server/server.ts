@@ -322,6 +322,11 @@ export class Server implements Bus {
     const host = this.opts.host === "0.0.0.0" || this.opts.host === "::" ? "127.0.0.1" : this.opts.host;
     const ports: Record<string, string[]> = { nats: [`${this.tls !== null && !this.opts.allowNonTls ? "tls" : "nats"}://${host}:${this.boundPort}`] };
     if (this.monitor) ports["monitoring"] = [`${this.opts.httpsPort !== 0 ? "https" : "http"}://${host}:${this.monitor.port}`];
+    const cl = this.opts.cluster;
+    if (this.cluster !== null && cl !== null) {
+      const ch = cl.host === "0.0.0.0" || cl.host === "::" ? "127.0.0.1" : cl.host;
+      ports["cluster"] = [`nats://${ch}:${this.cluster.port}`];
+    }
     const w = this.opts.websocket;
     if (w !== null && this.wsPort !== 0) {
       const wh = w.host === "0.0.0.0" || w.host === "::" ? "127.0.0.1" : w.host;
