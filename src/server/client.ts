@@ -640,7 +640,6 @@ export class Client implements ParserHandler, SubOwner {
     for (const sub of this.subs.values()) {
       sub.closed = true;
       this.server.sublist.remove(sub);
-      this.server.subInterest(sub, -1);
     }
     this.server.clientClosed(this);
     const s = this.socket;

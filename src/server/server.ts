@@ -775,6 +775,8 @@ export class Server implements Bus {
   }
 
   clientClosed(c: Client): void {
+    // Routes hear that the closed client's subscriptions are gone.
+    if (this.cluster !== null) for (const sub of c.subs.values()) this.cluster.localInterest(sub, -1);
     if (!this.clients.delete(c.cid)) return;
     this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
     this.closedClients.push({
