@@ -100,19 +100,16 @@ def(["tlsverify"], "bool", (o, v) => {
 const clusterFlag = (out: ServerFlags): NonNullable<OptionsPatch["cluster"]> => (out.patch.cluster ??= {});
 // --cluster nats://[user:pass@]host:port: the route listener (and its authorization), as
 // nats-server's Cluster.ListenStr.
+// The port may be -1 (random), which WHATWG URLs refuse: parsed by hand.
+const CLUSTER_URL = /^[a-z][a-z0-9+.-]*:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?(\[[^\]]*\]|[^:/@[\]]+):(-?\d+)\/?$/i;
 def(["cluster", "cluster_listen"], "string", (o, v) => {
-  let u: URL;
-  try {
-    u = new URL(v);
-  } catch {
-    throw new FlagError(`invalid value "${v}" for flag -cluster: expected a URL like nats://host:port`);
-  }
-  if (u.hostname === "" || u.port === "") throw new FlagError(`invalid value "${v}" for flag -cluster: expected a URL like nats://host:port`);
+  const m = CLUSTER_URL.exec(v);
+  if (m === null) throw new FlagError(`invalid value "${v}" for flag -cluster: expected a URL like nats://host:port`);
   const c = clusterFlag(o);
-  c.host = u.hostname.replace(/^\[(.*)\]$/, "$1");
-  c.port = Number(u.port);
-  if (u.username !== "") c.user = decodeURIComponent(u.username);
-  if (u.password !== "") c.password = decodeURIComponent(u.password);
+  c.host = m[3]!.replace(/^\[(.*)\]$/, "$1");
+  c.port = Number(m[4]);
+  if (m[1] !== undefined && m[1] !== "") c.user = decodeURIComponent(m[1]);
+  if (m[2] !== undefined && m[2] !== "") c.password = decodeURIComponent(m[2]);
 });
 def(["cluster_name"], "string", (o, v) => (clusterFlag(o).name = v));
 def(["routes"], "string", (o, v) => {

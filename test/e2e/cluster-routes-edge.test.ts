@@ -191,3 +191,15 @@ void test("clients get an async INFO with connect_urls when a server joins, leav
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+void test("flags: --cluster, --cluster_name and --routes make a route without a config file", async () => {
+  const a = await startTsnatsChild(["-a", "127.0.0.1", "-p", "-1", "-m", "-1", "--server_name", "fa", "--cluster", "nats://127.0.0.1:-1", "--cluster_name", "flags"]);
+  const aRoute = Number(ROUTE_RE.exec(a.log())![1]);
+  const b = await startTsnatsChild(["-a", "127.0.0.1", "-p", "-1", "--server_name", "fb", "--cluster", "nats://127.0.0.1:-1", "--cluster_name", "flags", "--routes", `nats-route://127.0.0.1:${aRoute}`]);
+  try {
+    const mon = Number(MON_RE.exec(a.log())![1]);
+    await until("the route from flags", async () => ((await (await fetch(`http://127.0.0.1:${mon}/routez`)).json()) as { num_routes: number }).num_routes === 1);
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
