@@ -460,8 +460,10 @@ export class Cluster implements ClusterLike {
     r.remoteInfo = info;
     if (r.didSolicit) r.headers = info.headers === true;
     else r.headers = r.headers && info.headers === true;
-    if (r.url === "" && typeof info.host === "string" && typeof info.port === "number") r.url = `nats-route://${joinHostPort(info.host, info.port)}/`;
+    // Where the peer is reached: its advertised address, else the address it came from with
+    // its route port (a listener on 0.0.0.0 names no host).
     if (info.ip === undefined || info.ip === "") info.ip = `nats-route://${joinHostPort(r.host, typeof info.port === "number" ? info.port : 0)}/`;
+    if (r.url === "") r.url = info.ip;
     const existing = this.routes.get(id);
     if (existing !== undefined) {
       // Both sides dialled each other: the first registered stays (nats-server addRoute). If

@@ -189,10 +189,10 @@ export class Route implements RouteParserHandler {
   }
 
   onSub(acc: string, subject: string, queue: string, weight: number): void {
-    if (!this.registered) {
-      if (!this.connectDone) return this.cluster.closeRoute(this, "Protocol Violation", "RS+ before CONNECT");
-      // Interest before our registration is complete: nats-server takes it; so do we.
-    }
+    if (!this.connectDone) return this.cluster.closeRoute(this, "Protocol Violation", "RS+ before CONNECT");
+    // Only a registered route's interest counts: a second connection to the same peer is
+    // closed at its INFO, and must never make a message go out twice.
+    if (!this.registered) return;
     this.cluster.remoteSub(this, acc, subject, queue, weight);
   }
 
@@ -203,6 +203,7 @@ export class Route implements RouteParserHandler {
 
   onMsg(acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     if (!this.connectDone) return this.cluster.closeRoute(this, "Protocol Violation", "RMSG before CONNECT");
+    if (!this.registered) return;
     const size = end - start + (hdr !== null ? hdr.length : 0);
     this.inMsgs++;
     this.inBytes += size;
