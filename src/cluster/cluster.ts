@@ -26,6 +26,7 @@ import type { AckReply } from "../protocol/ackreply.js";
 import type { SublistResult } from "../subjects/sublist.js";
 import type { ClusterLike, RoutezOptions } from "../server/server.js";
 import { SERVER_VERSION } from "../version.js";
+import { ClientPermissions } from "../server/permissions.js";
 
 /** What the cluster needs of the server. */
 export interface ClusterHost {
@@ -83,12 +84,15 @@ export class Cluster implements ClusterLike {
   /** ClusterLike.lastQueueBacklog */
   lastQueueBacklog = 0;
   private readonly targets: Route[] = [];
+  /** Route permissions: import (what we announce) and export (what peers may announce). */
+  private readonly perms: ClientPermissions | null;
 
   constructor(
     private readonly host: ClusterHost,
     private readonly opts: ClusterOptions,
   ) {
     this.log = host.log;
+    this.perms = opts.permissions !== null ? new ClientPermissions(opts.permissions) : null;
     this.dynamic = opts.name === "";
     this.name = opts.name !== "" ? opts.name : randomBytes(11).toString("base64url").toUpperCase().replace(/[^A-Z0-9]/g, "X");
   }
@@ -372,6 +376,11 @@ export class Cluster implements ClusterLike {
     }
     if (!o.noAdvertise) info["connect_urls"] = this.ownClientUrls();
     if (h.opts.jetstream.enabled) info["jetstream"] = true;
+    const p = o.permissions;
+    if (p !== null) {
+      if (p.publish !== null) info["import"] = subjectPermissionJson(p.publish);
+      if (p.subscribe !== null) info["export"] = subjectPermissionJson(p.subscribe);
+    }
     info["lnoc"] = true;
     return JSON.stringify(info);
   }
@@ -538,6 +547,8 @@ export class Cluster implements ClusterLike {
    *  (RS+ when a subject gains its first subscription, RS- when it loses its last; a queue
    *  group's weight on every change). */
   localInterest(sub: Subscription, delta: 1 | -1): void {
+    // Interest in a subject we may not import is never announced (nats-server canImport).
+    if (this.perms !== null && !this.perms.pubAllowed(sub.subject, 0)) return;
     const q = sub.queue;
     const key = q === "" ? sub.subject : `${sub.subject} ${q}`;
     const was = this.interest.get(key) ?? 0;
@@ -571,6 +582,11 @@ export class Cluster implements ClusterLike {
     if (acc !== GLOBAL_ACCOUNT) {
       // nats-server always announces its system account's subscriptions; tsnats has no
       // other account, so there is nothing to route for them.
+      return;
+    }
+    // A peer may only subscribe to what we export (nats-server canExport).
+    if (this.perms !== null && !this.perms.canSubscribe(subject, "")) {
+      this.log.debug(`${r.label()} - Can not export "${subject}", ignoring remote subscription request`);
       return;
     }
     const key = queue === "" ? subject : `${subject} ${queue}`;
@@ -871,6 +887,13 @@ export class Cluster implements ClusterLike {
     routes.sort((a, b) => (a["rid"] as number) - (b["rid"] as number));
     return { num_routes: routes.length, routes };
   }
+}
+
+function subjectPermissionJson(p: { allow: string[] | null; deny: string[] }): Record<string, string[]> {
+  const o: Record<string, string[]> = {};
+  if (p.allow !== null) o["allow"] = p.allow;
+  if (p.deny.length > 0) o["deny"] = p.deny;
+  return o;
 }
 
 function findGroup(groups: readonly (readonly RemoteSub[])[], name: string): readonly RemoteSub[] | null {

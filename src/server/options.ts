@@ -110,6 +110,10 @@ export interface ClusterOptions {
   /** TLS on routes (both directions); null = plaintext. tls.insecure: solicited routes do
    *  not verify the peer's certificate. */
   tls: TlsOptions | null;
+  /** permissions { import, export } (nats-server RoutePermissions, read as publish and
+   *  subscribe): we announce interest only in subjects we may import, and take a peer's
+   *  interest only in subjects we export. null = everything. */
+  permissions: Permissions | null;
 }
 
 export function defaultClusterOptions(): ClusterOptions {
@@ -125,6 +129,7 @@ export function defaultClusterOptions(): ClusterOptions {
     noAdvertise: false,
     connectRetries: 0,
     tls: null,
+    permissions: null,
   };
 }
 

@@ -203,3 +203,47 @@ void test("flags: --cluster, --cluster_name and --routes make a route without a 
     await Promise.all([a.stop(), b.stop()]);
   }
 });
+
+void test("route permissions: only importable interest is announced, only exportable interest is taken", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tsnats-routes-perms-"));
+  const a = await startSrv(dir, "pa", ["listen: 127.0.0.1:-1", 'permissions { import: "imp.>", export: "exp.>" }']);
+  const b = await startSrv(dir, "pb", ["listen: 127.0.0.1:-1", `routes: [ nats-route://127.0.0.1:${a.routePort} ]`]);
+  const ca = await connect({ servers: a.proc.url });
+  const cb = await connect({ servers: b.proc.url });
+  try {
+    await until("the route", async () => (await numRoutes(a)) === 1);
+    const seen: string[] = [];
+    const rec = (_e: Error | null, m: Msg): void => {
+      seen.push(`${m.subject}`);
+    };
+    // On a: imp.> may be imported (announced), other.> not.
+    ca.subscribe("other.x", { callback: rec });
+    ca.subscribe("imp.x", { callback: rec });
+    // On b: exp.> is exported by a (a takes b's interest), nope.> not.
+    cb.subscribe("nope.y", { callback: rec });
+    cb.subscribe("exp.y", { callback: rec });
+    await ca.flush();
+    await cb.flush();
+    await until("imp.x from b reaches a", async () => {
+      cb.publish("other.x");
+      cb.publish("imp.x");
+      await cb.flush();
+      await new Promise((r) => setTimeout(r, 20));
+      return seen.includes("imp.x");
+    });
+    await until("exp.y from a reaches b", async () => {
+      ca.publish("nope.y");
+      ca.publish("exp.y");
+      await ca.flush();
+      await new Promise((r) => setTimeout(r, 20));
+      return seen.includes("exp.y");
+    });
+    assert.ok(!seen.includes("other.x"), "a did not announce other.x");
+    assert.ok(!seen.includes("nope.y"), "a did not take b's interest in nope.y");
+  } finally {
+    await ca.close();
+    await cb.close();
+    await Promise.all([a.proc.stop(), b.proc.stop()]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -95,7 +95,6 @@ const NESTED: Array<[string, number, string]> = [
   ["cluster {\n  listen: 127.0.0.1:6222\n  pool_size: 3\n}", 3, "cluster.pool_size"],
   ["cluster {\n  listen: 127.0.0.1:6222\n  compression: s2_fast\n}", 3, "cluster.compression"],
   ["cluster {\n  listen: 127.0.0.1:6222\n  accounts: [A]\n}", 3, "cluster.accounts"],
-  ["cluster {\n  listen: 127.0.0.1:6222\n  permissions { import: foo }\n}", 3, "cluster.permissions"],
   ["leafnodes {\n  remotes: [ { url: \"nats://x:7422\" } ]\n}", 2, "leafnodes.remotes"],
   ["gateway {\n  name: A\n  gateways: [ { name: B, url: \"nats://x:7222\" } ]\n}", 3, "gateway.gateways"],
 ];
@@ -126,6 +125,14 @@ void test("cluster block: nats-server's fields map to options; no pooling and no
   assert.equal(c.advertise, "10.0.0.1:6222");
   assert.equal(c.noAdvertise, true);
   assert.equal(c.connectRetries, 5);
+});
+
+void test("cluster permissions: import and export (publish and subscribe to nats-server); allow_responses is an error", () => {
+  const r = map("cluster {\n  listen: 127.0.0.1:6222\n  permissions { import: \"imp.>\", export: { allow: [\"exp.>\"], deny: [\"exp.secret\"] } }\n}\n");
+  const p = r.patch.cluster!.permissions!;
+  assert.deepEqual(p.publish, { allow: ["imp.>"], deny: [] });
+  assert.deepEqual(p.subscribe, { allow: ["exp.>"], deny: ["exp.secret"] });
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  permissions { import: a, allow_responses: true }\n}\n"), /do not support dynamic responses/);
 });
 
 void test("cluster: a route that is not a URL, and tokens or users in its authorization, are errors", () => {

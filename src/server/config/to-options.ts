@@ -25,6 +25,7 @@ import {
 } from "./parser.js";
 import { parseDurationMs } from "./duration.js";
 import { permissionsBlock } from "./permissions.js";
+import type { Permissions } from "../permissions.js";
 import { tlsBlock } from "./tls.js";
 import { isValidPublicUserKey } from "../auth.js";
 
@@ -401,7 +402,7 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
 
 /** cluster { ... } (nats-server parseCluster, with 2.10's pool_size and compression): routes
  *  to other servers. What tsnats does not implement (route pooling, pinned accounts,
- *  compression, route permissions) is a startup error naming the field. */
+ *  compression, a route ping interval) is a startup error naming the field. */
 function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {
   const m = ctx.map(parent, key);
   if (!m) return;
@@ -454,9 +455,12 @@ function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch):
               ctx.error(am, ak, "Cluster authorization does not support tokens");
               break;
             case "permissions":
-            case "default_permissions":
-              ctx.refused(am, ak, `${key}.authorization.`, "route permissions are not supported by tsnats yet");
+            case "default_permissions": {
+              // nats-server: used unless the cluster block has permissions of its own.
+              const p = routePermissions(ctx, am, ak);
+              if (p !== undefined && !Object.keys(m).some((x) => x.toLowerCase() === "permissions")) c.permissions = p;
               break;
+            }
             default:
               ctx.unknown(am, ak);
           }
@@ -503,9 +507,11 @@ function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch):
       case "accounts":
         ctx.refused(m, k, `${key}.`, "pinned accounts need route pooling and accounts, which tsnats does not support yet");
         break;
-      case "permissions":
-        ctx.refused(m, k, `${key}.`, "route permissions (import/export) are not supported by tsnats yet");
+      case "permissions": {
+        const p = routePermissions(ctx, m, k);
+        if (p !== undefined) c.permissions = p;
         break;
+      }
       case "ping_interval":
       case "ping_max":
         ctx.refused(m, k, `${key}.`, "a route ping interval of its own is not supported by tsnats yet (routes use the server's)");
@@ -515,6 +521,18 @@ function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch):
     }
   }
   patch.cluster = c;
+}
+
+/** permissions { import, export } of a cluster block (publish and subscribe are the same
+ *  fields to nats-server); allow_responses makes no sense there. */
+function routePermissions(ctx: Ctx, m: ConfigMap, k: string): Permissions | undefined {
+  const p = permissionsBlock(ctx, m, k);
+  if (p === undefined || p === null) return undefined;
+  if (p.response !== null) {
+    ctx.error(m, k, "Cluster permissions do not support dynamic responses");
+    return undefined;
+  }
+  return p;
 }
 
 /** Why a route URL is not usable, or null. */
