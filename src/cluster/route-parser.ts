@@ -140,6 +140,8 @@ export class RouteParser {
   }
 
   private control(b: Buffer, s: number, e: number): void {
+    // Routed messages are nearly every line: "RMSG " is tested by its bytes.
+    if (e - s > 5 && b[s] === 0x52 && b[s + 1] === 0x4d && b[s + 2] === 0x53 && b[s + 3] === 0x47 && b[s + 4] === 0x20) return this.msgArgs("RMSG", b, s + 5, e);
     // The operation name: up to the first space or tab.
     let o = s;
     while (o < e && b[o] !== 32 && b[o] !== 9) o++;
@@ -253,13 +255,19 @@ function splitArgs(b: Buffer, s: number, e: number): string[] {
     const c = b[i];
     if (c === 32 || c === 9 || c === CR || c === LF) {
       if (start >= 0) {
-        out.push(b.toString("latin1", start, i));
+        out.push(token(b, start, i));
         start = -1;
       }
     } else if (start < 0) start = i;
   }
-  if (start >= 0) out.push(b.toString("latin1", start, e));
+  if (start >= 0) out.push(token(b, start, e));
   return out;
+}
+
+/** b[s, e) as a latin1 string; the global account's name without a new string. */
+function token(b: Buffer, s: number, e: number): string {
+  if (e - s === 2 && b[s] === 0x24 && b[s + 1] === 0x47) return "$G";
+  return b.toString("latin1", s, e);
 }
 
 /** A decimal size, or -1 (nats-server parseSize: digits only, at most 9 of them). */

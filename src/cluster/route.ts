@@ -99,6 +99,9 @@ export class Route implements RouteParserHandler {
   private outLen = 0;
   dirty = false;
   closed = false;
+  private lastSubject = "";
+  private lastHdr = false;
+  private lastPrefix: Buffer | null = null;
   closeReason = "";
 
   /** Scratch for Cluster.forward: the message epoch this route was last picked in, and the
@@ -227,17 +230,25 @@ export class Route implements RouteParserHandler {
     const hlen = useHdr ? hdr.length : 0;
     const plen = end - start;
     const total = hlen + plen;
-    let line = (useHdr ? "HMSG $G " : "RMSG $G ") + subject;
+    // "RMSG $G <subject> " as bytes, kept for the last subject (publishers repeat theirs).
+    let pre = this.lastPrefix;
+    if (subject !== this.lastSubject || useHdr !== this.lastHdr || pre === null) {
+      pre = this.lastPrefix = Buffer.from(`${useHdr ? "HMSG" : "RMSG"} $G ${subject} `, "latin1");
+      this.lastSubject = subject;
+      this.lastHdr = useHdr;
+    }
+    let line = "";
     if (queues !== null && queues.length > 0) {
-      line += reply.length > 0 ? ` + ${reply} ` : " | ";
-      line += queues.join(" ");
-    } else if (reply.length > 0) line += " " + reply;
-    line += useHdr ? ` ${hlen} ${total}\r\n` : ` ${total}\r\n`;
+      line = reply.length > 0 ? `+ ${reply} ` : "| ";
+      line += queues.join(" ") + " ";
+    } else if (reply.length > 0) line = reply + " ";
+    line += useHdr ? `${hlen} ${total}\r\n` : `${total}\r\n`;
     // Subjects are latin1 strings (the parsers decode bytes one to one): written back the same.
-    const need = line.length + total + 2;
+    const need = pre.length + line.length + total + 2;
     if (this.outLen + need > this.out.length) this.grow(need);
     const out = this.out;
     let p = this.outLen;
+    p += pre.copy(out, p);
     p += out.write(line, p, "latin1");
     if (useHdr) p += hdr.copy(out, p);
     if (plen > 0) p += buf.copy(out, p, start, end);

@@ -58,6 +58,8 @@ export interface ClusterLike {
   /** A client subscription was added (+1) or removed (-1). */
   localInterest(sub: Subscription, delta: 1 | -1): void;
   hasRemoteInterest(subject: string): boolean;
+  /** Hand what routes have buffered to their sockets. */
+  flushRoutes(): void;
   /** This server enters lame duck mode: peers drop its client URLs. */
   lameDuck(): void;
   /** connect_urls for clients. */
@@ -926,6 +928,9 @@ export class Server implements Bus {
 
   flushDirty(): void {
     this.flushScheduled = false;
+    // Routes that a client's read gave messages go out with the clients' writes, not a turn
+    // later.
+    if (this.cluster !== null) this.cluster.flushRoutes();
     const list = this.dirtyClients;
     if (list.length === 0) return;
     this.dirtyClients = [];
