@@ -208,6 +208,22 @@ async function scenarios(nodes: Node[], dir: string): Promise<void> {
     await interestSeen(fresh, c2!, "after2");
     fresh.publish("after.kill", "again");
     await until("message from the restarted seed", () => after.msgs.length === 1);
+
+    // kill -9 a server that only has implicit routes to the third: when it comes back (its
+    // route port is a new one), the seed's gossip brings the third to it again.
+    const n3 = nodes[2]!;
+    n3.proc.proc.kill("SIGKILL");
+    await n3.proc.exited;
+    await until("the others see n3 gone", async () => (await routez(nodes[0]!)).num_routes === 1 && (await routez(nodes[1]!)).num_routes === 1);
+    nodes[2] = await startNode(n3.kind, n3.name, n3.conf);
+    await fullMesh(nodes);
+    const c3b = await connect({ servers: nodes[2].proc.url });
+    ncs.push(c3b);
+    await interestSeen(c3b, c2!, "after3");
+    const after3 = new Inbox(c3b, "after.n3");
+    await interestSeen(c2!, c3b, "after3b");
+    c2!.publish("after.n3", "back");
+    await until("a message to the restarted n3", () => after3.msgs.length === 1);
     void dir;
   } finally {
     await Promise.all(ncs.map((nc) => nc.close().catch(() => undefined)));
