@@ -1,4 +1,4 @@
-// Side-by-side benchmark entry: `npm run bench -- <core|js|consume|kv|secure|hostile|all> [options]`.
+// Side-by-side benchmark entry: `npm run bench -- <core|js|consume|kv|secure|hostile|cluster|all> [options]`.
 // Each server runs alone (never both at once: the load generator and one server already
 // share the machine's cores), and each case fails soft into an "error: ..." cell.
 
@@ -14,11 +14,12 @@ import { consumeSuite } from "./suites/consume.js";
 import { kvSuite } from "./suites/kv.js";
 import { secureSuite } from "./suites/secure.js";
 import { hostileSuite } from "./suites/hostile.js";
+import { clusterSuite } from "./suites/cluster.js";
 
-const SUITES: Record<string, SuiteDef> = { core: coreSuite, js: jsSuite, consume: consumeSuite, kv: kvSuite, secure: secureSuite, hostile: hostileSuite };
+const SUITES: Record<string, SuiteDef> = { core: coreSuite, js: jsSuite, consume: consumeSuite, kv: kvSuite, secure: secureSuite, hostile: hostileSuite, cluster: clusterSuite };
 const resultsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "bench", "results");
 
-const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|hostile|all> [options]
+const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|hostile|cluster|all> [options]
   --duration <s>   seconds per throughput case (default 3)
   --msgs <n>       stored messages for js recovery/memory and consume, each size
                    (default 1000000)
@@ -77,7 +78,7 @@ function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
   if (names.length === 0) throw new Error("no suite given");
   const suites: SuiteDef[] = [];
   for (const n of names) {
-    if (n === "all") suites.push(coreSuite, jsSuite, consumeSuite, kvSuite, secureSuite, hostileSuite);
+    if (n === "all") suites.push(coreSuite, jsSuite, consumeSuite, kvSuite, secureSuite, hostileSuite, clusterSuite);
     else {
       const s = SUITES[n];
       if (s === undefined) throw new Error(`unknown suite ${n}`);

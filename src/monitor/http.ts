@@ -12,6 +12,7 @@ import { buildJsz, jszOptions } from "./jsz.js";
 import { LoopLagMeter } from "./looplag.js";
 import { buildMetrics } from "./metrics.js";
 import { buildAccountz, buildGatewayz, buildIndex, buildLeafz, buildRoutez } from "./misc.js";
+import { parseGoBool } from "./format.js";
 import { BadRequest } from "./query.js";
 import { snapshot, type ServerSnap, type SnapshotNeeds } from "./snapshot.js";
 import { buildSubsz, parseSubszOptions } from "./subsz.js";
@@ -104,7 +105,7 @@ export class MonitorRouter {
           return { status: r.httpStatus, contentType: JSON_TYPE, body: JSON.stringify(r.body) };
         }
         case "/routez":
-          return json(200, buildRoutez(this.snap({ subs: false, jszOpts: null })));
+          return json(200, buildRoutez(this.snap({ subs: false, routeSubs: parseGoBool(q.get("subs") ?? "") === true, jszOpts: null })));
         case "/leafz":
           return json(200, buildLeafz(this.snap({ subs: false, jszOpts: null })));
         case "/gatewayz":

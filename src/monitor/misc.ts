@@ -1,13 +1,32 @@
-// Endpoints for features tsnats does not have yet (clustering, leafnodes, gateways,
+// /routez, and endpoints for features tsnats does not have yet (leafnodes, gateways,
 // accounts): valid, empty nats-server shapes so tools that poll them keep working.
 
-import { rfc3339 } from "./format.js";
+import { goDuration, rfc3339, uptime } from "./format.js";
 import type { ServerSnap } from "./snapshot.js";
 
 type Head = Pick<ServerSnap, "serverId" | "serverName" | "nowMs">;
 
-export function buildRoutez(s: Head): Record<string, unknown> {
-  return { server_id: s.serverId, server_name: s.serverName, now: rfc3339(s.nowMs), num_routes: 0, routes: [] };
+/** /routez (nats-server Routez): the cluster's routes, with ?subs=1 their interest. */
+export function buildRoutez(s: Head & Pick<ServerSnap, "routez">): Record<string, unknown> {
+  const r = s.routez;
+  const head = { server_id: s.serverId, server_name: s.serverName, now: rfc3339(s.nowMs) };
+  if (r === null) return { ...head, num_routes: 0, routes: [] };
+  const routes = (r["routes"] as Record<string, unknown>[]).map((x) => {
+    const { startMs, lastActivityMs, rttMs, ...rest } = x as Record<string, unknown> & { startMs: number; lastActivityMs: number; rttMs: number };
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(rest)) {
+      out[k] = v;
+      if (k === "port") {
+        out["start"] = rfc3339(startMs);
+        out["last_activity"] = rfc3339(lastActivityMs);
+        if (rttMs > 0) out["rtt"] = goDuration(rttMs * 1_000_000);
+        out["uptime"] = uptime(s.nowMs - startMs);
+        out["idle"] = uptime(s.nowMs - lastActivityMs);
+      }
+    }
+    return out;
+  });
+  return { ...head, num_routes: r["num_routes"], routes };
 }
 
 export function buildLeafz(s: Head): Record<string, unknown> {

@@ -109,10 +109,18 @@ export interface ServerSnap {
   jsConfig: { storeDir: string; maxMemoryBytes: number; maxStorageBytes: number; syncIntervalMs: number | "always"; domain: string };
   /** The websocket block when its listener runs, with the bound port. */
   websocket: (WebSocketOptions & { boundPort: number }) | null;
+  /** The cluster block of /varz ({} without routes), and what clients are told. */
+  clusterVarz: Record<string, unknown>;
+  connectUrls: string[];
+  numRoutes: number;
+  /** /routez's body past the head, or null without a cluster. */
+  routez: Record<string, unknown> | null;
 }
 
 export interface SnapshotNeeds {
   subs: boolean;
+  /** /routez?subs=1 */
+  routeSubs?: boolean;
   jszOpts: Record<string, unknown> | null;
 }
 
@@ -236,6 +244,10 @@ export function snapshot(
     jetstreamRequested: js.enabled,
     jsz,
     websocket: o.websocket !== null && server.wsPort !== 0 ? { ...o.websocket, boundPort: server.wsPort } : null,
+    clusterVarz: server.cluster !== null ? server.cluster.varz() : {},
+    connectUrls: server.cluster !== null ? server.cluster.clientUrls() : [],
+    numRoutes: server.cluster !== null ? (server.cluster.routez({ subs: false })["num_routes"] as number) : 0,
+    routez: server.cluster !== null ? server.cluster.routez({ subs: needs.routeSubs === true }) : null,
     jsConfig: {
       storeDir: js.storeDir,
       maxMemoryBytes: js.maxMemoryStoreBytes,

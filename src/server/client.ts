@@ -403,6 +403,7 @@ export class Client implements ParserHandler, SubOwner {
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
     this.subs.set(sid, sub);
     this.server.sublist.insert(sub);
+    this.server.subInterest(sub, 1);
     if (this.verbose) this.queueRaw(OK);
   }
 
@@ -536,6 +537,7 @@ export class Client implements ParserHandler, SubOwner {
     sub.closed = true;
     this.subs.delete(sub.sid);
     this.server.sublist.remove(sub);
+    this.server.subInterest(sub, -1);
   }
 
   deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void {

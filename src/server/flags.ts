@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import type { OptionsPatch } from "./options.js";
 import { ConfigError } from "./config/parser.js";
-import { ConfigProblems, loadConfigFile } from "./config/to-options.js";
+import { ConfigProblems, loadConfigFile, routeUrlProblem } from "./config/to-options.js";
 
 export class FlagError extends Error {
   readonly code = "FLAG_ERROR";
@@ -97,6 +97,28 @@ def(["tlscacert"], "string", (o, v) => (tlsFlag(o).caFile = v));
 def(["tlsverify"], "bool", (o, v) => {
   if (parseBoolFlag("tlsverify", v)) tlsFlag(o).verify = true;
 });
+const clusterFlag = (out: ServerFlags): NonNullable<OptionsPatch["cluster"]> => (out.patch.cluster ??= {});
+// --cluster nats://[user:pass@]host:port: the route listener (and its authorization), as
+// nats-server's Cluster.ListenStr.
+// The port may be -1 (random), which WHATWG URLs refuse: parsed by hand.
+const CLUSTER_URL = /^[a-z][a-z0-9+.-]*:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?(\[[^\]]*\]|[^:/@[\]]+):(-?\d+)\/?$/i;
+def(["cluster", "cluster_listen"], "string", (o, v) => {
+  const m = CLUSTER_URL.exec(v);
+  if (m === null) throw new FlagError(`invalid value "${v}" for flag -cluster: expected a URL like nats://host:port`);
+  const c = clusterFlag(o);
+  c.host = m[3]!.replace(/^\[(.*)\]$/, "$1");
+  c.port = Number(m[4]);
+  if (m[1] !== undefined && m[1] !== "") c.user = decodeURIComponent(m[1]);
+  if (m[2] !== undefined && m[2] !== "") c.password = decodeURIComponent(m[2]);
+});
+def(["cluster_name"], "string", (o, v) => (clusterFlag(o).name = v));
+def(["routes"], "string", (o, v) => {
+  const list = v.split(",").map((x) => x.trim()).filter((x) => x !== "");
+  for (const r of list) if (routeUrlProblem(r) !== null) throw new FlagError(`invalid value "${r}" for flag -routes: ${routeUrlProblem(r)}`);
+  clusterFlag(o).routes = list;
+});
+def(["no_advertise"], "bool", (o, v) => (clusterFlag(o).noAdvertise = parseBoolFlag("no_advertise", v)));
+def(["cluster_advertise"], "string", (o, v) => (clusterFlag(o).advertise = v));
 def(["https_port"], "int", (o, v) => (o.patch.httpsPort = parseIntFlag("https_port", v)));
 def(["v", "version"], "bool", (o, v) => (o.showVersion = parseBoolFlag("version", v)));
 def(["h", "help"], "bool", (o, v) => (o.showHelp = parseBoolFlag("help", v)));
@@ -179,6 +201,13 @@ TLS Options:
         --tlskey <file>              Private key for server certificate
         --tlsverify                  Enable TLS, verify client certificates
         --tlscacert <file>           Client certificate CA for verification
+
+Cluster Options:
+        --routes <rurl-1, rurl-2>    Routes to solicit and connect
+        --cluster <cluster-url>      Cluster URL for solicited routes
+        --cluster_name <string>      Cluster Name, if not set one will be dynamically generated
+        --no_advertise <bool>        Do not advertise known cluster information to clients
+        --cluster_advertise <string> Cluster URL to advertise to other servers
 
 Common Options:
     -h, --help                       Show this message

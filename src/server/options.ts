@@ -71,6 +71,8 @@ export interface TlsOptions {
   minVersion: string;
   /** connection_rate_limit: TLS connections accepted per second; 0 = no limit. */
   rateLimit: number;
+  /** Outgoing connections (routes): do not verify the peer's certificate. */
+  insecure: boolean;
 }
 
 export interface WebSocketOptions {
@@ -87,6 +89,51 @@ export interface WebSocketOptions {
   noAuthUser: string;
   /** websocket.authorization: overrides the server's for websocket clients when set. */
   authorization: AuthorizationOptions | null;
+}
+
+/** A `cluster {}` block (routes to other servers, nats-server 2.9's no-pool protocol). */
+export interface ClusterOptions {
+  /** The cluster name; "" = dynamic (a random name, given up for a peer's, as nats-server). */
+  name: string;
+  host: string;
+  /** 0 = no route listener; -1 = a random port. */
+  port: number;
+  /** Routes to solicit (nats-route://[user:pass@]host:port). */
+  routes: string[];
+  /** authorization { user, password, timeout } for routes that connect to us. */
+  user: string;
+  password: string;
+  authTimeoutMs: number;
+  /** host:port to tell other servers instead of the listen address. */
+  advertise: string;
+  /** Do not advertise other servers' client URLs to clients. */
+  noAdvertise: boolean;
+  /** Attempts at an implicit (gossiped) route before giving up; 0 = one attempt. */
+  connectRetries: number;
+  /** TLS on routes (both directions); null = plaintext. tls.insecure: solicited routes do
+   *  not verify the peer's certificate. */
+  tls: TlsOptions | null;
+  /** permissions { import, export } (nats-server RoutePermissions, read as publish and
+   *  subscribe): we announce interest only in subjects we may import, and take a peer's
+   *  interest only in subjects we export. null = everything. */
+  permissions: Permissions | null;
+}
+
+export function defaultClusterOptions(): ClusterOptions {
+  return {
+    name: "",
+    host: "0.0.0.0",
+    port: 0,
+    routes: [],
+    user: "",
+    password: "",
+    authTimeoutMs: 2000,
+    advertise: "",
+    noAdvertise: false,
+    connectRetries: 0,
+    tls: null,
+    permissions: null,
+  };
 }
 
 export interface ServerOptions {
@@ -114,6 +161,8 @@ export interface ServerOptions {
    *  random. Not together with httpPort (nats-server refuses both). */
   httpsPort: number;
   websocket: WebSocketOptions | null;
+  /** null: no cluster block and no cluster flags. */
+  cluster: ClusterOptions | null;
   jetstream: JetStreamOptions;
   lameDuckDurationMs: number;
   lameDuckGracePeriodMs: number;
@@ -151,6 +200,7 @@ export function defaultOptions(): ServerOptions {
     allowNonTls: false,
     httpsPort: 0,
     websocket: null,
+    cluster: null,
     jetstream: {
       enabled: false,
       storeDir: "",
@@ -175,7 +225,9 @@ export function defaultOptions(): ServerOptions {
   };
 }
 
-export type OptionsPatch = Partial<Omit<ServerOptions, "authorization" | "jetstream" | "tls">> & {
+export type OptionsPatch = Partial<Omit<ServerOptions, "authorization" | "jetstream" | "tls" | "cluster">> & {
+  /** The cluster block (config file) or some fields over it (the cluster flags). */
+  cluster?: Partial<ClusterOptions>;
   authorization?: Partial<AuthorizationOptions>;
   jetstream?: Partial<JetStreamOptions>;
   /** A whole block (config file), or some fields over it (the --tls* flags); null = off. */
@@ -186,8 +238,9 @@ export type OptionsPatch = Partial<Omit<ServerOptions, "authorization" | "jetstr
 export function mergeOptions(...patches: OptionsPatch[]): ServerOptions {
   const out = defaultOptions();
   for (const p of patches) {
-    const { authorization, jetstream, tls, ...flat } = p;
+    const { authorization, jetstream, tls, cluster, ...flat } = p;
     Object.assign(out, flat);
+    if (cluster !== undefined) out.cluster = { ...(out.cluster ?? defaultClusterOptions()), ...cluster };
     if (tls === null) out.tls = null;
     else if (tls !== undefined) out.tls = { ...(out.tls ?? defaultTlsOptions()), ...tls };
     if (authorization) Object.assign(out.authorization, authorization);
@@ -211,6 +264,7 @@ export function defaultTlsOptions(): TlsOptions {
     handshakeFirstFallbackMs: 0,
     minVersion: "1.2",
     rateLimit: 0,
+    insecure: false,
   };
 }
 

@@ -38,6 +38,36 @@ export interface JetStreamLike {
   accountInfo(): object;
 }
 
+export interface RoutezOptions {
+  subs: boolean;
+}
+
+/** What the server needs from its cluster routes (src/cluster/cluster.ts). */
+export interface ClusterLike {
+  /** At least one route is registered: publishes consult forward(). */
+  readonly active: boolean;
+  readonly name: string;
+  readonly port: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** After local plain delivery: queue groups cluster-wide and the copies to routes; the
+   *  deliveries made. */
+  forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number;
+  /** The largest outbound backlog among the local queue members the last forward() chose. */
+  readonly lastQueueBacklog: number;
+  /** A client subscription was added (+1) or removed (-1). */
+  localInterest(sub: Subscription, delta: 1 | -1): void;
+  hasRemoteInterest(subject: string): boolean;
+  /** Hand what routes have buffered to their sockets. */
+  flushRoutes(): void;
+  /** This server enters lame duck mode: peers drop its client URLs. */
+  lameDuck(): void;
+  /** connect_urls for clients. */
+  clientUrls(): string[];
+  varz(): Record<string, unknown>;
+  routez(opts: RoutezOptions): Record<string, unknown>;
+}
+
 /** What the server needs from the monitoring HTTP listener (src/monitor/http.ts). */
 export interface MonitorLike {
   readonly port: number;
@@ -121,6 +151,8 @@ export class Server implements Bus {
   traceEnabled: boolean;
   jetstream: JetStreamLike | null = null;
   monitor: MonitorLike | null = null;
+  /** Cluster routes; null without a cluster block. */
+  cluster: ClusterLike | null = null;
   lameDuck = false;
   configLoadMs: number;
   /** TLS for the client port (and https monitoring); null = plaintext. Rebuilt on reload. */
@@ -217,6 +249,7 @@ export class Server implements Bus {
       this.log.info("TLS required for client connections");
       if (o.allowNonTls) this.log.warn("Clients that are not using TLS are allowed to connect (allow_non_tls)");
     }
+    if (o.cluster !== null) await this.startCluster();
     this.writePortsFile();
     this.log.info("Server is ready");
     const wsAuthMs = o.websocket?.authorization?.timeoutMs || o.authorization.timeoutMs;
@@ -245,6 +278,42 @@ export class Server implements Bus {
     this.jetstream = js;
   }
 
+  // ---- cluster routes (src/cluster/) ----
+
+  private async startCluster(): Promise<void> {
+    const c = this.opts.cluster!;
+    if (c.port === 0) {
+      // nats-server: solicited routes require cluster capabilities.
+      if (c.routes.length > 0) throw new Error("solicited routes require cluster capabilities, e.g. --cluster (cluster { listen })");
+      return;
+    }
+    const spec = "../cluster/cluster.js";
+    const mod = (await import(spec)) as { Cluster: new (host: unknown, opts: unknown) => ClusterLike };
+    const cl = new mod.Cluster(this, c);
+    await cl.start();
+    this.cluster = cl;
+    if (this.opts.jetstream.enabled) this.log.warn("JetStream in a cluster: streams are not replicated yet; each server's JetStream is its own and answers only its own clients");
+  }
+
+  /** A connection id (clients and routes share the counter, as in nats-server). */
+  allocCid(): number {
+    return this.nextCid++;
+  }
+
+  /** A client subscription came (+1) or went (-1): routes hear about the interest. */
+  subInterest(sub: Subscription, delta: 1 | -1): void {
+    const cl = this.cluster;
+    if (cl !== null) cl.localInterest(sub, delta);
+  }
+
+  /** A server joined or left the cluster: clients that take async INFO (protocol 1) get
+   *  the new connect_urls. */
+  clientUrlsChanged(): void {
+    if (this.shuttingDown) return;
+    for (const c of this.clients.values()) if (c.connected && c.protocol >= 1 && !c.closed) c.queueString(`INFO ${this.infoJson(c, this.lameDuck)}\r\n`);
+    this.flushDirty();
+  }
+
   private async startMonitor(): Promise<void> {
     const spec = "../monitor/http.js";
     try {
@@ -263,6 +332,11 @@ export class Server implements Bus {
     const host = this.opts.host === "0.0.0.0" || this.opts.host === "::" ? "127.0.0.1" : this.opts.host;
     const ports: Record<string, string[]> = { nats: [`${this.tls !== null && !this.opts.allowNonTls ? "tls" : "nats"}://${host}:${this.boundPort}`] };
     if (this.monitor) ports["monitoring"] = [`${this.opts.httpsPort !== 0 ? "https" : "http"}://${host}:${this.monitor.port}`];
+    const cl = this.opts.cluster;
+    if (this.cluster !== null && cl !== null) {
+      const ch = cl.host === "0.0.0.0" || cl.host === "::" ? "127.0.0.1" : cl.host;
+      ports["cluster"] = [`nats://${ch}:${this.cluster.port}`];
+    }
     const w = this.opts.websocket;
     if (w !== null && this.wsPort !== 0) {
       const wh = w.host === "0.0.0.0" || w.host === "::" ? "127.0.0.1" : w.host;
@@ -288,6 +362,10 @@ export class Server implements Bus {
     this.stopWebSocket();
     for (const c of [...this.clients.values()]) c.close(CloseReason.ServerShutdown);
     this.flushDirty();
+    if (this.cluster !== null) {
+      await this.cluster.stop();
+      this.cluster = null;
+    }
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;
@@ -330,6 +408,8 @@ export class Server implements Bus {
     // to end; awaiting it here would hang until the clients left on their own.
     if (l) l.close();
     this.stopWebSocket();
+    // Other servers stop telling their clients about this one (INFO ldm over the routes).
+    if (this.cluster !== null) this.cluster.lameDuck();
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;
@@ -365,7 +445,8 @@ export class Server implements Bus {
     if (nextTls !== null && this.monitor?.setTls) this.monitor.setTls(nextTls);
     // nats-server refuses to reload websocket changes: the block stays as started.
     if (JSON.stringify(next.websocket) !== JSON.stringify(prev.websocket)) this.log.warn("Config reload: websocket changes require a restart; ignored");
-    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort, websocket: prev.websocket };
+    if (JSON.stringify(next.cluster) !== JSON.stringify(prev.cluster)) this.log.warn("Config reload: cluster changes require a restart; ignored");
+    this.opts = { ...next, port: prev.port, host: prev.host, jetstream: prev.jetstream, httpPort: prev.httpPort, websocket: prev.websocket, cluster: prev.cluster };
     this.traceEnabled = this.opts.trace && this.log.traceEnabled;
     this.configLoadMs = this.nowMs();
     // Clients that no longer authenticate under the new rules are disconnected.
@@ -704,6 +785,8 @@ export class Server implements Bus {
   }
 
   clientClosed(c: Client): void {
+    // Routes hear that the closed client's subscriptions are gone.
+    if (this.cluster !== null) for (const sub of c.subs.values()) this.cluster.localInterest(sub, -1);
     if (!this.clients.delete(c.cid)) return;
     this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
     this.closedClients.push({
@@ -767,7 +850,8 @@ export class Server implements Bus {
       info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
       if (c.nonce !== "") info["nonce"] = c.nonce;
     }
-    info["connect_urls"] = [];
+    // Websocket clients would need the servers' websocket URLs, which routes do not carry yet.
+    info["connect_urls"] = this.cluster !== null && (c === null || c.kind !== "ws") ? this.cluster.clientUrls() : [];
     if (ldm) info["ldm"] = true;
     return JSON.stringify(info);
   }
@@ -802,6 +886,14 @@ export class Server implements Bus {
       if (probe) this.probeBacklog(sub);
     }
     const qs = r.qsubs;
+    // With routes, queue groups are picked cluster-wide and routes get their copies.
+    const cl = this.cluster;
+    if (cl !== null && cl.active) {
+      delivered += cl.forward(from !== null ? from.cid : 0, noEcho, subject, reply, hdr, buf, start, end, shown, ack, qs);
+      if (probe && cl.lastQueueBacklog > this.routeBacklogBytes) this.routeBacklogBytes = cl.lastQueueBacklog;
+      if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
+      return;
+    }
     for (let g = 0; g < qs.length; g++) {
       const members = qs[g]!;
       const n = members.length;
@@ -844,6 +936,9 @@ export class Server implements Bus {
 
   flushDirty(): void {
     this.flushScheduled = false;
+    // Routes that a client's read gave messages go out with the clients' writes, not a turn
+    // later.
+    if (this.cluster !== null) this.cluster.flushRoutes();
     const list = this.dirtyClients;
     if (list.length === 0) return;
     this.dirtyClients = [];
@@ -972,7 +1067,7 @@ export class Server implements Bus {
   }
 
   hasInterest(subject: string): boolean {
-    return this.sublist.hasInterest(subject);
+    return this.sublist.hasInterest(subject) || (this.cluster !== null && this.cluster.hasRemoteInterest(subject));
   }
 
   hasQueueInterest(subject: string, queue: string): boolean {

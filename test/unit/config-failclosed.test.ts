@@ -92,8 +92,9 @@ const NESTED: Array<[string, number, string]> = [
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  cipher_suites: [NOPE]\n}", 4, "unrecognized cipher NOPE"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  curve_preferences: [X25519MLKEM768]\n}", 4, "X25519MLKEM768"],
   ["tls {\n  verify: true\n}", 1, "cert_file"],
-  ["cluster {\n  listen: 127.0.0.1:6222\n  routes: [nats://127.0.0.1:6223]\n}", 3, "cluster.routes"],
-  ["cluster {\n  listen: 127.0.0.1:6222\n  tls { cert_file: a, key_file: b }\n}", 3, "cluster.tls"],
+  ["cluster {\n  listen: 127.0.0.1:6222\n  pool_size: 3\n}", 3, "cluster.pool_size"],
+  ["cluster {\n  listen: 127.0.0.1:6222\n  compression: s2_fast\n}", 3, "cluster.compression"],
+  ["cluster {\n  listen: 127.0.0.1:6222\n  accounts: [A]\n}", 3, "cluster.accounts"],
   ["leafnodes {\n  remotes: [ { url: \"nats://x:7422\" } ]\n}", 2, "leafnodes.remotes"],
   ["gateway {\n  name: A\n  gateways: [ { name: B, url: \"nats://x:7222\" } ]\n}", 3, "gateway.gateways"],
 ];
@@ -104,10 +105,39 @@ for (const [text, line, field] of NESTED) {
 
 void test("listeners tsnats does not open are warnings that say so (the nats.js launcher writes leafnodes { listen })", () => {
   const r = map("leafnodes {\n  listen: 127.0.0.1:-1\n}\nmqtt { port: 1883 }\ncluster { name: c1, listen: 127.0.0.1:-1 }\n");
-  assert.equal(r.warnings.length, 3);
+  assert.equal(r.warnings.length, 2);
   assert.match(r.warnings[0]!, /:1:1: field "leafnodes": leaf node connections are not supported by tsnats; no leaf node port is opened/);
   assert.match(r.warnings[1]!, /:4:1: field "mqtt": MQTT connections/);
-  assert.match(r.warnings[2]!, /:5:1: field "cluster": cluster connections/);
+});
+
+void test("cluster block: nats-server's fields map to options; no pooling and no compression are accepted", () => {
+  const r = map(
+    'cluster {\n  name: c1\n  listen: 127.0.0.1:6222\n  routes: [ nats-route://u:p@127.0.0.1:6223, "nats://h2:6224" ]\n  authorization { user: u, password: p, timeout: 3 }\n  advertise: "10.0.0.1:6222"\n  no_advertise: true\n  connect_retries: 5\n  pool_size: -1\n  compression: off\n}\n',
+  );
+  const c = r.patch.cluster!;
+  assert.equal(c.name, "c1");
+  assert.equal(c.host, "127.0.0.1");
+  assert.equal(c.port, 6222);
+  assert.deepEqual(c.routes, ["nats-route://u:p@127.0.0.1:6223", "nats://h2:6224"]);
+  assert.equal(c.user, "u");
+  assert.equal(c.password, "p");
+  assert.equal(c.authTimeoutMs, 3000);
+  assert.equal(c.advertise, "10.0.0.1:6222");
+  assert.equal(c.noAdvertise, true);
+  assert.equal(c.connectRetries, 5);
+});
+
+void test("cluster permissions: import and export (publish and subscribe to nats-server); allow_responses is an error", () => {
+  const r = map("cluster {\n  listen: 127.0.0.1:6222\n  permissions { import: \"imp.>\", export: { allow: [\"exp.>\"], deny: [\"exp.secret\"] } }\n}\n");
+  const p = r.patch.cluster!.permissions!;
+  assert.deepEqual(p.publish, { allow: ["imp.>"], deny: [] });
+  assert.deepEqual(p.subscribe, { allow: ["exp.>"], deny: ["exp.secret"] });
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  permissions { import: a, allow_responses: true }\n}\n"), /do not support dynamic responses/);
+});
+
+void test("cluster: a route that is not a URL, and tokens or users in its authorization, are errors", () => {
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  routes: [ \"nope\" ]\n}\n"), /:3:.*error parsing route url/);
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  authorization { token: t }\n}\n"), /does not support tokens/);
 });
 
 void test("harmless fields stay warnings and change nothing", () => {

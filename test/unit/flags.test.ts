@@ -117,3 +117,12 @@ void test("configCheck: valid, syntax error, unknown field", () => {
   assert.equal(missing.valid, false);
   assert.match(missing.message, /error opening config file/);
 });
+
+void test("cluster flags: --cluster (listen and its credentials), --cluster_name, --routes, --no_advertise, --cluster_advertise", () => {
+  const f = parseServerFlags(["--cluster", "nats://ru:rp@127.0.0.1:6222", "--cluster_name", "c1", "--routes", "nats-route://127.0.0.1:6223, nats://h:6224", "--no_advertise", "--cluster_advertise", "10.0.0.1:6222"]);
+  assert.deepEqual(f.patch.cluster, { host: "127.0.0.1", port: 6222, user: "ru", password: "rp", name: "c1", routes: ["nats-route://127.0.0.1:6223", "nats://h:6224"], noAdvertise: true, advertise: "10.0.0.1:6222" });
+  assert.throws(() => parseServerFlags(["--cluster", "6222"]), FlagError);
+  assert.deepEqual(parseServerFlags(["-cluster", "nats://127.0.0.1:-1"]).patch.cluster, { host: "127.0.0.1", port: -1 });
+  assert.deepEqual(parseServerFlags(["-cluster", "nats://[::1]:6222"]).patch.cluster, { host: "::1", port: 6222 });
+  assert.throws(() => parseServerFlags(["--routes", "nope"]), FlagError);
+});

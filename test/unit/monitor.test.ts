@@ -93,6 +93,10 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
     jsz: null,
     jsConfig: { storeDir: "/data", maxMemoryBytes: 1024, maxStorageBytes: 2048, syncIntervalMs: "always", domain: "" },
     websocket: null,
+    clusterVarz: {},
+    connectUrls: [],
+    numRoutes: 0,
+    routez: null,
     ...over,
   };
 }

@@ -79,7 +79,8 @@ export function tlsBlock(ctx: TlsCtx, parent: ConfigMap, key: string, clientCtx 
         } else if (lk === "insecure") {
           // Skips verification of the servers an outgoing connection reaches: a listener has
           // none, and nats-server ignores it there too.
-          if (v) ctx.warn(m, k, `field "tls.insecure" only concerns outgoing connections and has no effect on a listener`);
+          if (v && clientCtx) ctx.warn(m, k, `field "tls.insecure" only concerns outgoing connections and has no effect on a listener`);
+          t.insecure = v;
         } else if (lk === "allow_insecure_cipher_suites") allowInsecure = v;
         else if (v) {
           if (clientCtx) fail(k, "verify_cert_and_check_known_urls not supported in this context");

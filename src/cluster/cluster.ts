@@ -1,0 +1,961 @@
+// Cluster routes (nats-server route.go, the 2.9 no-pool protocol): the route listener, the
+// routes this server solicits (configured, and implicit ones learned from gossiped INFO),
+// which connection is *the* route to each peer, the interest each peer announced, and the
+// two message paths:
+// - forward(): a message published here (by a client or an internal publisher) goes to every
+//   route with matching plain interest once, and each queue group picks one member among
+//   the local members and the routes' weights (nats-server's weighted pick);
+// - inbound(): a message that came over a route is delivered to local subscribers only (the
+//   one-hop rule), and to one local member of each queue group the RMSG names.
+// Internal subscriptions (JetStream) are neither announced nor reached by routed messages.
+//
+// The Server (src/server/server.ts) loads this module lazily and talks to it through
+// ClusterLike; this module sees the Server through ClusterHost.
+
+import net from "node:net";
+import tls from "node:tls";
+import { randomBytes } from "node:crypto";
+import { networkInterfaces } from "node:os";
+import { Sublist } from "../subjects/sublist.js";
+import { Route, RemoteSub, GLOBAL_ACCOUNT, type RouteInfo } from "./route.js";
+import { buildTls, peerVerifyError, pinnedOk, type TlsSetup } from "../server/tls.js";
+import type { ClusterOptions, ServerOptions } from "../server/options.js";
+import type { Logger } from "../server/log.js";
+import type { Subscription } from "../server/subscription.js";
+import type { AckReply } from "../protocol/ackreply.js";
+import type { SublistResult } from "../subjects/sublist.js";
+import type { ClusterLike, RoutezOptions } from "../server/server.js";
+import { SERVER_VERSION } from "../version.js";
+import { ClientPermissions } from "../server/permissions.js";
+
+/** What the cluster needs of the server. */
+export interface ClusterHost {
+  readonly serverId: string;
+  readonly serverName: string;
+  readonly opts: ServerOptions;
+  readonly log: Logger;
+  readonly traceEnabled: boolean;
+  readonly port: number;
+  readonly sublist: Sublist<Subscription>;
+  readonly stats: { inMsgs: number; inBytes: number };
+  nowMs(): number;
+  allocCid(): number;
+  flushDirty(): void;
+  /** The cluster's client URLs changed: tell clients (async INFO). */
+  clientUrlsChanged(): void;
+}
+
+/** nats-server DEFAULT_ROUTE_RECONNECT is 1 s; reconnects back off from RECONNECT_MIN_MS to
+ *  RECONNECT_MAX_MS, with jitter so that two servers dialling each other do not keep
+ *  colliding. */
+const RECONNECT_MIN_MS = 250;
+const RECONNECT_MAX_MS = 2000;
+const DIAL_TIMEOUT_MS = 2000;
+const ROUTE_RECONNECT_MS = 1000;
+const FIRST_PING_MS = 1000;
+const ROUTE_PROTO_V2 = 2;
+
+export class Cluster implements ClusterLike {
+  name: string;
+  dynamic: boolean;
+  readonly log: Logger;
+  /** Registered routes by remote server id. */
+  readonly routes = new Map<string, Route>();
+  /** Every route connection, pending ones included. */
+  readonly all = new Set<Route>();
+  /** The peers' interest. */
+  readonly remoteSl = new Sublist<RemoteSub>();
+  /** Our clients' interest, counted: "<subject>" or "<subject> <queue>" -> subscriptions. */
+  private readonly interest = new Map<string, number>();
+  private listener: net.Server | null = null;
+  private boundPort = 0;
+  private tlsSetup: TlsSetup | null = null;
+  private dirty: Route[] = [];
+  private flushScheduled = false;
+  private readonly flushBound = (): void => this.flushRoutes();
+  /** URLs (host:port, lower case) that turned out to be this server. */
+  private readonly selfUrls = new Set<string>();
+  /** URLs being dialled or waiting to be re-dialled. */
+  private readonly dialing = new Set<string>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private tickTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private epoch = 0;
+  /** ClusterLike.lastQueueBacklog */
+  lastQueueBacklog = 0;
+  private readonly targets: Route[] = [];
+  /** Route permissions: import (what we announce) and export (what peers may announce). */
+  private readonly perms: ClientPermissions | null;
+
+  constructor(
+    private readonly host: ClusterHost,
+    private readonly opts: ClusterOptions,
+  ) {
+    this.log = host.log;
+    this.perms = opts.permissions !== null ? new ClientPermissions(opts.permissions) : null;
+    this.dynamic = opts.name === "";
+    this.name = opts.name !== "" ? opts.name : randomBytes(11).toString("base64url").toUpperCase().replace(/[^A-Z0-9]/g, "X");
+  }
+
+  get active(): boolean {
+    return this.routes.size > 0;
+  }
+
+  get traceEnabled(): boolean {
+    return this.host.traceEnabled;
+  }
+
+  get maxPendingBytes(): number {
+    return this.host.opts.maxPendingBytes;
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  nowMs(): number {
+    return this.host.nowMs();
+  }
+
+  // ---- lifecycle ----
+
+  async start(): Promise<void> {
+    const o = this.opts;
+    if (o.tls !== null) this.tlsSetup = buildTls(o.tls);
+    this.log.info(`Cluster name is ${this.name}`);
+    if (this.dynamic) this.log.warn("Cluster name was dynamically generated, consider setting one");
+    const l = net.createServer({ noDelay: true }, (s) => this.accept(s));
+    this.listener = l;
+    await new Promise<void>((resolve, reject) => {
+      l.once("error", reject);
+      const host = o.host === "0.0.0.0" ? "::" : o.host;
+      l.listen({ host, port: o.port < 0 ? 0 : o.port, exclusive: true, ipv6Only: false }, () => {
+        l.off("error", reject);
+        resolve();
+      });
+    }).catch(async (err: Error & { code?: string }) => {
+      if (o.host !== "0.0.0.0" || (err.code !== "EAFNOSUPPORT" && err.code !== "EADDRNOTAVAIL")) throw new Error(`Error listening on router port: ${o.port} - ${err.message}`);
+      await new Promise<void>((resolve, reject) => {
+        l.once("error", reject);
+        l.listen({ host: "0.0.0.0", port: o.port < 0 ? 0 : o.port, exclusive: true }, () => resolve());
+      });
+    });
+    l.on("error", (err) => this.log.error(`Route listener error: ${err.message}`));
+    const addr = l.address();
+    this.boundPort = typeof addr === "object" && addr !== null ? addr.port : o.port;
+    this.log.info(`Listening for route connections on ${o.host}:${this.boundPort}`);
+    if (this.tlsSetup !== null) this.log.info("TLS required for route connections");
+    this.tickTimer = setInterval(() => this.tick(), 1000);
+    this.tickTimer.unref();
+    for (const u of o.routes) this.dial(u, true, 0);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    const l = this.listener;
+    this.listener = null;
+    for (const r of [...this.all]) this.closeRoute(r, "Server Shutdown", "");
+    this.flushRoutes();
+    if (l !== null) await new Promise<void>((r) => l.close(() => r()));
+  }
+
+  // ---- connections ----
+
+  private accept(raw: net.Socket): void {
+    if (this.stopped) {
+      raw.destroy();
+      return;
+    }
+    const t = this.tlsSetup;
+    if (t === null) {
+      this.attach(raw, false, "", false);
+      return;
+    }
+    // Route TLS: the handshake first, and always mutual (nats-server requires and verifies
+    // the peer's certificate on routes).
+    const ts = new tls.TLSSocket(raw, { isServer: true, secureContext: t.context, requestCert: true, rejectUnauthorized: true });
+    const deadline = setTimeout(() => ts.destroy(), t.opts.timeoutMs);
+    deadline.unref();
+    ts.on("error", (err) => {
+      this.log.error(`${raw.remoteAddress ?? "?"}:${raw.remotePort ?? 0} - TLS route handshake error: ${err.message}`);
+      ts.destroy();
+    });
+    ts.once("secure", () => {
+      clearTimeout(deadline);
+      const bad = peerVerifyError(ts);
+      if (bad !== null || !pinnedOk(ts, t.opts.pinnedCerts)) {
+        this.log.error(`${raw.remoteAddress ?? "?"}:${raw.remotePort ?? 0} - TLS route handshake error: ${bad ?? "peer certificate is not pinned"}`);
+        ts.destroy();
+        return;
+      }
+      this.attach(ts, false, "", false);
+    });
+  }
+
+  /** Connect to url: explicit routes are retried for ever, implicit ones connect_retries
+   *  times. */
+  private dial(url: string, explicit: boolean, attempt: number): void {
+    if (this.stopped) return;
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      this.log.error(`Error parsing route URL ${JSON.stringify(redactUrl(url))}`);
+      return;
+    }
+    const key = urlKey(u);
+    if (this.selfUrls.has(key)) return;
+    if (attempt === 0) {
+      if (this.dialing.has(key)) return;
+      this.dialing.add(key);
+    }
+    const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = Number(u.port);
+    this.log.debug(`Trying to connect to route on ${u.host}`);
+    const t = this.tlsSetup;
+    let sock: net.Socket;
+    let settled = false;
+    const onFail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      sock.destroy();
+      const msg = `Error trying to connect to route (attempt ${attempt + 1}): ${err.message}`;
+      if (attempt === 0 || attempt % 60 === 0) this.log.error(msg);
+      else this.log.debug(msg);
+      if (this.stopped || (!explicit && attempt >= this.opts.connectRetries)) {
+        this.dialing.delete(key);
+        return;
+      }
+      this.later(backoff(attempt), () => this.dial(url, explicit, attempt + 1));
+    };
+    const onUp = (s: net.Socket): void => {
+      if (settled) return;
+      settled = true;
+      this.dialing.delete(key);
+      if (this.stopped) {
+        s.destroy();
+        return;
+      }
+      this.attach(s, true, url, explicit);
+    };
+    if (t === null) {
+      sock = net.connect({ host, port, noDelay: true });
+      sock.once("connect", () => onUp(sock));
+    } else {
+      // The CA file verifies the peer, and its certificate must name the host dialled
+      // (unless insecure).
+      const co: tls.ConnectionOptions = { host, port, secureContext: t.context, rejectUnauthorized: !t.opts.insecure };
+      if (net.isIP(host) === 0) co.servername = host;
+      if (t.opts.insecure) co.checkServerIdentity = (): undefined => undefined;
+      const ts = tls.connect(co);
+      sock = ts;
+      ts.once("secureConnect", () => {
+        if (!pinnedOk(ts, t.opts.pinnedCerts)) return onFail(new Error("peer certificate is not pinned"));
+        onUp(ts);
+      });
+    }
+    sock.once("error", onFail);
+    sock.setTimeout(DIAL_TIMEOUT_MS, () => onFail(new Error("i/o timeout")));
+  }
+
+  private later(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    t.unref();
+    this.timers.add(t);
+  }
+
+  private attach(s: net.Socket, didSolicit: boolean, url: string, explicit: boolean): void {
+    s.setTimeout(0);
+    s.setNoDelay(true);
+    s.removeAllListeners("error");
+    const r = new Route(this.host.allocCid(), s, this, didSolicit, url, explicit);
+    this.all.add(r);
+    this.log.info(`${r.label()} - Route connection created`);
+    s.on("data", (chunk: Buffer) => {
+      r.onData(chunk);
+      this.host.flushDirty();
+      this.flushRoutes();
+    });
+    s.on("error", (err) => {
+      this.log.debug(`${r.label()} - Route connection error: ${err.message}`);
+      this.closeRoute(r, "Read Error", "");
+    });
+    s.on("close", () => this.closeRoute(r, "Client Closed", ""));
+    if (didSolicit) r.queueString(`CONNECT ${this.connectJson(url)}\r\n`);
+    r.queueString(`INFO ${this.infoJson()}\r\n`);
+    this.flushRoutes();
+  }
+
+  /** Close a route (idempotent): its interest goes, and a solicited route is dialled again
+   *  unless the peer is connected some other way. */
+  closeRoute(r: Route, reason: string, detail: string): void {
+    if (r.closed) return;
+    if (detail !== "") this.log.error(`${r.label()} - Route closed: ${detail}`);
+    r.closeReason = reason;
+    r.shut();
+    this.all.delete(r);
+    for (const rs of r.remoteSubs.values()) this.remoteSl.remove(rs);
+    r.remoteSubs.clear();
+    const wasRegistered = r.registered && this.routes.get(r.remoteId) === r;
+    if (wasRegistered) {
+      this.routes.delete(r.remoteId);
+      r.registered = false;
+      this.log.info(`${r.label()} - Router connection closed: ${reason}`);
+      const urls = r.remoteInfo?.connect_urls ?? [];
+      if (urls.length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+    } else this.log.debug(`${r.label()} - Router connection closed: ${reason}`);
+    if (this.stopped || r.noReconnect || r.url === "") return;
+    if (!(r.didSolicit || r.retry)) return;
+    if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
+    const explicit = r.explicit;
+    // nats-server waits DEFAULT_ROUTE_RECONNECT (1 s) before re-dialling a configured route,
+    // and only the jitter for an implicit one.
+    this.later(backoff(0) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
+      if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
+      this.dial(r.url, explicit, 0);
+    });
+  }
+
+  // ---- handshake ----
+
+  connectJson(url: string): string {
+    let user = "";
+    let pass = "";
+    try {
+      const u = new URL(url);
+      user = decodeURIComponent(u.username);
+      pass = decodeURIComponent(u.password);
+    } catch {
+      /* checked when dialled */
+    }
+    const c: Record<string, unknown> = { echo: true, verbose: false, pedantic: false };
+    if (user !== "") c["user"] = user;
+    if (pass !== "") c["pass"] = pass;
+    c["tls_required"] = this.tlsSetup !== null;
+    c["headers"] = true;
+    c["name"] = this.host.serverId;
+    c["cluster"] = this.name;
+    c["dynamic"] = this.dynamic;
+    c["lnoc"] = true;
+    return JSON.stringify(c);
+  }
+
+  infoJson(): string {
+    const o = this.opts;
+    const h = this.host;
+    const info: Record<string, unknown> = {
+      server_id: h.serverId,
+      server_name: h.serverName,
+      version: SERVER_VERSION,
+      proto: ROUTE_PROTO_V2,
+      go: `node${process.version}`,
+      host: o.host,
+      port: this.boundPort,
+      headers: true,
+      max_payload: h.opts.maxPayloadBytes,
+      cluster: this.name,
+    };
+    if (o.user !== "") info["auth_required"] = true;
+    if (this.tlsSetup !== null) {
+      info["tls_required"] = true;
+      info["tls_verify"] = true;
+    }
+    if (this.dynamic) info["cluster_dynamic"] = true;
+    if (o.advertise !== "") {
+      const hp = splitHostPort(o.advertise, this.boundPort);
+      info["host"] = hp.host;
+      info["port"] = hp.port;
+      info["ip"] = `nats-route://${joinHostPort(hp.host, hp.port)}/`;
+    }
+    if (!o.noAdvertise) info["connect_urls"] = this.ownClientUrls();
+    if (h.opts.jetstream.enabled) info["jetstream"] = true;
+    const p = o.permissions;
+    if (p !== null) {
+      if (p.publish !== null) info["import"] = subjectPermissionJson(p.publish);
+      if (p.subscribe !== null) info["export"] = subjectPermissionJson(p.subscribe);
+    }
+    info["lnoc"] = true;
+    return JSON.stringify(info);
+  }
+
+  processConnect(r: Route, json: string): void {
+    let c: Record<string, unknown>;
+    try {
+      const v: unknown = JSON.parse(json);
+      if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("not an object");
+      c = v as Record<string, unknown>;
+    } catch {
+      return this.closeRoute(r, "Protocol Violation", "bad CONNECT JSON");
+    }
+    // Clients send lang; routes do not (nats-server's way to tell them apart).
+    if (typeof c["lang"] === "string" && c["lang"] !== "") {
+      r.queueString("-ERR 'attempted to connect to route port'\r\n");
+      r.noReconnect = true;
+      return this.closeRoute(r, "Wrong Port", "a client connected to the route port");
+    }
+    if (typeof c["gateway"] === "string" && c["gateway"] !== "") {
+      r.queueString(`-ERR 'Rejecting connection from gateway "${c["gateway"]}" on the Route port'\r\n`);
+      return this.closeRoute(r, "Wrong Gateway", "a gateway connected to the route port");
+    }
+    const o = this.opts;
+    if (o.user !== "" && (c["user"] !== o.user || c["pass"] !== o.password)) {
+      r.queueString("-ERR 'Authorization Violation'\r\n");
+      return this.closeRoute(r, "Authentication Failure", `authentication error - user ${JSON.stringify(typeof c["user"] === "string" ? c["user"] : "")}`);
+    }
+    const theirs = typeof c["cluster"] === "string" ? c["cluster"] : "";
+    if (theirs !== this.name && !this.adoptName(theirs, c["dynamic"] === true, r)) {
+      const txt = `Rejecting connection, cluster name "${theirs}" does not match "${this.name}"`;
+      r.queueString(`-ERR '${txt}'\r\n`);
+      return this.closeRoute(r, "Cluster Name Conflict", txt);
+    }
+    r.remoteId = typeof c["name"] === "string" ? c["name"] : "";
+    r.headers = c["headers"] === true;
+    r.connectDone = true;
+  }
+
+  /** A dynamic cluster name gives way to a configured one, or to a greater dynamic one
+   *  (nats-server); then every other route goes. True when the names now agree. */
+  private adoptName(theirs: string, theirsDynamic: boolean, keep: Route): boolean {
+    if (theirs === "" || !this.dynamic || (theirsDynamic && this.name >= theirs)) return false;
+    this.name = theirs;
+    if (!theirsDynamic) this.dynamic = false;
+    for (const r of [...this.all]) if (r !== keep) this.closeRoute(r, "Cluster Name Conflict", "");
+    return true;
+  }
+
+  processInfo(r: Route, info: RouteInfo): void {
+    const id = info.server_id;
+    if (id === this.host.serverId) {
+      r.noReconnect = true;
+      if (r.didSolicit) {
+        try {
+          this.selfUrls.add(urlKey(new URL(r.url)));
+        } catch {
+          /* checked when dialled */
+        }
+      }
+      this.log.debug(`${r.label()} - Detected route to self, ignoring ${redactUrl(r.url)}`);
+      return this.closeRoute(r, "Duplicate Route", "");
+    }
+    if (info.cluster !== undefined && info.cluster !== "" && info.cluster !== this.name && !this.adoptName(info.cluster, info.cluster_dynamic === true, r)) {
+      return this.closeRoute(r, "Cluster Name Conflict", `cluster name "${info.cluster}" does not match "${this.name}"`);
+    }
+    if (r.infoReceived) {
+      // Gossip: the peer tells us about another server, which we then connect to.
+      if (r.remoteId !== "" && r.remoteId !== id) this.implicitRoute(info);
+      else if (info.ldm === true && r.remoteInfo !== null && !r.lameDuck) {
+        // The peer is in lame duck mode: our clients stop hearing of its URLs.
+        r.lameDuck = true;
+        if ((r.remoteInfo.connect_urls ?? []).length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+      }
+      return;
+    }
+    if (info.server_name !== undefined && info.server_name !== "" && info.server_name === this.host.serverName) {
+      // Names must be unique in a cluster (JetStream needs it): no route, and no retries.
+      r.noReconnect = true;
+      this.log.error(`${r.label()} - Remote server has a duplicate name: "${info.server_name}"`);
+      return this.closeRoute(r, "Duplicate Server Name", "");
+    }
+    r.infoReceived = true;
+    r.remoteId = id;
+    r.remoteName = info.server_name ?? "";
+    r.remoteInfo = info;
+    if (r.didSolicit) r.headers = info.headers === true;
+    else r.headers = r.headers && info.headers === true;
+    // Where the peer is reached: its advertised address, else the address it came from with
+    // its route port (a listener on 0.0.0.0 names no host).
+    if (info.ip === undefined || info.ip === "") info.ip = `nats-route://${joinHostPort(r.host, typeof info.port === "number" ? info.port : 0)}/`;
+    if (r.url === "") r.url = info.ip;
+    const existing = this.routes.get(id);
+    if (existing !== undefined) {
+      // Both sides dialled each other: the first registered stays (nats-server addRoute). If
+      // the duplicate was ours, the kept route takes over its URL, so that it is re-dialled
+      // should it drop (the peer may keep the other connection and close this one).
+      if (r.didSolicit) {
+        if (existing.url === "" || !existing.didSolicit) existing.url = r.url;
+        existing.explicit = existing.explicit || r.explicit;
+      }
+      existing.retry = true;
+      r.noReconnect = true;
+      this.log.debug(`${r.label()} - Detected duplicate remote route "${id}"`);
+      return this.closeRoute(r, "Duplicate Route", "");
+    }
+    this.routes.set(id, r);
+    r.registered = true;
+    this.log.debug(`${r.label()} - Registering remote route "${id}"`);
+    this.sendSubsTo(r);
+    if (this.routes.size > 1) {
+      // Tell the others about the new server: each then connects to it.
+      const fwd = { ...info };
+      delete fwd["nonce"];
+      const line = `INFO ${JSON.stringify(fwd)}\r\n`;
+      for (const o of this.routes.values()) if (o !== r) o.queueString(line);
+    }
+    if ((info.connect_urls ?? []).length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+    this.flushRoutes();
+  }
+
+  private implicitRoute(info: RouteInfo): void {
+    const id = info.server_id;
+    if (id === this.host.serverId || this.routes.has(id)) return;
+    let url = typeof info.ip === "string" && info.ip !== "" ? info.ip : "";
+    if (url === "" && typeof info.host === "string" && typeof info.port === "number") url = `nats-route://${joinHostPort(info.host, info.port)}/`;
+    if (url === "") return;
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      return;
+    }
+    // A configured route is dialled (and re-dialled) on its own.
+    const hp = typeof info.host === "string" && typeof info.port === "number" ? joinHostPort(info.host, info.port).toLowerCase() : "";
+    for (const c of this.opts.routes) {
+      try {
+        const cu = new URL(c);
+        if (cu.host.toLowerCase() === hp || urlKey(cu) === urlKey(u)) return;
+      } catch {
+        /* validated at startup */
+      }
+    }
+    if (info.auth_required === true && this.opts.user !== "") {
+      u.username = encodeURIComponent(this.opts.user);
+      u.password = encodeURIComponent(this.opts.password);
+    }
+    this.dial(u.toString(), false, 0);
+  }
+
+  private sendSubsTo(r: Route): void {
+    if (this.interest.size === 0) return;
+    let s = "";
+    for (const [key, n] of this.interest) {
+      const sp = key.indexOf(" ");
+      s += sp < 0 ? `RS+ $G ${key}\r\n` : `RS+ $G ${key} ${n}\r\n`;
+    }
+    r.queueRaw(Buffer.from(s, "latin1"));
+  }
+
+  // ---- interest ----
+
+  /** A client subscription came or went: announce the changes of interest to every route
+   *  (RS+ when a subject gains its first subscription, RS- when it loses its last; a queue
+   *  group's weight on every change). */
+  localInterest(sub: Subscription, delta: 1 | -1): void {
+    // Interest in a subject we may not import is never announced (nats-server canImport).
+    if (this.perms !== null && !this.perms.pubAllowed(sub.subject, 0)) return;
+    const q = sub.queue;
+    const key = q === "" ? sub.subject : `${sub.subject} ${q}`;
+    const was = this.interest.get(key) ?? 0;
+    const now = was + delta;
+    if (now <= 0) {
+      if (was <= 0) return;
+      this.interest.delete(key);
+      this.broadcast(`RS- $G ${key}\r\n`);
+      return;
+    }
+    this.interest.set(key, now);
+    if (q !== "") this.broadcast(`RS+ $G ${key} ${now}\r\n`);
+    else if (was === 0) this.broadcast(`RS+ $G ${key}\r\n`);
+  }
+
+  lameDuck(): void {
+    const info = JSON.parse(this.infoJson()) as Record<string, unknown>;
+    info["ldm"] = true;
+    const line = `INFO ${JSON.stringify(info)}\r\n`;
+    for (const r of this.routes.values()) r.queueString(line);
+    this.flushRoutes();
+  }
+
+  private broadcast(line: string): void {
+    if (this.routes.size === 0) return;
+    const b = Buffer.from(line, "latin1");
+    for (const r of this.routes.values()) r.queueRaw(b);
+  }
+
+  remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void {
+    if (acc !== GLOBAL_ACCOUNT) {
+      // nats-server always announces its system account's subscriptions; tsnats has no
+      // other account, so there is nothing to route for them.
+      return;
+    }
+    // A peer may only subscribe to what we export (nats-server canExport).
+    if (this.perms !== null && !this.perms.canSubscribe(subject, "")) {
+      this.log.debug(`${r.label()} - Can not export "${subject}", ignoring remote subscription request`);
+      return;
+    }
+    const key = queue === "" ? subject : `${subject} ${queue}`;
+    const old = r.remoteSubs.get(key);
+    if (old !== undefined) {
+      if (queue !== "") old.weight = Math.max(1, weight);
+      return;
+    }
+    const rs = new RemoteSub(r, subject, queue, queue === "" ? 0 : Math.max(1, weight));
+    try {
+      this.remoteSl.insert(rs);
+    } catch {
+      this.log.debug(`${r.label()} - invalid remote subscription ${JSON.stringify(subject)}`);
+      return;
+    }
+    r.remoteSubs.set(key, rs);
+  }
+
+  remoteUnsub(r: Route, acc: string, subject: string, queue: string): void {
+    if (acc !== GLOBAL_ACCOUNT) return;
+    const key = queue === "" ? subject : `${subject} ${queue}`;
+    const rs = r.remoteSubs.get(key);
+    if (rs === undefined) return;
+    r.remoteSubs.delete(key);
+    this.remoteSl.remove(rs);
+  }
+
+  /** Whether any route has interest in subject. */
+  hasRemoteInterest(subject: string): boolean {
+    if (this.routes.size === 0) return false;
+    const r = this.remoteSl.match(subject);
+    return r.psubs.length > 0 || r.qsubs.length > 0;
+  }
+
+  // ---- messages ----
+
+  /**
+   * A message published on this server, after its local plain subscribers had it: queue
+   * groups cluster-wide (one member: a local one or a route, weighted as nats-server does),
+   * then one copy per route with interest. shown: the subject local subscribers see (a
+   * JetStream delivery matches its deliver subject; a route gets "<reply>@<shown>", as
+   * nats-server sends it). Returns the deliveries made (a route counts once).
+   */
+  forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number {
+    const rr = this.remoteSl.match(subject);
+    let delivered = 0;
+    this.lastQueueBacklog = 0;
+    const epoch = ++this.epoch;
+    const targets = this.targets;
+    targets.length = 0;
+    const rps = rr.psubs;
+    for (let i = 0; i < rps.length; i++) {
+      const r = rps[i]!.route;
+      if (r.pickEpoch !== epoch) {
+        r.pickEpoch = epoch;
+        r.pickPlain = false;
+        r.pickQueues.length = 0;
+        targets.push(r);
+      }
+      r.pickPlain = true;
+    }
+    const rqs = rr.qsubs;
+    for (let g = 0; g < qsubs.length; g++) {
+      const members = qsubs[g]!;
+      const n = members.length;
+      if (n === 0) continue;
+      const name = members[0]!.queue;
+      const remote = rqs.length > 0 ? findGroup(rqs, name) : null;
+      const w = remote === null ? 0 : weightOf(remote);
+      const pick = Math.floor(Math.random() * (n + w));
+      if (pick < n || w === 0) {
+        if (this.deliverQueueLocal(members, pick < n ? pick : 0, fromCid, noEcho, subject, shown, reply, hdr, buf, start, end, ack)) {
+          delivered++;
+          continue;
+        }
+        if (w === 0) continue;
+      }
+      this.addQueueTarget(pickWeighted(remote!, w), name, epoch);
+    }
+    // Groups with no member here.
+    for (let g = 0; g < rqs.length; g++) {
+      const group = rqs[g]!;
+      if (group.length === 0) continue;
+      const name = group[0]!.queue;
+      if (qsubs.length > 0 && hasGroup(qsubs, name)) continue;
+      this.addQueueTarget(pickWeighted(group, weightOf(group)), name, epoch);
+    }
+    if (targets.length === 0) return delivered;
+    let rep = ack !== null ? ack.toString() : reply;
+    if (shown !== subject && rep.length > 0) rep = `${rep}@${shown}`;
+    for (let i = 0; i < targets.length; i++) {
+      const r = targets[i]!;
+      r.sendMsg(subject, rep, r.pickQueues.length > 0 ? r.pickQueues : null, hdr, buf, start, end);
+      delivered++;
+    }
+    targets.length = 0;
+    return delivered;
+  }
+
+  private addQueueTarget(r: Route, name: string, epoch: number): void {
+    if (r.pickEpoch !== epoch) {
+      r.pickEpoch = epoch;
+      r.pickPlain = false;
+      r.pickQueues.length = 0;
+      this.targets.push(r);
+    }
+    r.pickQueues.push(name);
+  }
+
+  /** One member of a local queue group, from index first on (Server.routeRange's rules). */
+  private deliverQueueLocal(members: readonly Subscription[], first: number, fromCid: number, noEcho: boolean, subject: string, shown: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): boolean {
+    const n = members.length;
+    for (let k = 0; k < n; k++) {
+      const sub = members[(first + k) % n]!;
+      if (sub.closed || (noEcho && sub.owner.cid === fromCid)) continue;
+      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
+      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
+      const b = sub.owner.pendingBytes();
+      if (b > this.lastQueueBacklog) this.lastQueueBacklog = b;
+      return true;
+    }
+    return false;
+  }
+
+  /** A message from a route: local subscribers only, never another route. */
+  inbound(r: Route, acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number, size: number): void {
+    if (acc !== GLOBAL_ACCOUNT) {
+      this.log.debug(`${r.label()} - Unknown account "${acc}" for routed message on subject: "${subject}"`);
+      return;
+    }
+    const st = this.host.stats;
+    st.inMsgs++;
+    st.inBytes += size;
+    let shown = subject;
+    // A JetStream delivery across a route: "<reply>@<subject shown>" (nats-server).
+    if (reply.startsWith("$JS.ACK.")) {
+      const at = reply.lastIndexOf("@");
+      if (at > 0 && at < reply.length - 1) {
+        shown = reply.slice(at + 1);
+        reply = reply.slice(0, at);
+      }
+    }
+    const res = this.host.sublist.match(subject);
+    const ps = res.psubs;
+    for (let i = 0; i < ps.length; i++) {
+      const sub = ps[i]!;
+      // Internal subscriptions are not announced over routes: they take nothing from them.
+      if (sub.owner.cid === 0) continue;
+      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
+      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
+    }
+    if (queues === null) return;
+    const qs = res.qsubs;
+    for (let g = 0; g < qs.length; g++) {
+      const members = qs[g]!;
+      const n = members.length;
+      if (n === 0 || !queues.includes(members[0]!.queue)) continue;
+      const first = n === 1 ? 0 : Math.floor(Math.random() * n);
+      for (let k = 0; k < n; k++) {
+        const sub = members[(first + k) % n]!;
+        if (sub.closed || sub.owner.cid === 0) continue;
+        if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
+        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
+        break;
+      }
+    }
+  }
+
+  // ---- output ----
+
+  markDirty(r: Route): void {
+    this.dirty.push(r);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBound);
+    }
+  }
+
+  flushRoutes(): void {
+    this.flushScheduled = false;
+    const list = this.dirty;
+    if (list.length === 0) return;
+    this.dirty = [];
+    for (let i = 0; i < list.length; i++) list[i]!.flush();
+  }
+
+  // ---- timer: pings, handshakes that never finish ----
+
+  private tick(): void {
+    const now = this.nowMs();
+    const o = this.host.opts;
+    const handshakeMs = Math.max(this.opts.authTimeoutMs, 2000);
+    for (const r of [...this.all]) {
+      if (!r.connectDone && now - r.startMs > this.opts.authTimeoutMs) {
+        r.queueString("-ERR 'Authentication Timeout'\r\n");
+        this.closeRoute(r, "Authentication Timeout", "route sent no CONNECT in time");
+        continue;
+      }
+      if (!r.registered) {
+        if (!r.infoReceived && now - r.startMs > 2 * handshakeMs) this.closeRoute(r, "Protocol Violation", "route sent no INFO in time");
+        continue;
+      }
+      // The first PING about a second after the route is up (nats-server's first ping
+      // timer), so that /routez has an RTT early; then every ping_interval.
+      const first = r.rttMs === 0 && r.pingsOut === 0 && now - r.startMs >= FIRST_PING_MS;
+      if (first || now - r.lastPingMs >= o.pingIntervalMs) {
+        if (r.pingsOut + 1 > o.pingMax) {
+          this.closeRoute(r, "Stale Connection", "stale route connection");
+          continue;
+        }
+        r.sendPing();
+      }
+    }
+    this.flushRoutes();
+  }
+
+  // ---- clients and monitoring ----
+
+  /** This server's client URLs as it announces them ("host:port"). */
+  ownClientUrls(): string[] {
+    const o = this.host.opts;
+    const port = this.host.port;
+    if (o.host !== "0.0.0.0" && o.host !== "::") return [joinHostPort(o.host, port)];
+    const out: string[] = [];
+    for (const list of Object.values(networkInterfaces())) {
+      for (const a of list ?? []) {
+        if (a.internal) continue;
+        if (a.family === "IPv6" && a.address.startsWith("fe80")) continue;
+        out.push(joinHostPort(a.address, port));
+      }
+    }
+    if (out.length === 0) out.push(joinHostPort("127.0.0.1", port));
+    return out;
+  }
+
+  /** What clients are told in connect_urls: every server's client URLs. */
+  clientUrls(): string[] {
+    if (this.opts.noAdvertise) return [];
+    const out = this.ownClientUrls();
+    for (const r of this.routes.values()) {
+      if (r.lameDuck) continue;
+      for (const u of r.remoteInfo?.connect_urls ?? []) if (!out.includes(u)) out.push(u);
+    }
+    return out;
+  }
+
+  /** The route URLs for /varz cluster.urls: the configured routes, without credentials. */
+  configuredUrls(): string[] {
+    return this.opts.routes.map((u) => {
+      try {
+        const x = new URL(u);
+        return x.host;
+      } catch {
+        return u;
+      }
+    });
+  }
+
+  varz(): Record<string, unknown> {
+    const v: Record<string, unknown> = { name: this.name, addr: this.opts.host, cluster_port: this.boundPort, auth_timeout: this.opts.authTimeoutMs / 1000 };
+    const urls = this.configuredUrls();
+    if (urls.length > 0) v["urls"] = urls;
+    // nats-server shows the TLS timeout (2 s by default) with or without TLS.
+    v["tls_timeout"] = (this.opts.tls?.timeoutMs ?? 2000) / 1000;
+    if (this.tlsSetup !== null) {
+      v["tls_required"] = true;
+      v["tls_verify"] = true;
+    }
+    return v;
+  }
+
+  /** The routes for /routez, raw (src/monitor/misc.ts formats times as nats-server). */
+  routez(opts: RoutezOptions): Record<string, unknown> {
+    const routes: Record<string, unknown>[] = [];
+    for (const r of this.routes.values()) {
+      const e: Record<string, unknown> = {
+        rid: r.rid,
+        remote_id: r.remoteId,
+        remote_name: r.remoteName,
+        did_solicit: r.didSolicit,
+        is_configured: r.explicit,
+        ip: r.host,
+        port: r.port,
+        startMs: r.startMs,
+        lastActivityMs: r.lastActivityMs,
+        rttMs: r.rttMs,
+        pending_size: r.pendingBytes(),
+        in_msgs: r.inMsgs,
+        out_msgs: r.outMsgs,
+        in_bytes: r.inBytes,
+        out_bytes: r.outBytes,
+        subscriptions: r.remoteSubs.size,
+      };
+      // nats-server lists the subjects (a queue subscription by its subject too).
+      if (opts.subs) e["subscriptions_list"] = [...r.remoteSubs.values()].map((x) => x.subject);
+      routes.push(e);
+    }
+    routes.sort((a, b) => (a["rid"] as number) - (b["rid"] as number));
+    return { num_routes: routes.length, routes };
+  }
+}
+
+function subjectPermissionJson(p: { allow: string[] | null; deny: string[] }): Record<string, string[]> {
+  const o: Record<string, string[]> = {};
+  if (p.allow !== null) o["allow"] = p.allow;
+  if (p.deny.length > 0) o["deny"] = p.deny;
+  return o;
+}
+
+function findGroup(groups: readonly (readonly RemoteSub[])[], name: string): readonly RemoteSub[] | null {
+  for (let i = 0; i < groups.length; i++) {
+    const g = groups[i]!;
+    if (g.length > 0 && g[0]!.queue === name) return g;
+  }
+  return null;
+}
+
+function hasGroup(groups: readonly (readonly Subscription[])[], name: string): boolean {
+  for (let i = 0; i < groups.length; i++) {
+    const g = groups[i]!;
+    if (g.length > 0 && g[0]!.queue === name) return true;
+  }
+  return false;
+}
+
+function weightOf(group: readonly RemoteSub[]): number {
+  let w = 0;
+  for (let i = 0; i < group.length; i++) w += group[i]!.weight;
+  return w;
+}
+
+/** A route of the group, each with the chance of its weight; w = weightOf(group) > 0. */
+function pickWeighted(group: readonly RemoteSub[], w: number): Route {
+  let x = Math.floor(Math.random() * w);
+  for (let i = 0; i < group.length; i++) {
+    const s = group[i]!;
+    if (x < s.weight) return s.route;
+    x -= s.weight;
+  }
+  return group[group.length - 1]!.route;
+}
+
+function backoff(attempt: number): number {
+  const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt, 8));
+  return base + Math.floor(Math.random() * 100);
+}
+
+function urlKey(u: URL): string {
+  return u.host.toLowerCase();
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "xxxxx";
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+export function joinHostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function splitHostPort(s: string, defPort: number): { host: string; port: number } {
+  const v6 = /^\[([^\]]*)\](?::(\d+))?$/.exec(s);
+  if (v6) return { host: v6[1]!, port: v6[2] !== undefined ? Number(v6[2]) : defPort };
+  const i = s.lastIndexOf(":");
+  if (i < 0) return { host: s, port: defPort };
+  return { host: s.slice(0, i), port: Number(s.slice(i + 1)) || defPort };
+}

@@ -1,0 +1,321 @@
+// One route connection to another server (nats-server route.go, the 2.9 no-pool path): the
+// handshake (CONNECT from the soliciting side, INFO both ways), interest the peer announces
+// (RS+/RS-), routed messages both ways (RMSG/HMSG) and the route's outbound buffer, flushed
+// once per turn of the event loop. The Cluster (cluster.ts) owns the decisions: who is
+// registered, duplicates, gossip, reconnects.
+
+import type net from "node:net";
+import { RouteParser, type RouteParserHandler } from "./route-parser.js";
+import type { Cluster } from "./cluster.js";
+
+const INITIAL_OUT_BYTES = 32 * 1024;
+const PING = Buffer.from("PING\r\n");
+const PONG = Buffer.from("PONG\r\n");
+/** Control lines on a route: INFO carries every client URL of the peer, so more than a
+ *  client's 4 KiB. */
+const ROUTE_MAX_CONTROL_LINE = 256 * 1024;
+/** nats-server's hard maximum payload (MAX_PAYLOAD_MAX_SIZE): routes carry what the peer's
+ *  clients may publish there. */
+const ROUTE_MAX_PAYLOAD = 64 * 1024 * 1024;
+
+/** The global account: the only one tsnats has. */
+export const GLOBAL_ACCOUNT = "$G";
+
+/** What a peer announced with RS+: an entry in the cluster's remote-interest index. */
+export class RemoteSub {
+  constructor(
+    readonly route: Route,
+    readonly subject: string,
+    readonly queue: string,
+    public weight: number,
+  ) {}
+}
+
+/** The INFO fields a route uses (nats-server Info). */
+export interface RouteInfo {
+  server_id: string;
+  server_name?: string;
+  cluster?: string;
+  cluster_dynamic?: boolean;
+  host?: string;
+  port?: number;
+  ip?: string;
+  headers?: boolean;
+  connect_urls?: string[];
+  auth_required?: boolean;
+  tls_required?: boolean;
+  jetstream?: boolean;
+  ldm?: boolean;
+  route_pool_size?: number;
+  route_pool_idx?: number;
+  route_account?: string;
+  [k: string]: unknown;
+}
+
+export class Route implements RouteParserHandler {
+  readonly parser: RouteParser;
+  readonly startMs: number;
+  host: string;
+  port: number;
+
+  /** The peer's CONNECT was accepted (accepted routes), or we sent ours (solicited ones). */
+  connectDone: boolean;
+  /** The peer's first INFO was processed. */
+  infoReceived = false;
+  /** Registered as the route to remoteId (not a duplicate, not pending). */
+  registered = false;
+  remoteId = "";
+  remoteName = "";
+  remoteInfo: RouteInfo | null = null;
+  /** The peer said it is in lame duck mode (its client URLs are no longer announced). */
+  lameDuck = false;
+  /** The peer takes HMSG. */
+  headers = false;
+  /** Solicited: the URL we dialled (credentials included), and whether it is configured. */
+  url: string;
+  explicit: boolean;
+  /** Close without reconnecting (a route to ourselves, a duplicate name, shutdown). */
+  noReconnect = false;
+  /** This route's URL should be retried when it closes even if implicit (nats-server
+   *  route.retry: a duplicate we closed was solicited, so the pair may end up with none). */
+  retry = false;
+  /** The peer's interest, keyed "<subject>" or "<subject> <queue>". */
+  readonly remoteSubs = new Map<string, RemoteSub>();
+
+  // stats (routez)
+  inMsgs = 0;
+  outMsgs = 0;
+  inBytes = 0;
+  outBytes = 0;
+  lastActivityMs: number;
+  pingsOut = 0;
+  lastPingMs: number;
+  /** Round trip of the last PING (fractional ms); 0 before the first PONG. */
+  rttMs = 0;
+  private rttStartMs = 0;
+
+  // outbound
+  private out: Buffer = Buffer.allocUnsafe(INITIAL_OUT_BYTES);
+  private outLen = 0;
+  dirty = false;
+  closed = false;
+  private lastSubject = "";
+  private lastHdr = false;
+  private lastPrefix: Buffer | null = null;
+  closeReason = "";
+
+  /** Scratch for Cluster.forward: the message epoch this route was last picked in, and the
+   *  queue groups it was picked for. */
+  pickEpoch = 0;
+  pickPlain = false;
+  pickQueues: string[] = [];
+
+  constructor(
+    readonly rid: number,
+    public socket: net.Socket,
+    private readonly cluster: Cluster,
+    readonly didSolicit: boolean,
+    url: string,
+    explicit: boolean,
+  ) {
+    const now = cluster.nowMs();
+    this.startMs = now;
+    this.lastActivityMs = now;
+    this.lastPingMs = now;
+    const ra = socket.remoteAddress ?? "";
+    this.host = ra.startsWith("::ffff:") ? ra.slice(7) : ra;
+    this.port = socket.remotePort ?? 0;
+    this.url = url;
+    this.explicit = explicit;
+    this.connectDone = didSolicit;
+    this.parser = new RouteParser(this, { maxControlLineBytes: ROUTE_MAX_CONTROL_LINE, maxPayloadBytes: ROUTE_MAX_PAYLOAD });
+  }
+
+  label(): string {
+    return `${this.host}:${this.port} - rid:${this.rid}`;
+  }
+
+  onData(chunk: Buffer): void {
+    if (this.closed) return;
+    this.lastActivityMs = this.cluster.nowMs();
+    if (this.cluster.traceEnabled) this.traceIn(chunk);
+    this.parser.parse(chunk);
+  }
+
+  private traceIn(chunk: Buffer): void {
+    const text = chunk.toString("latin1", 0, Math.min(chunk.length, 4096));
+    for (const line of text.split("\r\n")) if (line.length > 0) this.cluster.log.trace(`${this.label()} - <<- [${line.length > 200 ? line.slice(0, 200) + "..." : line}]`);
+  }
+
+  // ---- RouteParserHandler ----
+
+  onInfo(json: string): void {
+    let info: RouteInfo;
+    try {
+      const v: unknown = JSON.parse(json);
+      if (v === null || typeof v !== "object" || Array.isArray(v) || typeof (v as RouteInfo).server_id !== "string") throw new Error("bad");
+      info = v as RouteInfo;
+    } catch {
+      this.cluster.closeRoute(this, "Parse Error", "bad INFO JSON");
+      return;
+    }
+    if (!this.connectDone) {
+      this.cluster.closeRoute(this, "Protocol Violation", "INFO before CONNECT");
+      return;
+    }
+    this.cluster.processInfo(this, info);
+  }
+
+  onConnect(json: string): void {
+    if (this.didSolicit || this.connectDone) {
+      // A second CONNECT, or one on a route we dialled: nats-server ignores neither.
+      this.cluster.closeRoute(this, "Protocol Violation", "unexpected CONNECT");
+      return;
+    }
+    this.cluster.processConnect(this, json);
+  }
+
+  onPing(): void {
+    this.queueRaw(PONG);
+  }
+
+  onPong(): void {
+    this.pingsOut = 0;
+    if (this.rttStartMs > 0) {
+      this.rttMs = performance.now() - this.rttStartMs;
+      this.rttStartMs = 0;
+    }
+  }
+
+  onErr(text: string): void {
+    this.cluster.log.error(`${this.label()} - Router Error ${text}`);
+  }
+
+  onSub(acc: string, subject: string, queue: string, weight: number): void {
+    if (!this.connectDone) return this.cluster.closeRoute(this, "Protocol Violation", "RS+ before CONNECT");
+    // Only a registered route's interest counts: a second connection to the same peer is
+    // closed at its INFO, and must never make a message go out twice.
+    if (!this.registered) return;
+    this.cluster.remoteSub(this, acc, subject, queue, weight);
+  }
+
+  onUnsub(acc: string, subject: string, queue: string): void {
+    if (!this.connectDone) return this.cluster.closeRoute(this, "Protocol Violation", "RS- before CONNECT");
+    this.cluster.remoteUnsub(this, acc, subject, queue);
+  }
+
+  onMsg(acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
+    if (!this.connectDone) return this.cluster.closeRoute(this, "Protocol Violation", "RMSG before CONNECT");
+    if (!this.registered) return;
+    const size = end - start + (hdr !== null ? hdr.length : 0);
+    this.inMsgs++;
+    this.inBytes += size;
+    this.cluster.inbound(this, acc, subject, reply, queues, hdr, buf, start, end, size);
+  }
+
+  onError(reason: string): void {
+    this.cluster.closeRoute(this, "Protocol Violation", reason);
+  }
+
+  pendingBytes(): number {
+    return this.outLen + this.socket.writableLength;
+  }
+
+  // ---- outbound ----
+
+  /** RMSG/HMSG for subject, with queue groups to pick a member of (null: plain interest). */
+  sendMsg(subject: string, reply: string, queues: readonly string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
+    if (this.closed) return;
+    const useHdr = hdr !== null && this.headers;
+    const hlen = useHdr ? hdr.length : 0;
+    const plen = end - start;
+    const total = hlen + plen;
+    // "RMSG $G <subject> " as bytes, kept for the last subject (publishers repeat theirs).
+    let pre = this.lastPrefix;
+    if (subject !== this.lastSubject || useHdr !== this.lastHdr || pre === null) {
+      pre = this.lastPrefix = Buffer.from(`${useHdr ? "HMSG" : "RMSG"} $G ${subject} `, "latin1");
+      this.lastSubject = subject;
+      this.lastHdr = useHdr;
+    }
+    let line = "";
+    if (queues !== null && queues.length > 0) {
+      line = reply.length > 0 ? `+ ${reply} ` : "| ";
+      line += queues.join(" ") + " ";
+    } else if (reply.length > 0) line = reply + " ";
+    line += useHdr ? `${hlen} ${total}\r\n` : `${total}\r\n`;
+    // Subjects are latin1 strings (the parsers decode bytes one to one): written back the same.
+    const need = pre.length + line.length + total + 2;
+    if (this.outLen + need > this.out.length) this.grow(need);
+    const out = this.out;
+    let p = this.outLen;
+    p += pre.copy(out, p);
+    p += out.write(line, p, "latin1");
+    if (useHdr) p += hdr.copy(out, p);
+    if (plen > 0) p += buf.copy(out, p, start, end);
+    out[p++] = 13;
+    out[p++] = 10;
+    this.outLen = p;
+    this.outMsgs++;
+    this.outBytes += total;
+    this.markDirty();
+    if (p + this.socket.writableLength > this.cluster.maxPendingBytes) this.cluster.closeRoute(this, "Slow Consumer (Pending Bytes)", "slow route: pending bytes over max_pending");
+  }
+
+  queueRaw(b: Buffer): void {
+    if (this.closed) return;
+    if (this.outLen + b.length > this.out.length) this.grow(b.length);
+    b.copy(this.out, this.outLen);
+    this.outLen += b.length;
+    this.markDirty();
+  }
+
+  queueString(s: string): void {
+    if (this.cluster.traceEnabled) this.cluster.log.trace(`${this.label()} - ->> [${s.trimEnd().slice(0, 200)}]`);
+    this.queueRaw(Buffer.from(s, "utf8"));
+  }
+
+  sendPing(): void {
+    this.pingsOut++;
+    this.lastPingMs = this.cluster.nowMs();
+    if (this.rttStartMs === 0) this.rttStartMs = performance.now();
+    this.queueRaw(PING);
+  }
+
+  private grow(need: number): void {
+    let cap = this.out.length * 2;
+    while (cap < this.outLen + need) cap *= 2;
+    const next = Buffer.allocUnsafe(cap);
+    this.out.copy(next, 0, 0, this.outLen);
+    this.out = next;
+  }
+
+  private markDirty(): void {
+    if (!this.dirty) {
+      this.dirty = true;
+      this.cluster.markDirty(this);
+    }
+  }
+
+  flush(): void {
+    this.dirty = false;
+    if (this.closed || this.outLen === 0) return;
+    const chunk = this.out.subarray(0, this.outLen);
+    this.outLen = 0;
+    this.socket.write(chunk);
+    if (this.socket.writableLength !== 0) this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, 1024 * 1024)));
+  }
+
+  /** Close the socket after what is buffered (an -ERR) has gone out. */
+  shut(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.parser.stop();
+    const s = this.socket;
+    if (this.outLen > 0 && !s.destroyed) s.write(this.out.subarray(0, this.outLen));
+    this.outLen = 0;
+    if (!s.destroyed) {
+      s.end(() => s.destroy());
+      setTimeout(() => s.destroy(), 1000).unref();
+    }
+  }
+}
