@@ -290,8 +290,16 @@ export class Server implements Bus {
     const spec = "../cluster/cluster.js";
     const mod = (await import(spec)) as { Cluster: new (host: unknown, opts: unknown) => ClusterLike };
     const cl = new mod.Cluster(this, c);
-    await cl.start();
+    // Clients may have come in since the client port opened: their interest counts too, and
+    // so does every subscription made while the route listener starts.
     this.cluster = cl;
+    for (const client of this.clients.values()) for (const sub of client.subs.values()) cl.localInterest(sub, 1);
+    try {
+      await cl.start();
+    } catch (err) {
+      this.cluster = null;
+      throw err;
+    }
     if (this.opts.jetstream.enabled) this.log.warn("JetStream in a cluster: streams are not replicated yet; each server's JetStream is its own and answers only its own clients");
   }
 
