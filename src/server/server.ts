@@ -834,7 +834,10 @@ export class Server implements Bus {
       headers: true,
       max_payload: o.maxPayloadBytes,
     };
-    if (c !== null ? this.authRequiredFor(c) : this.authRequired()) info["auth_required"] = true;
+    // As nats-server: with a no_auth_user, INFO does not ask for credentials (a client that
+    // sends none is that user); auth is still enforced for those that do.
+    const authReq = c !== null ? this.authRequiredFor(c) && this.noAuthUserFor(c) === "" : this.authRequired() && this.opts.noAuthUser === "";
+    if (authReq) info["auth_required"] = true;
     // A websocket client is told about its own listener's TLS (nats-server sets both
     // tls_required and tls_available for wss).
     if (c !== null && c.kind === "ws") {
