@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { networkInterfaces } from "node:os";
 import { Sublist } from "../subjects/sublist.js";
 import { Route, RemoteSub, GLOBAL_ACCOUNT, type RouteInfo } from "./route.js";
-import { buildTls, peerVerifyError, pinnedOk, type TlsSetup } from "../server/tls.js";
+import { buildTls, peerRejection, pinnedOk, type TlsSetup } from "../server/tls.js";
 import type { ClusterOptions, ServerOptions } from "../server/options.js";
 import type { Logger } from "../server/log.js";
 import type { Subscription } from "../server/subscription.js";
@@ -186,9 +186,10 @@ export class Cluster implements ClusterLike {
     });
     ts.once("secure", () => {
       clearTimeout(deadline);
-      const bad = peerVerifyError(ts);
-      if (bad !== null || !pinnedOk(ts, t.opts.pinnedCerts)) {
-        this.log.error(`${raw.remoteAddress ?? "?"}:${raw.remotePort ?? 0} - TLS route handshake error: ${bad ?? "peer certificate is not pinned"}`);
+      // Routes are always mutual TLS, as in nats-server.
+      const bad = peerRejection(ts, t.opts, true);
+      if (bad !== null) {
+        this.log.error(`${raw.remoteAddress ?? "?"}:${raw.remotePort ?? 0} - TLS route handshake error: ${bad}`);
         ts.destroy();
         return;
       }

@@ -3,7 +3,7 @@
 
 import net from "node:net";
 import tls from "node:tls";
-import { buildTls, peerIdentities, peerVerifyError, pinnedOk, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
+import { buildTls, peerIdentities, peerRejection, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
 import { adoptAccepted, inReadBuffer, LISTEN_BACKLOG } from "../runtime/net.js";
 import { randomBytes } from "node:crypto";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
@@ -663,15 +663,9 @@ export class Server implements Bus {
     ts.on("secure", () => {
       clearTimeout(deadline);
       if (c.closed) return;
-      const verifyErr = t.opts.verify ? peerVerifyError(ts) : null;
-      if (verifyErr !== null) {
-        this.log.error(`${c.label()} - TLS handshake error: client certificate not verified: ${verifyErr}`);
-        c.close(CloseReason.TlsHandshakeError);
-        ts.destroy();
-        return;
-      }
-      if (!pinnedOk(ts, t.opts.pinnedCerts)) {
-        this.log.error(`${c.label()} - TLS handshake error: peer certificate is not pinned`);
+      const bad = peerRejection(ts, t.opts, t.opts.verify);
+      if (bad !== null) {
+        this.log.error(`${c.label()} - TLS handshake error: ${bad}`);
         c.close(CloseReason.TlsHandshakeError);
         ts.destroy();
         return;

@@ -163,6 +163,15 @@ export function peerVerifyError(socket: tls.TLSSocket): string | null {
   return err === null ? null : ((err as Error & { code?: string }).code ?? err.message);
 }
 
+/** Why a finished handshake must be refused, or null: the chain did not verify (when
+ *  `verify`), or the certificate is not pinned. One check for every listener (client port,
+ *  websocket, routes). */
+export function peerRejection(socket: tls.TLSSocket, o: TlsOptions, verify: boolean): string | null {
+  const err = verify ? peerVerifyError(socket) : null;
+  if (err !== null) return `peer certificate not verified: ${err}`;
+  return pinnedOk(socket, o.pinnedCerts) ? null : "peer certificate is not pinned";
+}
+
 /** True when the peer's certificate (its SubjectPublicKeyInfo, hashed) is pinned. */
 export function pinnedOk(socket: tls.TLSSocket, pins: readonly string[]): boolean {
   if (pins.length === 0) return true;

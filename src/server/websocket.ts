@@ -22,7 +22,7 @@ import { endianness } from "node:os";
 import zlib from "node:zlib";
 import tls from "node:tls";
 import { adoptAccepted, LISTEN_BACKLOG } from "../runtime/net.js";
-import { buildTls, peerIdentities, peerVerifyError, pinnedOk, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
+import { buildTls, peerIdentities, peerRejection, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
 import { CloseReason, type Client, type ClientConn } from "./client.js";
 import type { Server } from "./server.js";
 import type { ServerOptions, WebSocketOptions } from "./options.js";
@@ -507,7 +507,7 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
       const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
       this.socket = ts;
       ts.on("secure", () => {
-        const bad = (t.opts.verify ? peerVerifyError(ts) : null) ?? (pinnedOk(ts, t.opts.pinnedCerts) ? null : "peer certificate is not pinned");
+        const bad = peerRejection(ts, t.opts, t.opts.verify);
         if (bad !== null) {
           this.server.log.error(`${this.remote()} - websocket TLS handshake error: ${bad}`);
           ts.destroy();
