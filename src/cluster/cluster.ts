@@ -36,6 +36,8 @@ export interface ClusterHost {
   readonly log: Logger;
   readonly traceEnabled: boolean;
   readonly port: number;
+  /** The websocket listener's bound port; 0 without one. */
+  readonly wsPort: number;
   readonly sublist: Sublist<Subscription>;
   readonly stats: { inMsgs: number; inBytes: number };
   nowMs(): number;
@@ -309,8 +311,7 @@ export class Cluster implements ClusterLike {
       this.routes.delete(r.remoteId);
       r.registered = false;
       this.log.info(`${r.label()} - Router connection closed: ${reason}`);
-      const urls = r.remoteInfo?.connect_urls ?? [];
-      if (urls.length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+      if (announcesUrls(r.remoteInfo) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
     } else this.log.debug(`${r.label()} - Router connection closed: ${reason}`);
     if (this.stopped || r.noReconnect || r.url === "") return;
     if (!(r.didSolicit || r.retry)) return;
@@ -375,7 +376,11 @@ export class Cluster implements ClusterLike {
       info["port"] = hp.port;
       info["ip"] = `nats-route://${joinHostPort(hp.host, hp.port)}/`;
     }
-    if (!o.noAdvertise) info["connect_urls"] = this.ownClientUrls();
+    if (!o.noAdvertise) {
+      info["connect_urls"] = this.ownClientUrls();
+      const ws = this.ownWsUrls();
+      if (ws.length > 0) info["ws_connect_urls"] = ws;
+    }
     if (h.opts.jetstream.enabled) info["jetstream"] = true;
     const p = o.permissions;
     if (p !== null) {
@@ -454,7 +459,7 @@ export class Cluster implements ClusterLike {
       else if (info.ldm === true && r.remoteInfo !== null && !r.lameDuck) {
         // The peer is in lame duck mode: our clients stop hearing of its URLs.
         r.lameDuck = true;
-        if ((r.remoteInfo.connect_urls ?? []).length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+        if (announcesUrls(r.remoteInfo) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
       }
       return;
     }
@@ -499,7 +504,7 @@ export class Cluster implements ClusterLike {
       const line = `INFO ${JSON.stringify(fwd)}\r\n`;
       for (const o of this.routes.values()) if (o !== r) o.queueString(line);
     }
-    if ((info.connect_urls ?? []).length > 0 && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+    if (announcesUrls(info) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
     this.flushRoutes();
   }
 
@@ -806,30 +811,31 @@ export class Cluster implements ClusterLike {
 
   // ---- clients and monitoring ----
 
-  /** This server's client URLs as it announces them ("host:port"). */
+  /** This server's client URLs as it announces them ("host:port"): client_advertise, else
+   *  the listener's address (every non-loopback address for 0.0.0.0 / ::). */
   ownClientUrls(): string[] {
     const o = this.host.opts;
-    const port = this.host.port;
-    if (o.host !== "0.0.0.0" && o.host !== "::") return [joinHostPort(o.host, port)];
-    const out: string[] = [];
-    for (const list of Object.values(networkInterfaces())) {
-      for (const a of list ?? []) {
-        if (a.internal) continue;
-        if (a.family === "IPv6" && a.address.startsWith("fe80")) continue;
-        out.push(joinHostPort(a.address, port));
-      }
-    }
-    if (out.length === 0) out.push(joinHostPort("127.0.0.1", port));
-    return out;
+    return listenerUrls(o.clientAdvertise, o.host, this.host.port);
   }
 
-  /** What clients are told in connect_urls: every server's client URLs. */
-  clientUrls(): string[] {
+  /** This server's websocket URLs, the same way from the websocket block (none without a
+   *  websocket listener). */
+  ownWsUrls(): string[] {
+    const w = this.host.opts.websocket;
+    const port = this.host.wsPort;
+    if (w === null || port === 0) return [];
+    return listenerUrls(w.advertise, w.host, port);
+  }
+
+  /** What clients are told in connect_urls: every server's client URLs (for websocket
+   *  clients, every server's websocket URLs, as nats-server). */
+  clientUrls(websocket = false): string[] {
     if (this.opts.noAdvertise) return [];
-    const out = this.ownClientUrls();
+    const out = websocket ? this.ownWsUrls() : this.ownClientUrls();
     for (const r of this.routes.values()) {
       if (r.lameDuck) continue;
-      for (const u of r.remoteInfo?.connect_urls ?? []) if (!out.includes(u)) out.push(u);
+      const theirs = websocket ? r.remoteInfo?.ws_connect_urls : r.remoteInfo?.connect_urls;
+      for (const u of theirs ?? []) if (!out.includes(u)) out.push(u);
     }
     return out;
   }
@@ -959,4 +965,30 @@ function splitHostPort(s: string, defPort: number): { host: string; port: number
   const i = s.lastIndexOf(":");
   if (i < 0) return { host: s, port: defPort };
   return { host: s.slice(0, i), port: Number(s.slice(i + 1)) || defPort };
+}
+
+/** A peer's client-facing URLs matter to our clients: it announced some. */
+function announcesUrls(info: RouteInfo | null | undefined): boolean {
+  return (info?.connect_urls ?? []).length > 0 || (info?.ws_connect_urls ?? []).length > 0;
+}
+
+/** The "host:port" URLs a listener is announced with (nats-server getConnectURLs): the
+ *  advertise setting when given (its port defaulting to the bound one), else the bound
+ *  address, or every non-loopback interface address when bound to 0.0.0.0 / ::. */
+function listenerUrls(advertise: string, host: string, port: number): string[] {
+  if (advertise !== "") {
+    const hp = splitHostPort(advertise, port);
+    return [joinHostPort(hp.host, hp.port)];
+  }
+  if (host !== "0.0.0.0" && host !== "::") return [joinHostPort(host, port)];
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.internal) continue;
+      if (a.family === "IPv6" && a.address.startsWith("fe80")) continue;
+      out.push(joinHostPort(a.address, port));
+    }
+  }
+  if (out.length === 0) out.push(joinHostPort("127.0.0.1", port));
+  return out;
 }

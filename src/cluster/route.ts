@@ -42,6 +42,7 @@ export interface RouteInfo {
   ip?: string;
   headers?: boolean;
   connect_urls?: string[];
+  ws_connect_urls?: string[];
   auth_required?: boolean;
   tls_required?: boolean;
   jetstream?: boolean;

@@ -118,6 +118,7 @@ def(["routes"], "string", (o, v) => {
   clusterFlag(o).routes = list;
 });
 def(["no_advertise"], "bool", (o, v) => (clusterFlag(o).noAdvertise = parseBoolFlag("no_advertise", v)));
+def(["client_advertise"], "string", (o, v) => (o.patch.clientAdvertise = v));
 def(["cluster_advertise"], "string", (o, v) => (clusterFlag(o).advertise = v));
 def(["https_port"], "int", (o, v) => (o.patch.httpsPort = parseIntFlag("https_port", v)));
 def(["v", "version"], "bool", (o, v) => (o.showVersion = parseBoolFlag("version", v)));
@@ -208,6 +209,7 @@ Cluster Options:
         --cluster_name <string>      Cluster Name, if not set one will be dynamically generated
         --no_advertise <bool>        Do not advertise known cluster information to clients
         --cluster_advertise <string> Cluster URL to advertise to other servers
+        --client_advertise <string>  Client URL to advertise to other servers
 
 Common Options:
     -h, --help                       Show this message

@@ -139,6 +139,9 @@ export function defaultClusterOptions(): ClusterOptions {
 export interface ServerOptions {
   host: string;
   port: number; // 0 or -1 = pick a free port
+  /** client_advertise: the "host[:port]" clients are told in other servers' connect_urls
+   *  instead of this server's own addresses; "" = derive them from host and port. */
+  clientAdvertise: string;
   serverName: string;
   httpHost: string;
   httpPort: number; // 0 = off, -1 = random
@@ -196,6 +199,7 @@ export function defaultOptions(): ServerOptions {
     writeDeadlineMs: 10 * 1000,
     authorization: { user: "", password: "", token: "", users: [], timeoutMs: 2000, defaultPermissions: null },
     noAuthUser: "",
+    clientAdvertise: "",
     tls: null,
     allowNonTls: false,
     httpsPort: 0,

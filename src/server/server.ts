@@ -63,7 +63,7 @@ export interface ClusterLike {
   /** This server enters lame duck mode: peers drop its client URLs. */
   lameDuck(): void;
   /** connect_urls for clients. */
-  clientUrls(): string[];
+  clientUrls(websocket?: boolean): string[];
   varz(): Record<string, unknown>;
   routez(opts: RoutezOptions): Record<string, unknown>;
 }
@@ -855,8 +855,8 @@ export class Server implements Bus {
       info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
       if (c.nonce !== "") info["nonce"] = c.nonce;
     }
-    // Websocket clients would need the servers' websocket URLs, which routes do not carry yet.
-    info["connect_urls"] = this.cluster !== null && (c === null || c.kind !== "ws") ? this.cluster.clientUrls() : [];
+    // Websocket clients are told the servers' websocket URLs (nats-server ws_connect_urls).
+    info["connect_urls"] = this.cluster !== null ? this.cluster.clientUrls(c !== null && c.kind === "ws") : [];
     if (ldm) info["ldm"] = true;
     return JSON.stringify(info);
   }

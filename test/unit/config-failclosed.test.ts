@@ -125,6 +125,10 @@ void test("cluster block: nats-server's fields map to options; no pooling and no
   assert.equal(c.advertise, "10.0.0.1:6222");
   assert.equal(c.noAdvertise, true);
   assert.equal(c.connectRetries, 5);
+  // client_advertise is what other servers tell clients about this one: no longer ignored.
+  const top = map("client_advertise: \"nats.example.net:4333\"\n");
+  assert.equal(top.patch.clientAdvertise, "nats.example.net:4333");
+  assert.deepEqual(top.warnings, []);
 });
 
 void test("cluster permissions: import and export (publish and subscribe to nats-server); allow_responses is an error", () => {

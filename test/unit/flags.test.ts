@@ -125,4 +125,5 @@ void test("cluster flags: --cluster (listen and its credentials), --cluster_name
   assert.deepEqual(parseServerFlags(["-cluster", "nats://127.0.0.1:-1"]).patch.cluster, { host: "127.0.0.1", port: -1 });
   assert.deepEqual(parseServerFlags(["-cluster", "nats://[::1]:6222"]).patch.cluster, { host: "::1", port: 6222 });
   assert.throws(() => parseServerFlags(["--routes", "nope"]), FlagError);
+  assert.equal(parseServerFlags(["--client_advertise", "nats.example.net:4333"]).patch.clientAdvertise, "nats.example.net:4333");
 });

@@ -52,7 +52,7 @@ export interface ToOptionsResult {
 
 /** Harmless to ignore: accepted with a warning. */
 export const IGNORED_TOP_LEVEL: ReadonlySet<string> = new Set([
-  "client_advertise", "trace_verbose", "trace_headers", "logtime_utc",
+  "trace_verbose", "trace_headers", "logtime_utc",
   "disable_sublist_cache", "no_sublist_cache",
   "logfile_size_limit", "log_size_limit", "logfile_max_num", "log_max_num",
   "prof_port", "prof_block_rate", "max_traced_msg_len",
@@ -294,6 +294,8 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
       return set(patch, "host", ctx.str(m, k));
     case "port":
       return set(patch, "port", ctx.int(m, k));
+    case "client_advertise":
+      return set(patch, "clientAdvertise", ctx.str(m, k));
     case "server_name": {
       const s = ctx.str(m, k);
       if (s !== undefined && /\s/.test(s)) return ctx.error(m, k, "server name cannot contain spaces");
