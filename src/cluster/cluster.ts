@@ -17,7 +17,7 @@ import tls from "node:tls";
 import { randomBytes } from "node:crypto";
 import { networkInterfaces } from "node:os";
 import { Sublist } from "../subjects/sublist.js";
-import { Route, RemoteSub, GLOBAL_ACCOUNT, type RouteInfo } from "./route.js";
+import { Route, RemoteSub, GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, PEER_SUBJECT_PREFIX, type RouteInfo } from "./route.js";
 import { buildTls, peerRejection, pinnedOk, type TlsSetup } from "../server/tls.js";
 import type { ClusterOptions, ServerOptions } from "../server/options.js";
 import type { Logger } from "../server/log.js";
@@ -56,6 +56,16 @@ const DIAL_TIMEOUT_MS = 2000;
 const ROUTE_RECONNECT_MS = 1000;
 const FIRST_PING_MS = 1000;
 const ROUTE_PROTO_V2 = 2;
+/** The version of tsnats's peer protocol announced in route INFO (tsnats_peer). */
+export const PEER_PROTOCOL = 1;
+
+/** Receives tsnats peer frames (subject under $TSR., payload a view valid only during the
+ *  call) and hears of peers whose route registered or closed. */
+export interface PeerListener {
+  frame(from: string, subject: string, payload: Buffer): void;
+  peerUp(name: string): void;
+  peerDown(name: string): void;
+}
 
 export class Cluster implements ClusterLike {
   name: string;
@@ -83,6 +93,8 @@ export class Cluster implements ClusterLike {
   private tickTimer: NodeJS.Timeout | null = null;
   private stopped = false;
   private epoch = 0;
+  /** Who hears tsnats peer frames and peers coming and going (peer-transport.ts). */
+  private peerListener: PeerListener | null = null;
   /** ClusterLike.lastQueueBacklog */
   lastQueueBacklog = 0;
   private readonly targets: Route[] = [];
@@ -310,6 +322,7 @@ export class Cluster implements ClusterLike {
     if (wasRegistered) {
       this.routes.delete(r.remoteId);
       r.registered = false;
+      if (r.remoteInfo?.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") this.peerListener?.peerDown(r.remoteName);
       this.log.info(`${r.label()} - Router connection closed: ${reason}`);
       if (announcesUrls(r.remoteInfo) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
     } else this.log.debug(`${r.label()} - Router connection closed: ${reason}`);
@@ -388,6 +401,7 @@ export class Cluster implements ClusterLike {
       if (p.subscribe !== null) info["export"] = subjectPermissionJson(p.subscribe);
     }
     info["lnoc"] = true;
+    info["tsnats_peer"] = PEER_PROTOCOL;
     return JSON.stringify(info);
   }
 
@@ -495,6 +509,7 @@ export class Cluster implements ClusterLike {
     }
     this.routes.set(id, r);
     r.registered = true;
+    if (info.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") this.peerListener?.peerUp(r.remoteName);
     this.log.debug(`${r.label()} - Registering remote route "${id}"`);
     this.sendSubsTo(r);
     if (this.routes.size > 1) {
@@ -720,6 +735,11 @@ export class Cluster implements ClusterLike {
   /** A message from a route: local subscribers only, never another route. */
   inbound(r: Route, acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number, size: number): void {
     if (acc !== GLOBAL_ACCOUNT) {
+      if (acc === SYSTEM_ACCOUNT && subject.startsWith(PEER_SUBJECT_PREFIX) && hdr === null) {
+        // Our own peer protocol: only from a tsnats peer that announced it.
+        if (r.remoteInfo?.tsnats_peer === PEER_PROTOCOL && this.peerListener !== null) this.peerListener.frame(r.remoteName, subject, buf.subarray(start, end));
+        return;
+      }
       this.log.debug(`${r.label()} - Unknown account "${acc}" for routed message on subject: "${subject}"`);
       return;
     }
@@ -759,6 +779,29 @@ export class Cluster implements ClusterLike {
         break;
       }
     }
+  }
+
+  // ---- tsnats peers (frames of our own protocol, for Raft) ----
+
+  /** Registered peers that speak the tsnats peer protocol, by server name. */
+  peerNames(): string[] {
+    const out: string[] = [];
+    for (const r of this.routes.values()) if (r.remoteInfo?.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") out.push(r.remoteName);
+    return out;
+  }
+
+  /** Send one peer frame to the server named name; false if no route to it speaks the protocol. */
+  sendPeer(name: string, subject: string, payload: Buffer): boolean {
+    for (const r of this.routes.values()) {
+      if (r.remoteName !== name || r.remoteInfo?.tsnats_peer !== PEER_PROTOCOL) continue;
+      r.sendSystem(subject, payload);
+      return true;
+    }
+    return false;
+  }
+
+  setPeerListener(l: PeerListener | null): void {
+    this.peerListener = l;
   }
 
   // ---- output ----

@@ -20,6 +20,11 @@ const ROUTE_MAX_PAYLOAD = 64 * 1024 * 1024;
 
 /** The global account: the only one tsnats has. */
 export const GLOBAL_ACCOUNT = "$G";
+/** The system account on routes: tsnats carries only its own peer-to-peer frames in it
+ *  (subjects under PEER_SUBJECT_PREFIX, see peer-transport.ts). */
+export const SYSTEM_ACCOUNT = "$SYS";
+/** Subjects of tsnats's own server-to-server frames, in the system account. */
+export const PEER_SUBJECT_PREFIX = "$TSR.";
 
 /** What a peer announced with RS+: an entry in the cluster's remote-interest index. */
 export class RemoteSub {
@@ -50,6 +55,8 @@ export interface RouteInfo {
   route_pool_size?: number;
   route_pool_idx?: number;
   route_account?: string;
+  /** tsnats only: the version of its peer protocol (frames in $SYS under $TSR.). */
+  tsnats_peer?: number;
   [k: string]: unknown;
 }
 
@@ -258,6 +265,24 @@ export class Route implements RouteParserHandler {
     this.outLen = p;
     this.outMsgs++;
     this.outBytes += total;
+    this.markDirty();
+    if (p + this.socket.writableLength > this.cluster.maxPendingBytes) this.cluster.closeRoute(this, "Slow Consumer (Pending Bytes)", "slow route: pending bytes over max_pending");
+  }
+
+  /** One frame of the tsnats peer protocol: RMSG in the system account (subject under
+   *  PEER_SUBJECT_PREFIX), payload as given. Only sent to peers that announced it. */
+  sendSystem(subject: string, payload: Buffer): void {
+    if (this.closed) return;
+    const line = `RMSG ${SYSTEM_ACCOUNT} ${subject} ${payload.length}\r\n`;
+    const need = line.length + payload.length + 2;
+    if (this.outLen + need > this.out.length) this.grow(need);
+    const out = this.out;
+    let p = this.outLen;
+    p += out.write(line, p, "latin1");
+    p += payload.copy(out, p);
+    out[p++] = 13;
+    out[p++] = 10;
+    this.outLen = p;
     this.markDirty();
     if (p + this.socket.writableLength > this.cluster.maxPendingBytes) this.cluster.closeRoute(this, "Slow Consumer (Pending Bytes)", "slow route: pending bytes over max_pending");
   }
