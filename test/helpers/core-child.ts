@@ -41,9 +41,15 @@ export function startNatsServerChild(args: string[], readyMs = 15000): Promise<C
   return startChild(bin, args, readyMs);
 }
 
+/** A tsnats server inside a network namespace (`ip netns exec`, which execs: the pid is the
+ *  server's), reached at host. */
+export function startTsnatsChildInNetns(netns: string, host: string, args: string[], readyMs = 15000): Promise<ChildServer> {
+  return startChild("ip", ["netns", "exec", netns, process.execPath, TSNATS_BIN, ...args], readyMs, host);
+}
+
 const LISTEN_RE = /Listening for client connections on [^\s]*:(\d+)/;
 
-function startChild(cmd: string, args: string[], readyMs: number): Promise<ChildServer> {
+function startChild(cmd: string, args: string[], readyMs: number, host = "127.0.0.1"): Promise<ChildServer> {
   const proc = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   const exited = new Promise<number | string>((resolve) => {
@@ -66,7 +72,7 @@ function startChild(cmd: string, args: string[], readyMs: number): Promise<Child
         resolve({
           proc,
           port,
-          url: `nats://127.0.0.1:${port}`,
+          url: `nats://${host}:${port}`,
           log: () => out,
           exited,
           stop: async () => {
