@@ -112,6 +112,7 @@ export interface ServerSnap {
   /** The cluster block of /varz ({} without routes), and what clients are told. */
   clusterVarz: Record<string, unknown>;
   connectUrls: string[];
+  tags: string[];
   numRoutes: number;
   /** /routez's body past the head, or null without a cluster. */
   routez: Record<string, unknown> | null;
@@ -246,6 +247,7 @@ export function snapshot(
     websocket: o.websocket !== null && server.wsPort !== 0 ? { ...o.websocket, boundPort: server.wsPort } : null,
     clusterVarz: server.cluster !== null ? server.cluster.varz() : {},
     connectUrls: server.cluster !== null ? server.cluster.clientUrls() : [],
+    tags: server.opts.serverTags,
     numRoutes: server.cluster !== null ? (server.cluster.routez({ subs: false })["num_routes"] as number) : 0,
     routez: server.cluster !== null ? server.cluster.routez({ subs: needs.routeSubs === true }) : null,
     jsConfig: {

@@ -35,6 +35,8 @@ export function buildVarz(s: ServerSnap): Record<string, unknown> {
     max_payload: s.maxPayloadBytes,
     max_pending: s.maxPendingBytes,
     connect_urls: s.connectUrls,
+    // omitempty in nats-server.
+    ...(s.tags.length > 0 ? { tags: s.tags } : {}),
     cluster: s.clusterVarz,
     gateway: {},
     leaf: {},

@@ -42,6 +42,9 @@ export interface JetStreamOptions {
   key: string;
   /** The previous key, for rotation: files under it are re-keyed to `key` at start. */
   prevKey: string;
+  /** unique_tag: a tag prefix of which a stream's replicas must all have different values
+   *  (e.g. "az:"), lower-cased; "" = none. Used by placement in a cluster. */
+  uniqueTag?: string;
   /** request_queue_limit: JetStream API requests queued before they are dropped (nats-server
    *  JSDefaultRequestQueueLimit, 10,000, when unset or not positive). */
   requestQueueLimit?: number;
@@ -143,6 +146,8 @@ export interface ServerOptions {
    *  instead of this server's own addresses; "" = derive them from host and port. */
   clientAdvertise: string;
   serverName: string;
+  /** server_tags, lower-cased (nats-server jwt.TagList): /varz and JetStream placement. */
+  serverTags: string[];
   httpHost: string;
   httpPort: number; // 0 = off, -1 = random
   maxPayloadBytes: number;
@@ -200,6 +205,7 @@ export function defaultOptions(): ServerOptions {
     authorization: { user: "", password: "", token: "", users: [], timeoutMs: 2000, defaultPermissions: null },
     noAuthUser: "",
     clientAdvertise: "",
+    serverTags: [],
     tls: null,
     allowNonTls: false,
     httpsPort: 0,

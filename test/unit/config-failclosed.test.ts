@@ -145,9 +145,18 @@ void test("cluster: a route that is not a URL, and tokens or users in its author
 });
 
 void test("harmless fields stay warnings and change nothing", () => {
-  const r = map("logfile_size_limit: 1MB\nprof_port: 6060\nserver_tags: [a]\n");
+  const r = map("logfile_size_limit: 1MB\nprof_port: 6060\nmax_closed_clients: 100\n");
   assert.equal(r.warnings.length, 3);
   assert.deepEqual(r.patch, {});
+});
+
+void test("server_tags and jetstream.unique_tag are read (lower-cased, trimmed, deduplicated: nats-server's TagList)", () => {
+  const r = map('server_tags: [ "AZ:1", " ssd ", "az:1" ]\njetstream { unique_tag: "AZ:" }\n');
+  assert.deepEqual(r.warnings, []);
+  assert.deepEqual(r.patch.serverTags, ["az:1", "ssd"]);
+  assert.equal(r.patch.jetstream?.uniqueTag, "az:");
+  assert.deepEqual(map("server_tags: single\n").patch.serverTags, ["single"]);
+  assert.throws(() => map("server_tags: [ 1 ]\n"), /error parsing tags/);
 });
 
 void test("a secret of the wrong type is not echoed in the config error", () => {

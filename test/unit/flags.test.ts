@@ -106,7 +106,7 @@ void test("configCheck: valid, syntax error, unknown field", () => {
   const ok = configCheck(join(FIXTURES, "launcher.conf"), {});
   assert.equal(ok.valid, true);
   assert.match(ok.message, /launcher\.conf is valid \(sha256:[0-9a-f]{64}\)$/);
-  assert.equal(ok.warnings.length, 2); // leafnodes, server_tags (websocket is read now)
+  assert.equal(ok.warnings.length, 1); // leafnodes (websocket and server_tags are read now)
   const syn = configCheck(join(FIXTURES, "bad-syntax.conf"), {});
   assert.equal(syn.valid, false);
   assert.match(syn.message, /bad-syntax\.conf:5:17: /);

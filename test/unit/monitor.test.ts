@@ -95,6 +95,7 @@ function snap(over: Partial<ServerSnap> = {}): ServerSnap {
     websocket: null,
     clusterVarz: {},
     connectUrls: [],
+    tags: [],
     numRoutes: 0,
     routez: null,
     ...over,
@@ -145,6 +146,9 @@ void test("varz: nats-server field names and units", () => {
   // max_subscriptions is omitempty in nats-server: absent without a limit.
   assert.ok(!("max_subscriptions" in v));
   assert.equal(buildVarz(snap({ maxSubs: 10 }))["max_subscriptions"], 10);
+  // tags: server_tags, omitted when there are none (omitempty).
+  assert.equal("tags" in v, false);
+  assert.deepEqual(buildVarz(snap({ tags: ["az:1", "ssd"] }))["tags"], ["az:1", "ssd"]);
   // tsnats only, under a name nats-server cannot collide with.
   assert.deepEqual(v["tsnats_event_loop_lag"], { window_ms: 45000, p50_ms: 0.25, p99_ms: 3.5, max_ms: 12, mean_ms: 0.4, max_ms_since_start: 80 });
 });

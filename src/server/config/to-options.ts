@@ -57,7 +57,7 @@ export const IGNORED_TOP_LEVEL: ReadonlySet<string> = new Set([
   "logfile_size_limit", "log_size_limit", "logfile_max_num", "log_max_num",
   "prof_port", "prof_block_rate", "max_traced_msg_len",
   "connect_error_reports", "reconnect_error_reports",
-  "server_tags", "server_metadata", "no_fast_producer_stall", "max_closed_clients", "write_timeout",
+  "server_metadata", "no_fast_producer_stall", "max_closed_clients", "write_timeout",
   // tsnats has no system account, which is what these ask for.
   "no_system_account", "no_system", "no_sys_acc",
 ]);
@@ -101,7 +101,7 @@ export const REFUSED_TOP_LEVEL: ReadonlyMap<string, string> = new Map([
 
 /** jetstream {} fields without effect on one server. */
 const IGNORED_JETSTREAM = new Set([
-  "strict", "extension_hint", "unique_tag", "max_outstanding_catchup",
+  "strict", "extension_hint", "max_outstanding_catchup",
   "max_buffered_size", "max_buffered_msgs", "info_queue_limit",
   "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
 ]);
@@ -296,6 +296,16 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
       return set(patch, "port", ctx.int(m, k));
     case "client_advertise":
       return set(patch, "clientAdvertise", ctx.str(m, k));
+    case "server_tags": {
+      const list = stringList(ctx, m, k, "tags");
+      if (list === undefined) return;
+      const tags: string[] = [];
+      for (const t of list) {
+        const v = t.trim().toLowerCase();
+        if (v !== "" && !tags.includes(v)) tags.push(v);
+      }
+      return set(patch, "serverTags", tags);
+    }
     case "server_name": {
       const s = ctx.str(m, k);
       if (s !== undefined && /\s/.test(s)) return ctx.error(m, k, "server name cannot contain spaces");
@@ -760,6 +770,11 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
       }
       const ms = ctx.durationMs(m, k);
       if (ms !== undefined) js.syncIntervalMs = ms;
+      return;
+    }
+    case "unique_tag": {
+      const s = ctx.str(m, k);
+      if (s !== undefined) js.uniqueTag = s.trim().toLowerCase();
       return;
     }
     case "domain": {
