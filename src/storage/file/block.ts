@@ -8,6 +8,8 @@ import { crc32Update } from "./crc32.js";
 import { SummaryBuilder } from "./summary.js";
 
 export const DEFAULT_BLOCK_BYTES = 8 * 1024 * 1024;
+/** Dead block files being unlinked on the thread pool at once. */
+const UNLINKS_IN_FLIGHT = 1;
 
 export class Blk {
   readonly id: number;
@@ -71,12 +73,19 @@ export class BlockFiles {
   wblk: Blk;
   /** A name was made or removed: the next fsync round covers the directory too. */
   dirDirty = false;
+  /** Highest write count a completed fsync round covered (dead blocks up to it may go). */
+  private covered = 0;
+  private unlinking = 0; // async unlinks in flight
+  private closing = false;
+  private readonly unlinkWaiters: (() => void)[] = [];
+  private readonly unlinkDone: (err: Error | null) => void;
 
   constructor(dir: string, fs: Fs, blockSizeBytes: number) {
     this.dir = dir;
     this.fs = fs;
     this.blockSizeBytes = blockSizeBytes;
     this.wblk = new Blk(0, "");
+    this.unlinkDone = () => this.onUnlinked();
   }
 
   pathOf(id: number): string {
@@ -145,24 +154,67 @@ export class BlockFiles {
     return true;
   }
 
-  /** Unlink dead blocks a completed fsync round (covering write count `covered`) made safe to
-   *  lose, at most `max` of them (the rest wait for the next call); returns how many wait. */
-  unlinkDead(covered: number, max = Infinity): number {
-    if (this.dying.length === 0) return 0;
+  /** Every block but keep dies at once (a purge of everything): unlinked once a fsync
+   *  covering write count `after` completes. */
+  retireAllBut(keep: Blk, after: number): void {
+    for (const b of this.blocks) {
+      if (b === keep) continue;
+      b.live = 0;
+      b.liveRecBytes = 0;
+      b.sum = null;
+      b.unlinkAfterWrite = after;
+      this.dying.push(b);
+    }
+    keep.live = 0;
+    keep.liveRecBytes = 0;
+    this.blocks = [keep];
+    this.seqBlocks = keep.firstSeq !== 0 ? [keep] : [];
+  }
+
+  /** Unlink the dead blocks a completed fsync round (covering write count `covered`) made
+   *  safe to lose. Where the Fs can unlink off the event loop (freeing an 8 MiB file's
+   *  extents takes milliseconds), at most UNLINKS_IN_FLIGHT at once, each finished one
+   *  starting the next, so a purge of a big stream neither stalls the loop nor floods the
+   *  thread pool the fsyncs share; else (or with `now`, at close) here and now. */
+  unlinkDead(covered: number, now = false): void {
+    if (covered > this.covered) this.covered = covered;
+    if (this.dying.length === 0) return;
+    const async = !now && !this.closing && this.fs.unlinkAsync !== undefined;
     const keep: Blk[] = [];
-    let n = 0;
     for (const b of this.dying) {
-      if (n < max && b.unlinkAfterWrite <= covered && !b.dirty) {
+      if (b.unlinkAfterWrite > this.covered || b.dirty || (async && this.unlinking >= UNLINKS_IN_FLIGHT)) {
+        keep.push(b);
+        continue;
+      }
+      try {
         if (b.fd >= 0) this.fs.close(b.fd);
         b.fd = -1;
-        this.fs.unlink(b.path);
-        this.fs.unlink(b.sumPath);
-        n++;
-      } else keep.push(b);
+        if (async) {
+          this.unlinking++;
+          this.fs.unlinkAsync!(b.path, this.unlinkDone);
+          this.fs.unlink(b.sumPath); // small
+        } else {
+          this.fs.unlink(b.path);
+          this.fs.unlink(b.sumPath);
+        }
+      } catch {
+        // left on disk: recovery finds it below the floor (or empty) and drops it again
+      }
     }
     this.dying.length = 0;
     for (const b of keep) this.dying.push(b);
-    return this.dying.length;
+  }
+
+  private onUnlinked(): void {
+    this.unlinking--;
+    if (!this.closing) this.unlinkDead(this.covered);
+    if (this.unlinking === 0) for (const w of this.unlinkWaiters.splice(0)) w();
+  }
+
+  /** Resolves once no unlink is in flight; none start after it is called. */
+  async quiesce(): Promise<void> {
+    this.closing = true;
+    if (this.unlinking > 0) await new Promise<void>((res) => this.unlinkWaiters.push(res));
   }
 
   /** Write b's summary (b.sum covers every byte written) and, when b is sealed, drop it from

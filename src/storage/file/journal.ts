@@ -19,8 +19,6 @@ const TAIL_SUMMARY_STEP_BYTES = 1024 * 1024;
  *  the disk (which serves two flushes in about the time of one), so under a steady stream of
  *  publishes a batch waits for its own fsync rather than for the one before it as well. */
 const MAX_FSYNC_ROUNDS = 2;
-/** Dead block files unlinked per turn (a purge of a big stream leaves many). */
-export const UNLINKS_PER_TURN = 8;
 
 export type SyncCb = (err: Error | null) => void;
 
@@ -65,8 +63,6 @@ export class Journal {
   private readonly idleWaiters: (() => void)[] = [];
   /** Highest write count a completed fsync round covered (dead blocks up to it may go). */
   private coveredWrites = 0;
-  private unlinkScheduled = false;
-  private readonly unlinkFn: () => void;
 
   constructor(files: BlockFiles, clock: Clock, syncIntervalMs: number, host: JournalHost) {
     this.files = files;
@@ -74,10 +70,6 @@ export class Journal {
     this.syncIntervalMs = syncIntervalMs;
     this.host = host;
     this.flushFn = () => this.flush();
-    this.unlinkFn = () => {
-      this.unlinkScheduled = false;
-      this.unlinkSome();
-    };
   }
 
   /** Start after recovery. */
@@ -245,7 +237,7 @@ export class Journal {
         if (r.lens[i]! > b.good) b.good = r.lens[i]!;
       }
       if (r.covered > this.coveredWrites) this.coveredWrites = r.covered;
-      this.unlinkSome();
+      this.files.unlinkDead(r.covered);
       for (const cb of r.cbs) cb(null);
     }
     if (rounds.length === 0) {
@@ -254,16 +246,6 @@ export class Journal {
     }
     if (this.failed !== null) return this.failAll();
     if (this.syncIntervalMs === 0 && this.wlen === 0 && this.canStartRound() && this.needsFsync()) this.startFsync();
-  }
-
-  /** Unlink dead blocks made safe by a completed round, a few per turn. */
-  private unlinkSome(): void {
-    if (this.closed) return;
-    const left = this.files.unlinkDead(this.coveredWrites, UNLINKS_PER_TURN);
-    if (left > 0 && !this.unlinkScheduled && this.files.dying.some((b) => b.unlinkAfterWrite <= this.coveredWrites && !b.dirty)) {
-      this.unlinkScheduled = true;
-      setImmediate(this.unlinkFn);
-    }
   }
 
   fail(e: Error): void {
@@ -292,6 +274,7 @@ export class Journal {
   async drainAndClose(): Promise<void> {
     await new Promise<void>((res) => this.sync(() => res()));
     if (this.rounds.length > 0) await new Promise<void>((res) => this.idleWaiters.push(res));
+    await this.files.quiesce();
     this.closed = true;
     if (this.syncTimer !== null) this.clock.clearTimer(this.syncTimer);
     this.syncTimer = null;
@@ -312,7 +295,7 @@ export class Journal {
         files.saveSummary(files.wblk, true);
         if (files.dirDirty) fs.fsyncDirSync(files.dir);
         files.dirDirty = false;
-        files.unlinkDead(this.writes);
+        files.unlinkDead(this.writes, true);
       } catch {
         // the store is going away; a failed final sync leaves the disk as recovery will see it
       }

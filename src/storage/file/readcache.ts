@@ -58,6 +58,12 @@ export class ReadCache {
     if (this.curBlk === b) this.curBlk = null;
   }
 
+  /** Forget every window and the cursor. */
+  dropAll(): void {
+    for (const c of this.cache) c.blk = null;
+    this.curBlk = null;
+  }
+
   /** Make [off, off + len) of block b readable at this.rbuf[this.rp]. */
   view(b: Blk, off: number, len: number): void {
     if (b === this.files.wblk && off >= b.written) {

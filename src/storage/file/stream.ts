@@ -339,6 +339,40 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     }
   }
 
+  /** Everything was removed at once (a purge of everything): every block dies as a whole,
+   *  with no record per message. The write block is sealed and a fresh one started; the
+   *  floor record written at the next flush (firstSeq = lastSeq + 1, with lastSeq and its
+   *  time) says all is gone, and the dead files are unlinked, a few per turn, only after a
+   *  fsync covers it. A crash before that fsync finds the blocks as before the purge; after
+   *  it, recovery finds the floor and drops every block below it. */
+  protected override onRemovedAll(): void {
+    const files = this.files;
+    this.compactQueue.length = 0;
+    this.ckCol.clear();
+    this.ckLastGroup = -1;
+    this.rc.dropAll();
+    if (this.loading) {
+      for (const b of files.blocks) {
+        b.live = 0;
+        b.liveRecBytes = 0;
+      }
+      return;
+    }
+    let keep: Blk | null = null;
+    try {
+      this.j.writeOut(); // what is buffered belongs to the old write block
+      keep = files.newBlock();
+      files.wblk = keep;
+    } catch (e) {
+      // the store has failed (no more writes); the old write block stays the write block
+      this.j.fail(e as Error);
+      keep = files.wblk;
+    }
+    files.retireAllBut(keep, this.j.writes + 1);
+    this.writtenFloor = -1;
+    this.j.scheduleFlush();
+  }
+
   protected override afterMutation(): void {
     if (!this.loading) this.j.scheduleFlush();
   }

@@ -630,8 +630,42 @@ export abstract class SeqIndex {
     return n;
   }
 
+  /** Remove every message at once (a purge of everything, a compact past the end): work per
+   *  subject, none per message. The store hears of it through onRemovedAll, not onRemoved. */
+  protected removeAll(): number {
+    const n = this.msgs;
+    const next = this.lastSeq + 1;
+    if (n === 0) {
+      this.firstSeq = next;
+      return 0;
+    }
+    this.subjects.clear();
+    this.byId.length = 1;
+    this.freeIds.length = 0;
+    this.matchCache.clear();
+    this.ttlAt.length = 0;
+    this.ttlSeq.length = 0;
+    this.subjCol.clear();
+    this.sizeCol.clear();
+    this.chunkCnt = new Uint32Array(64);
+    this.chunkBase = 0;
+    this.msgs = 0;
+    this.bytes = 0;
+    const cap = Math.min(this.cap, 1024);
+    this.resizeExtra(cap, 0, 0);
+    this.cap = cap;
+    this.base = next;
+    this.firstSeq = next;
+    this.onRemovedAll();
+    return n;
+  }
+
+  /** Every message left the index at once (removeAll); the default has nothing to drop. */
+  protected onRemovedAll(): void {}
+
   /** Remove everything below seq (exclusive). */
   private removeRange(seq: number): number {
+    if (seq > this.lastSeq) return this.removeAll();
     let n = 0;
     const end = Math.min(seq - 1, this.lastSeq);
     for (let s = this.firstSeq; s <= end && this.msgs > 0; s++) if (this.removeSeq(s, false)) n++;
