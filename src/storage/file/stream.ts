@@ -59,6 +59,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private writtenFloor = -1;
   private loading = true;
   private readonly compactQueue: Blk[] = [];
+  private frontBlk: Blk | null = null; // onRemovedFront: the block of the last seq removed
+  private readonly frontDead: Blk[] = [];
 
   constructor(opts: FileStreamStoreOptions) {
     super(opts.limits ?? null, opts.callbacks ?? null, 1024);
@@ -333,10 +335,38 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     if (seq >= this.firstSeq) this.appendMarker(KIND_TOMB, seq);
     if (b !== this.files.wblk) {
       if (b.live === 0) this.blockDied(b);
-      else if (b.size >= Math.min(COMPACT_MIN_BYTES, this.files.blockSizeBytes >>> 1) && b.liveRecBytes * 4 < b.size && !this.compactQueue.includes(b)) {
-        this.compactQueue.push(b);
-      }
+      else this.maybeCompact(b);
     }
+  }
+
+  /** Queue a sealed block for compaction once it is mostly dead. */
+  private maybeCompact(b: Blk): void {
+    if (b.size >= Math.min(COMPACT_MIN_BYTES, this.files.blockSizeBytes >>> 1) && b.liveRecBytes * 4 < b.size && !this.compactQueue.includes(b)) {
+      this.compactQueue.push(b);
+    }
+  }
+
+  /** onRemoved for a front range (a purge with keep or seq, a compact): no tombstone (the
+   *  floor covers it), the block looked up once per block, dead blocks handled at the end. */
+  protected override onRemovedFront(seq: number, _slot: number, size: number): void {
+    let b = this.frontBlk;
+    if (b === null || seq > b.lastSeq || seq < b.firstSeq) {
+      b = this.files.blockFor(seq);
+      if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
+      this.frontBlk = b;
+    }
+    b.live--;
+    b.liveRecBytes -= size + REC_LEN_SLACK;
+    if (b.live === 0 && !this.loading && b !== this.files.wblk) this.frontDead.push(b);
+  }
+
+  protected override afterRemovedFront(): void {
+    const last = this.frontBlk;
+    this.frontBlk = null;
+    const dead = this.frontDead.splice(0);
+    if (this.loading) return;
+    for (const b of dead) this.blockDied(b);
+    if (last !== null && last.live > 0 && last !== this.files.wblk) this.maybeCompact(last);
   }
 
   /** Everything was removed at once (a purge of everything): every block dies as a whole,
