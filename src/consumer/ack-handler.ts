@@ -7,7 +7,7 @@
 import { AckKind, AckTail, parseAck, parseAckSubject } from "./ack.js";
 import { ADV, ADV_TYPE, EMPTY, type ConsumerCore } from "./core.js";
 import { deadLetter } from "./deadletter.js";
-import { Outcome, type AckedOp, type ExpiredOp, type NakOp, type ProgressOp, type TermOp } from "./ledger.js";
+import { Outcome, type ExpiredOp, type NakOp, type ProgressOp, type TermOp } from "./ledger.js";
 import type { PullRequests } from "./pull.js";
 import { TICK_MS } from "./wheel.js";
 
@@ -20,7 +20,6 @@ interface AckNumbers {
 export class AckHandler {
   private readonly ackNums = new AckTail();
   private sampleAcc = 0;
-  private readonly ackedOp: AckedOp = { op: "acked", sseq: 0, dseq: 0 };
   private readonly nakOp: NakOp = { op: "nak", sseq: 0, delay: 0 };
   private readonly expiredOp: ExpiredOp = { op: "expired", sseq: 0 };
   private readonly termOp: TermOp = { op: "term", sseq: 0 };
@@ -133,15 +132,12 @@ export class AckHandler {
    *  unknown sequences are ignored. */
   ack(seq: number, cseq: number): void {
     const c = this.c;
-    const op = this.ackedOp;
-    op.sseq = seq;
-    op.dseq = cseq;
-    if (c.commit(op) === Outcome.None) return;
+    if (c.commitAcked(seq, cseq) === Outcome.None) return;
     c.ackActiveNs = c.env.clock.nowNs();
     c.persist();
     if (c.stream.retention() !== "limits") {
-      // A copy under ack all: the stream's removal may come back here and apply more.
-      if (c.cfg.ack_policy === "all") for (const k of c.ledger.removed.slice()) this.notifyAck(k);
+      // (removed is a copy: the stream's removal may come back here and apply more.)
+      if (c.cfg.ack_policy === "all") for (const k of c.ledger.removed) this.notifyAck(k);
       else this.notifyAck(seq);
     }
     c.kickSoon();

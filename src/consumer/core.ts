@@ -117,9 +117,30 @@ export abstract class ConsumerCore implements Tickable {
    *  where a replicated consumer will propose instead. */
   commit(op: LedgerOp): Outcome {
     const o = this.ledger.apply(op);
-    const gone = this.ledger.removed;
-    for (let i = 0; i < gone.length; i++) this.wheel.cancel(gone[i]!);
+    this.cancelRemoved();
     return o;
+  }
+
+  // The two operations of every message, without building a value (measured: the value and
+  // apply()'s dispatch cost the pull-with-acks path several per cent); a replicated consumer
+  // builds the DeliveredOp / AckedOp here.
+
+  /** commit({ op: "delivered", sseq, dseq, dc, ts }) */
+  commitDelivered(sseq: number, dseq: number, dc: number, ts: number): void {
+    this.ledger.delivered(sseq, dseq, dc, ts);
+  }
+
+  /** commit({ op: "acked", sseq, dseq }) */
+  commitAcked(sseq: number, dseq: number): Outcome {
+    const o = this.ledger.acked(sseq, dseq);
+    this.cancelRemoved();
+    return o;
+  }
+
+  private cancelRemoved(): void {
+    const l = this.ledger;
+    const n = l.removedCount;
+    for (let i = 0; i < n; i++) this.wheel.cancel(l.removedSeq(i));
   }
 
   /** Nothing to deliver up to sseq: delivered moves up to it. */

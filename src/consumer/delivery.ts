@@ -14,7 +14,7 @@ import { AckReply } from "../protocol/ackreply.js";
 import { ackSubject } from "./ack.js";
 import { isPush } from "./config.js";
 import { EMPTY, type ConsumerCore } from "./core.js";
-import type { DeliveredOp, GoneOp } from "./ledger.js";
+import type { GoneOp } from "./ledger.js";
 import { pendingStatus, ST_FLOW_CONTROL, ST_NO_MESSAGES } from "./waiting.js";
 import { TICK_MS } from "./wheel.js";
 
@@ -62,7 +62,6 @@ export class Delivery {
   private runMonoMs = 0;
   // pick()'s result, reused: the caller uses it before the next pick().
   private readonly picked: Pick = { msg: { seq: 0, subject: "", hdr: null, data: EMPTY, tsNs: 0 }, redelivery: false, dc: 1 };
-  private readonly deliveredOp: DeliveredOp = { op: "delivered", sseq: 0, dseq: 0, dc: 1, ts: 0 };
   private readonly goneSeq: number[] = [0];
   private readonly goneOp: GoneOp = { op: "gone", sseqs: this.goneSeq };
   private readonly onCongestionTimer = (): void => {
@@ -365,12 +364,7 @@ export class Delivery {
         else if (c.numPendingCache > 0) c.numPendingCache--;
       } else if (c.numPendingCache > 0) c.numPendingCache--;
     }
-    const op = this.deliveredOp;
-    op.sseq = seq;
-    op.dseq = cseq;
-    op.dc = p.dc;
-    op.ts = nowNs;
-    c.commit(op);
+    c.commitDelivered(seq, cseq, p.dc, nowNs);
     c.lastActiveNs = nowNs;
     const pending = c.numPending();
     const ackNone = cfg.ack_policy === "none";

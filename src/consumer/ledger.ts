@@ -10,8 +10,10 @@
 // `state` is the ConsumerState the ConsumerStore persists (the store keeps a reference and
 // encodes it at its next flush), so the on-disk format is the store's, unchanged.
 //
-// The consumer reuses one operation object per kind on its hot path (a delivery and an ack
-// per message); apply() allocates only a pending entry per new delivery.
+// apply(op) is the same as calling the method of that name with the operation's fields; the
+// consumer calls delivered() and acked() directly on its hot path (a delivery and an ack per
+// message: no operation object, no dispatch), and builds values for the rest. Nothing here
+// allocates per message but a delivery's pending entry.
 
 import type { ConsumerPending, ConsumerState } from "../storage/types.js";
 
@@ -110,8 +112,10 @@ export function emptyState(): ConsumerState {
 export class ConsumerLedger {
   /** The persisted view (delivered, ack floor, pending, delivery counts above 1). */
   readonly state: ConsumerState;
-  /** Stream sequences whose pending entries the last apply() removed, ascending. */
-  readonly removed: number[] = [];
+  // Stream sequences whose pending entries the last operation removed: the first
+  // removedCount of removedBuf (the array is reused, never shortened).
+  private readonly removedBuf: number[] = [];
+  private nRemoved = 0;
   private ackPolicy: LedgerAckPolicy = "explicit";
   private maxDeliver = 0;
   private maxAckPending = 0;
@@ -138,41 +142,46 @@ export class ConsumerLedger {
   }
 
   apply(op: LedgerOp): Outcome {
-    if (this.removed.length > 0) this.removed.length = 0;
     switch (op.op) {
       case "delivered":
-        this.delivered(op.sseq, op.dseq, op.dc, op.ts);
-        return Outcome.Changed;
+        return this.delivered(op.sseq, op.dseq, op.dc, op.ts);
       case "acked":
         return this.acked(op.sseq, op.dseq);
       case "nak":
-        if (this.ackPolicy === "none" || !this.state.pending.has(op.sseq)) return Outcome.None;
-        return op.delay > 0 ? Outcome.Deferred : this.due(op.sseq);
+        return this.nak(op.sseq, op.delay);
       case "expired":
-        return this.state.pending.has(op.sseq) ? this.due(op.sseq) : Outcome.None;
+        return this.expired(op.sseq);
       case "term":
         return this.term(op.sseq);
-      case "progress": {
-        const p = this.state.pending.get(op.sseq);
-        if (p === undefined) return Outcome.None;
-        p.tsNs = op.ts;
-        return Outcome.Changed;
-      }
+      case "progress":
+        return this.progress(op.sseq, op.ts);
       case "gone":
         return this.gone(op.sseqs);
       case "skip":
-        if (op.sseq <= this.state.delivered.streamSeq) return Outcome.None;
-        this.state.delivered.streamSeq = op.sseq;
-        return Outcome.Changed;
+        return this.skip(op.sseq);
       case "purged":
         return this.purged(op.sseq, op.skip);
       case "reset":
-        this.reset(op.sseq, op.dseq);
-        return Outcome.Changed;
+        return this.reset(op.sseq, op.dseq);
     }
   }
 
   // ---------- reading ----------
+
+  /** How many pending entries the last operation removed (their deadlines can go). */
+  get removedCount(): number {
+    return this.nRemoved;
+  }
+
+  /** The i-th sequence (ascending) the last operation removed from pending. */
+  removedSeq(i: number): number {
+    return this.removedBuf[i]!;
+  }
+
+  /** The sequences the last operation removed from pending, as a new array. */
+  get removed(): number[] {
+    return this.removedBuf.slice(0, this.nRemoved);
+  }
 
   get deliveredStreamSeq(): number {
     return this.state.delivered.streamSeq;
@@ -224,10 +233,11 @@ export class ConsumerLedger {
     return this.rdq.length - this.rdqHead;
   }
 
-  // ---------- operations ----------
+  // ---------- operations (see the *Op types) ----------
 
-  private delivered(sseq: number, dseq: number, dc: number, ts: number): void {
+  delivered(sseq: number, dseq: number, dc: number, ts: number): Outcome {
     const s = this.state;
+    this.nRemoved = 0;
     if (dseq > s.delivered.consumerSeq) s.delivered.consumerSeq = dseq;
     if (dc > 1) {
       if (this.rdqHead < this.rdq.length && this.rdq[this.rdqHead] === sseq) this.dropRedelivery();
@@ -236,7 +246,7 @@ export class ConsumerLedger {
     if (this.ackPolicy === "none") {
       s.ackFloor.consumerSeq = dseq;
       s.ackFloor.streamSeq = s.delivered.streamSeq;
-      return;
+      return Outcome.Changed;
     }
     // A first delivery is never pending yet: no lookup.
     const e = dc > 1 ? s.pending.get(sseq) : undefined;
@@ -247,21 +257,22 @@ export class ConsumerLedger {
       e.cseq = dseq;
       e.tsNs = ts;
     }
+    return Outcome.Changed;
   }
 
-  private acked(sseq: number, dseq: number): Outcome {
+  acked(sseq: number, dseq: number): Outcome {
     const s = this.state;
+    this.nRemoved = 0;
     if (this.ackPolicy === "none") return Outcome.None;
     if (this.ackPolicy === "all") {
       const f = s.ackFloor;
       if (sseq <= f.streamSeq || dseq <= f.consumerSeq || sseq > s.delivered.streamSeq || dseq > s.delivered.consumerSeq) return Outcome.None;
-      const out = this.removed;
       for (let i = this.pendHead; i < this.pendOrder.length; i++) {
         const k = this.pendOrder[i]!;
         if (k > sseq) break;
-        if (s.pending.has(k)) out.push(k);
+        if (s.pending.has(k)) this.noteRemoved(k);
       }
-      for (let i = 0; i < out.length; i++) this.forget(out[i]!);
+      for (let i = 0; i < this.nRemoved; i++) this.forget(this.removedBuf[i]!);
       // The floor is the acknowledged delivery itself (nats-server: adflr, asflr = dseq, sseq),
       // not the next pending one minus one.
       f.consumerSeq = dseq;
@@ -269,8 +280,34 @@ export class ConsumerLedger {
       return Outcome.Changed;
     }
     if (!this.forget(sseq)) return Outcome.None;
-    this.removed.push(sseq);
+    this.noteRemoved(sseq);
     this.updateFloor();
+    return Outcome.Changed;
+  }
+
+  nak(sseq: number, delay: number): Outcome {
+    this.nRemoved = 0;
+    if (this.ackPolicy === "none" || !this.state.pending.has(sseq)) return Outcome.None;
+    return delay > 0 ? Outcome.Deferred : this.due(sseq);
+  }
+
+  expired(sseq: number): Outcome {
+    this.nRemoved = 0;
+    return this.state.pending.has(sseq) ? this.due(sseq) : Outcome.None;
+  }
+
+  progress(sseq: number, ts: number): Outcome {
+    this.nRemoved = 0;
+    const p = this.state.pending.get(sseq);
+    if (p === undefined) return Outcome.None;
+    p.tsNs = ts;
+    return Outcome.Changed;
+  }
+
+  skip(sseq: number): Outcome {
+    this.nRemoved = 0;
+    if (sseq <= this.state.delivered.streamSeq) return Outcome.None;
+    this.state.delivered.streamSeq = sseq;
     return Outcome.Changed;
   }
 
@@ -285,7 +322,7 @@ export class ConsumerLedger {
       // max_deliver 1, where the count is 1).
       this.forget(sseq);
       s.redelivered.set(sseq, dc);
-      this.removed.push(sseq);
+      this.noteRemoved(sseq);
       this.updateFloor();
       return Outcome.MaxDelivered;
     }
@@ -293,37 +330,41 @@ export class ConsumerLedger {
     return Outcome.Queued;
   }
 
-  private term(sseq: number): Outcome {
+  term(sseq: number): Outcome {
+    this.nRemoved = 0;
     if (this.ackPolicy === "none") return Outcome.None;
     if (!this.state.pending.has(sseq)) {
       // An ack of a sequence that is not pending still forgets its delivery count.
       return this.state.redelivered.delete(sseq) ? Outcome.Changed : Outcome.None;
     }
     this.forget(sseq);
-    this.removed.push(sseq);
+    this.noteRemoved(sseq);
     this.updateFloor();
     return Outcome.Changed;
   }
 
-  private gone(sseqs: readonly number[]): Outcome {
+  gone(sseqs: readonly number[]): Outcome {
     const s = this.state;
+    this.nRemoved = 0;
     let changed = false;
     for (let i = 0; i < sseqs.length; i++) {
       const sseq = sseqs[i]!;
       const had = s.pending.delete(sseq);
       if (s.redelivered.delete(sseq)) changed = true;
       if (had) {
-        this.removed.push(sseq);
+        this.noteRemoved(sseq);
         changed = true;
       }
     }
     if (!changed) return Outcome.None;
+    if (this.nRemoved > 1) this.sortRemoved();
     this.updateFloor();
     return Outcome.Changed;
   }
 
-  private purged(first: number, skip: number): Outcome {
+  purged(first: number, skip: number): Outcome {
     const s = this.state;
+    this.nRemoved = 0;
     let changed = false;
     for (let i = this.pendHead; i < this.pendOrder.length; i++) {
       const seq = this.pendOrder[i]!;
@@ -331,7 +372,7 @@ export class ConsumerLedger {
       if (!s.pending.has(seq)) continue;
       s.pending.delete(seq);
       s.redelivered.delete(seq);
-      this.removed.push(seq);
+      this.noteRemoved(seq);
       changed = true;
     }
     if (s.redelivered.size > s.pending.size) {
@@ -354,23 +395,36 @@ export class ConsumerLedger {
     return Outcome.Changed;
   }
 
-  private reset(sseq: number, dseq: number): void {
+  reset(sseq: number, dseq: number): Outcome {
     const s = this.state;
+    this.nRemoved = 0;
     s.delivered.streamSeq = sseq;
     s.delivered.consumerSeq = dseq;
     s.ackFloor.streamSeq = sseq;
     s.ackFloor.consumerSeq = dseq;
-    for (const k of s.pending.keys()) this.removed.push(k);
-    this.removed.sort((a, b) => a - b);
+    for (const k of s.pending.keys()) this.noteRemoved(k);
+    this.sortRemoved();
     s.pending.clear();
     s.redelivered.clear();
     this.pendOrder.length = 0;
     this.pendHead = 0;
     this.rdq.length = 0;
     this.rdqHead = 0;
+    return Outcome.Changed;
   }
 
   // ---------- internals ----------
+
+  private noteRemoved(sseq: number): void {
+    if (this.nRemoved < this.removedBuf.length) this.removedBuf[this.nRemoved] = sseq;
+    else this.removedBuf.push(sseq);
+    this.nRemoved++;
+  }
+
+  private sortRemoved(): void {
+    const part = this.removedBuf.slice(0, this.nRemoved).sort((a, b) => a - b);
+    for (let i = 0; i < part.length; i++) this.removedBuf[i] = part[i]!;
+  }
 
   /** Forget sseq's pending entry and delivery count; false if it was not pending. */
   private forget(sseq: number): boolean {

@@ -36,7 +36,7 @@ function plain(s: ConsumerState): unknown {
   };
 }
 
-test("deliveries track pending with their consumer sequence and time", () => {
+void test("deliveries track pending with their consumer sequence and time", () => {
   const l = ledger();
   deliver(l, 3, 1, T + 1);
   deliver(l, 5, 1, T + 2);
@@ -47,7 +47,7 @@ test("deliveries track pending with their consumer sequence and time", () => {
   assert.equal(l.deliveries(5), 1);
 });
 
-test("out-of-order explicit acks move the floor only past the oldest pending", () => {
+void test("out-of-order explicit acks move the floor only past the oldest pending", () => {
   const l = ledger();
   for (const s of [1, 2, 3, 4]) deliver(l, s);
   assert.equal(l.apply({ op: "acked", sseq: 3, dseq: 3 }), Outcome.Changed);
@@ -63,7 +63,7 @@ test("out-of-order explicit acks move the floor only past the oldest pending", (
   assert.equal(l.numAckPending, 0);
 });
 
-test("with nothing pending the floor is what was delivered (gaps of a filtered consumer)", () => {
+void test("with nothing pending the floor is what was delivered (gaps of a filtered consumer)", () => {
   const l = ledger();
   deliver(l, 10);
   deliver(l, 20);
@@ -73,7 +73,7 @@ test("with nothing pending the floor is what was delivered (gaps of a filtered c
   assert.deepEqual(floor(l), [20, 2]);
 });
 
-test("ack all acknowledges everything up to the named delivery", () => {
+void test("ack all acknowledges everything up to the named delivery", () => {
   const l = ledger("all");
   for (const s of [1, 2, 3, 4, 5]) deliver(l, s);
   assert.equal(l.apply({ op: "acked", sseq: 3, dseq: 3 }), Outcome.Changed);
@@ -84,7 +84,7 @@ test("ack all acknowledges everything up to the named delivery", () => {
   assert.deepEqual([...l.state.pending.keys()], [4, 5]);
 });
 
-test("ack none: nothing pending, the floor follows deliveries, acks are ignored", () => {
+void test("ack none: nothing pending, the floor follows deliveries, acks are ignored", () => {
   const l = ledger("none");
   deliver(l, 4);
   deliver(l, 7);
@@ -96,7 +96,7 @@ test("ack none: nothing pending, the floor follows deliveries, acks are ignored"
   assert.ok(l.canDeliverNew());
 });
 
-test("nak queues a redelivery; the redelivery gets a new consumer sequence and count", () => {
+void test("nak queues a redelivery; the redelivery gets a new consumer sequence and count", () => {
   const l = ledger();
   deliver(l, 1);
   deliver(l, 2);
@@ -118,7 +118,7 @@ test("nak queues a redelivery; the redelivery gets a new consumer sequence and c
   assert.equal(l.numRedelivered, 0, "an ack forgets the count");
 });
 
-test("a nak with a delay leaves the message pending; unknown sequences are ignored", () => {
+void test("a nak with a delay leaves the message pending; unknown sequences are ignored", () => {
   const l = ledger();
   deliver(l, 1);
   assert.equal(l.apply({ op: "nak", sseq: 1, delay: 5e9 }), Outcome.Deferred);
@@ -129,7 +129,7 @@ test("a nak with a delay leaves the message pending; unknown sequences are ignor
   assert.equal(l.apply({ op: "progress", sseq: 9, ts: T }), Outcome.None);
 });
 
-test("max_deliver: the message leaves pending, keeps its count, the floor moves", () => {
+void test("max_deliver: the message leaves pending, keeps its count, the floor moves", () => {
   const l = ledger("explicit", 2);
   deliver(l, 1);
   deliver(l, 2);
@@ -146,7 +146,7 @@ test("max_deliver: the message leaves pending, keeps its count, the floor moves"
   assert.equal(l.numRedelivered, 0);
 });
 
-test("max_deliver 1: the first expiry ends it, with a count of 1", () => {
+void test("max_deliver 1: the first expiry ends it, with a count of 1", () => {
   const l = ledger("explicit", 1);
   deliver(l, 1);
   assert.equal(l.apply({ op: "nak", sseq: 1, delay: 0 }), Outcome.MaxDelivered);
@@ -154,7 +154,7 @@ test("max_deliver 1: the first expiry ends it, with a count of 1", () => {
   assert.deepEqual(floor(l), [1, 1]);
 });
 
-test("term acts as an ack for the floor", () => {
+void test("term acts as an ack for the floor", () => {
   const l = ledger();
   for (const s of [1, 2, 3]) deliver(l, s);
   assert.equal(l.apply({ op: "term", sseq: 1 }), Outcome.Changed);
@@ -163,14 +163,14 @@ test("term acts as an ack for the floor", () => {
   assert.equal(l.apply({ op: "term", sseq: 1 }), Outcome.None);
 });
 
-test("progress restarts the pending entry's time", () => {
+void test("progress restarts the pending entry's time", () => {
   const l = ledger();
   deliver(l, 1, 1, T);
   assert.equal(l.apply({ op: "progress", sseq: 1, ts: T + 99 }), Outcome.Changed);
   assert.equal(l.pendingEntry(1)!.tsNs, T + 99);
 });
 
-test("max_ack_pending: new deliveries wait for acks", () => {
+void test("max_ack_pending: new deliveries wait for acks", () => {
   const l = ledger("explicit", 0, 2);
   deliver(l, 1);
   assert.ok(l.canDeliverNew());
@@ -180,7 +180,7 @@ test("max_ack_pending: new deliveries wait for acks", () => {
   assert.ok(l.canDeliverNew());
 });
 
-test("gone, skip, purged and reset", () => {
+void test("gone, skip, purged and reset", () => {
   const l = ledger("explicit", 1);
   for (const s of [1, 2, 3, 4, 5]) deliver(l, s);
   l.apply({ op: "expired", sseq: 5 }); // max_deliver: count kept, not pending
@@ -205,7 +205,7 @@ test("gone, skip, purged and reset", () => {
   assert.equal(l.queuedRedeliveries, 0);
 });
 
-test("a ledger recovered from its state goes on as the original", () => {
+void test("a ledger recovered from its state goes on as the original", () => {
   const a = ledger();
   for (const s of [2, 4, 6, 8]) deliver(a, s);
   a.apply({ op: "acked", sseq: 4, dseq: 2 });
@@ -268,7 +268,7 @@ function opFor(l: ConsumerLedger, [kind, pick, arg]: Intent, nextNew: { seq: num
 const intents = fc.array(fc.tuple(fc.integer({ min: 0, max: 16 }), fc.nat(1000), fc.nat(1000)), { maxLength: 200 });
 const policies = fc.constantFrom<LedgerAckPolicy>("explicit", "all", "none");
 
-test("property: the same operations on two ledgers give the same state", () => {
+void test("property: the same operations on two ledgers give the same state", () => {
   fc.assert(
     fc.property(intents, policies, fc.nat(4), (xs, policy, maxDeliver) => {
       const a = ledger(policy, maxDeliver, 0);
@@ -295,7 +295,7 @@ test("property: the same operations on two ledgers give the same state", () => {
   );
 });
 
-test("property: the ack floor is right after every operation (explicit acks)", () => {
+void test("property: the ack floor is right after every operation (explicit acks)", () => {
   fc.assert(
     fc.property(intents, fc.nat(4), (xs, maxDeliver) => {
       const l = ledger("explicit", maxDeliver, 0);
@@ -333,7 +333,7 @@ test("property: the ack floor is right after every operation (explicit acks)", (
   );
 });
 
-test("property: ack all keeps nothing pending at or below the floor", () => {
+void test("property: ack all keeps nothing pending at or below the floor", () => {
   fc.assert(
     fc.property(intents, (xs) => {
       const l = ledger("all", 0, 0);
