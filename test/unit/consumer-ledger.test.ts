@@ -7,6 +7,14 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ConsumerLedger, Outcome, type LedgerAckPolicy, type LedgerOp } from "../../src/consumer/ledger.js";
 import type { ConsumerState } from "../../src/storage/types.js";
+import { ManualClock } from "../../src/runtime/clock.js";
+import { ManualScheduler } from "../../src/runtime/sched.js";
+import { MemoryStreamStore } from "../../src/storage/memory/stream.js";
+import { Consumer, type ConsumerEnv } from "../../src/consumer/consumer.js";
+import { checkConsumerConfig, decodeConsumerConfig } from "../../src/consumer/config.js";
+import { Ticker } from "../../src/consumer/wheel.js";
+import type { Bus } from "../../src/server/bus.js";
+import type { ConsumerHook, StreamHandle } from "../../src/jetstream/contracts.js";
 
 const T = 1_700_000_000_000_000_000;
 
@@ -345,4 +353,75 @@ void test("property: ack all keeps nothing pending at or below the floor", () =>
     }),
     { numRuns: 200 },
   );
+});
+
+// ---------- the consumer on the runtime seams ----------
+
+void test("a consumer on a manual clock and scheduler: acks go through the ledger, the next delivery waits for the scheduler", async () => {
+  const clock = new ManualClock();
+  const sched = new ManualScheduler();
+  const store = new MemoryStreamStore(null, null);
+  for (let i = 0; i < 3; i++) store.storeMsg("r.a", null, Buffer.from("x"), clock.nowNs(), 0);
+  const delivered: string[] = [];
+  let onAck: ((subject: string, reply: string, hdr: Buffer | null, payload: Buffer) => void) | null = null;
+  const bus: Bus = {
+    subscribe: (subject, handler) => {
+      if (subject.startsWith("$JS.ACK.")) onAck = handler;
+      return { subject, unsubscribe: () => {} };
+    },
+    publish: (subject, reply) => {
+      if (subject === "inbox" && reply.startsWith("$JS.ACK.")) delivered.push(reply);
+    },
+    hasInterest: () => true,
+  };
+  const hooks: ConsumerHook[] = [];
+  const stream: StreamHandle = {
+    name: "R",
+    store,
+    visibleSeq: Number.MAX_SAFE_INTEGER,
+    wireConfig: () => ({ name: "R", subjects: ["r.>"] }),
+    retention: () => "limits",
+    consumerDir: () => null,
+    addConsumer: (c) => hooks.push(c),
+    removeConsumer: () => {},
+    consumers: () => hooks,
+    onAck: () => {},
+  };
+  const cfg = checkConsumerConfig(
+    decodeConsumerConfig({ durable_name: "C", ack_policy: "explicit", max_ack_pending: 1 }),
+    { name: "R", subjects: ["r.>"], retention: "limits", num_replicas: 1, consumer_limits: { inactive_threshold: 0, max_ack_pending: 0 } },
+    false,
+  );
+  const quiet = { info: () => {}, warn: () => {}, error: () => {}, fatal: () => {}, debug: () => {}, trace: () => {}, debugEnabled: false, traceEnabled: false };
+  const env: ConsumerEnv = {
+    bus,
+    clock,
+    sched,
+    log: quiet,
+    ticker: new Ticker(clock, (e) => assert.fail(String(e))),
+    serverName: "test",
+    advisory: () => {},
+    onSelfDelete: () => {},
+    newPinId: () => "pin",
+  };
+  const c = new Consumer(env, stream, cfg, clock.nowNs(), null, null);
+  stream.addConsumer(c);
+  c.start();
+  c.pull("inbox", Buffer.from('{"batch":3}'));
+  assert.equal(delivered.length, 1, "max_ack_pending 1 holds the rest back");
+  assert.deepEqual([...c.snapshot().pending.keys()], [1]);
+  onAck!(delivered[0]!, "", null, Buffer.alloc(0));
+  assert.deepEqual(c.snapshot().ackFloor, { consumerSeq: 1, streamSeq: 1 });
+  assert.equal(delivered.length, 1, "the delivery the ack allows is deferred to the scheduler");
+  sched.runUntilIdle();
+  assert.equal(delivered.length, 2);
+  assert.equal(c.snapshot().delivered.streamSeq, 2);
+  // Ack wait (30 s default) on the manual clock: a redelivery with count 2.
+  clock.advance(31_000);
+  sched.runUntilIdle();
+  assert.equal(delivered.length, 3);
+  assert.match(delivered[2]!, /^\$JS\.ACK\.R\.C\.2\.2\.3\./);
+  assert.equal(c.snapshot().redelivered.get(2), 2);
+  await c.stop(false);
+  env.ticker.stop();
 });
