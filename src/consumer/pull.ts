@@ -3,7 +3,7 @@
 // and requests nobody listens to any more; the answers they get when the consumer stops.
 
 import { statusHeaders } from "../protocol/headers.js";
-import { isPush } from "./config.js";
+import { goDuration, isPush } from "./config.js";
 import { EMPTY, type ConsumerCore } from "./core.js";
 import type { Delivery } from "./delivery.js";
 import { pullRejection } from "./priority.js";
@@ -47,7 +47,7 @@ export class PullRequests {
       return;
     }
     if (cfg.max_expires > 0 && q.expiresNs > cfg.max_expires) {
-      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestExpires of ${goDurationShort(cfg.max_expires)}`), EMPTY);
+      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestExpires of ${goDuration(cfg.max_expires)}`), EMPTY);
       return;
     }
     if (cfg.max_bytes > 0 && q.maxBytes > cfg.max_bytes) {
@@ -158,19 +158,4 @@ export class PullRequests {
       else bus.publish(r.reply, "", pendingStatus(409, "Server Shutdown", r.batch, r.maxBytes), EMPTY);
     }
   }
-}
-
-/** Go's time.Duration String() for the common whole units. */
-function goDurationShort(ns: number): string {
-  if (ns % 1e9 === 0) {
-    let s = ns / 1e9;
-    const h = Math.floor(s / 3600);
-    s -= h * 3600;
-    const m = Math.floor(s / 60);
-    s -= m * 60;
-    return (h > 0 ? `${h}h` : "") + (h > 0 || m > 0 ? `${m}m` : "") + `${s}s`;
-  }
-  if (ns < 1e6) return `${ns / 1e3}µs`;
-  if (ns < 1e9) return `${ns / 1e6}ms`;
-  return `${ns / 1e9}s`;
 }

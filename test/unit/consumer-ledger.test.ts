@@ -10,11 +10,9 @@ import type { ConsumerState } from "../../src/storage/types.js";
 import { ManualClock } from "../../src/runtime/clock.js";
 import { ManualScheduler } from "../../src/runtime/sched.js";
 import { MemoryStreamStore } from "../../src/storage/memory/stream.js";
-import { Consumer, type ConsumerEnv } from "../../src/consumer/consumer.js";
-import { checkConsumerConfig, decodeConsumerConfig } from "../../src/consumer/config.js";
-import { Ticker } from "../../src/consumer/wheel.js";
+import { Consumer } from "../../src/consumer/consumer.js";
 import type { Bus } from "../../src/server/bus.js";
-import type { ConsumerHook, StreamHandle } from "../../src/jetstream/contracts.js";
+import { testConsumerConfig, testConsumerEnv, testStream } from "../helpers/consumer-rig.js";
 
 const T = 1_700_000_000_000_000_000;
 
@@ -374,36 +372,9 @@ void test("a consumer on a manual clock and scheduler: acks go through the ledge
     },
     hasInterest: () => true,
   };
-  const hooks: ConsumerHook[] = [];
-  const stream: StreamHandle = {
-    name: "R",
-    store,
-    visibleSeq: Number.MAX_SAFE_INTEGER,
-    wireConfig: () => ({ name: "R", subjects: ["r.>"] }),
-    retention: () => "limits",
-    consumerDir: () => null,
-    addConsumer: (c) => hooks.push(c),
-    removeConsumer: () => {},
-    consumers: () => hooks,
-    onAck: () => {},
-  };
-  const cfg = checkConsumerConfig(
-    decodeConsumerConfig({ durable_name: "C", ack_policy: "explicit", max_ack_pending: 1 }),
-    { name: "R", subjects: ["r.>"], retention: "limits", num_replicas: 1, consumer_limits: { inactive_threshold: 0, max_ack_pending: 0 } },
-    false,
-  );
-  const quiet = { info: () => {}, warn: () => {}, error: () => {}, fatal: () => {}, debug: () => {}, trace: () => {}, debugEnabled: false, traceEnabled: false };
-  const env: ConsumerEnv = {
-    bus,
-    clock,
-    sched,
-    log: quiet,
-    ticker: new Ticker(clock, (e) => assert.fail(String(e))),
-    serverName: "test",
-    advisory: () => {},
-    onSelfDelete: () => {},
-    newPinId: () => "pin",
-  };
+  const stream = testStream(store);
+  const cfg = testConsumerConfig({ durable_name: "C", ack_policy: "explicit", max_ack_pending: 1 });
+  const env = testConsumerEnv(bus, clock, sched);
   const c = new Consumer(env, stream, cfg, clock.nowNs(), null, null);
   stream.addConsumer(c);
   c.start();
