@@ -124,7 +124,10 @@ export class ConsumerLedger {
   // Map would walk V8's tombstones of every entry deleted since its last rehash.
   private readonly pendOrder: number[] = [];
   private pendHead = 0;
-  // Sequences due for redelivery, oldest first; entries no longer pending are skipped.
+  // Sequences due for redelivery, oldest first (nak and expired put them here, a redelivery
+  // takes them off). Not persisted: after a restart every pending message gets a fresh ack
+  // wait. Delivery drops entries that are no longer pending or have a new deadline
+  // (dropRedelivery), which changes no state an operation reads.
   private readonly rdq: number[] = [];
   private rdqHead = 0;
 
