@@ -12,8 +12,6 @@ import { jsErr } from "../jetstream/errors.js";
 /** Decimal digits of the largest sequence (2^53). */
 const MAX_SEQ_DIGITS = 16;
 const ACK_DUP_TAIL = Buffer.from(',"duplicate": true}');
-/** Start the sync after this many PubAcks in one turn instead of at its end (tuning, default off). */
-const ACK_SPLIT = Number(process.env["TSNATS_ACK_SPLIT"] ?? 1e9);
 
 /** What the commit stage needs from its stream. */
 export interface CommitHost {
@@ -107,8 +105,6 @@ export class CommitQueue {
     b.replies.push(reply);
     b.seqs.push(seq);
     b.dups.push(dup);
-    // A long read (hundreds of publishes) starts its first fsync before the rest is parsed.
-    if (b.replies.length >= ACK_SPLIT) return this.flush();
     if (!this.flushQueued) {
       this.flushQueued = true;
       // After the current read batch, so every publish parsed from one socket read shares it.
