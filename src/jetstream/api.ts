@@ -33,6 +33,7 @@ import { JS_API_LEVEL } from "../version.js";
 import { goInt, goJsonType, parseApiJson, type GoIntKind } from "./json.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
 import type { JetStreamService } from "./service.js";
+import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
 import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
 
@@ -143,6 +144,21 @@ function optBool(b: Body | null, k: string): boolean {
   return v;
 }
 
+/** A response body already serialized (a JSON object's text, without the "type" field that
+ *  dispatch puts first). */
+class RawBody {
+  constructor(readonly json: string) {}
+}
+
+/** A stream's config as JSON text and its created time, for as long as its config object
+ *  is the same (an update replaces it). STREAM.INFO bursts then cost the state, not the
+ *  config (thousands of subjects) each time. */
+interface WireCache {
+  cfg: StreamConfig;
+  config: string;
+  created: string;
+}
+
 /** The stream's own subjects need a search that has not been done (checkConfig). */
 class NeedOverlapSearch extends Error {
   constructor(readonly subjects: readonly string[]) {
@@ -154,6 +170,7 @@ export class ApiRouter {
   private readonly queue = new RequestQueue("JetStream API queue");
   private readonly infoQueue = new RequestQueue("JetStream API info queue");
   readonly pacer = new Pacer();
+  private readonly wireCache = new WeakMap<Stream, WireCache>();
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   /** Requests dropped because the queue reached its limit, since start. */
@@ -232,7 +249,8 @@ export class ApiRouter {
     const bus = this.svc.deps.bus;
     const subs: InternalSubscription[] = [];
     for (const pat of STREAM_PATTERNS) {
-      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload)));
+      // Borrowing: enqueue copies what it keeps.
+      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload), "", true));
     }
     return subs;
   }
@@ -354,6 +372,12 @@ export class ApiRouter {
     let resp: Record<string, unknown>;
     try {
       const out = await this.stream(t, payload);
+      if (out instanceof RawBody) {
+        const text = `{"type":${JSON.stringify(type)},${out.json.slice(1)}`;
+        if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
+        this.audit(t, payload, text);
+        return;
+      }
       resp = { type, ...out };
     } catch (e) {
       if (!(e instanceof Fail || e instanceof JsApiError)) throw e;
@@ -364,8 +388,31 @@ export class ApiRouter {
     this.audit(t, payload, resp);
   }
 
+  /** The cached wire config and created time of a stream (see WireCache). */
+  private wire(st: Stream): WireCache {
+    const c = this.wireCache.get(st);
+    if (c !== undefined && c.cfg === st.cfg) return c;
+    const n: WireCache = { cfg: st.cfg, config: JSON.stringify(st.wireConfig()), created: JSON.stringify(rfc3339Ns(st.createdNs)) };
+    this.wireCache.set(st, n);
+    return n;
+  }
+
+  /** info(st, opts) as JSON text, the same fields in the same order, after `head` (fields
+   *  with their trailing comma, or ""). */
+  private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }): string {
+    const w = this.wire(st);
+    let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
+    if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
+    s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
+    const mirror = this.svc.sourcing.mirrorInfo(st);
+    if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
+    const sources = this.svc.sourcing.sourcesInfo(st);
+    if (sources) s += `,"sources":${JSON.stringify(sources)}`;
+    return s + `,"ts":${JSON.stringify(rfc3339Ns(this.svc.deps.clock.nowNs()))}}`;
+  }
+
   /** $JS.EVENT.ADVISORY.API, only built when someone listens. */
-  private audit(t: string[], payload: Buffer, resp: Record<string, unknown>): void {
+  private audit(t: string[], payload: Buffer, resp: Record<string, unknown> | string): void {
     const subject = "$JS.EVENT.ADVISORY.API";
     if (!this.svc.deps.bus.hasInterest(subject)) return;
     this.svc.advisory(subject, {
@@ -374,7 +421,7 @@ export class ApiRouter {
       client: {},
       subject: API_PREFIX + t.join("."),
       request: payload.toString("utf8"),
-      response: JSON.stringify(resp),
+      response: typeof resp === "string" ? resp : JSON.stringify(resp),
     });
   }
 
@@ -424,7 +471,7 @@ export class ApiRouter {
     return o;
   }
 
-  private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown>> {
+  private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown> | RawBody> {
     const [a, b, c, d] = t;
     if (a === "INFO" && t.length === 1) {
       const { type: _type, ...rest } = this.svc.accountInfo() as Record<string, unknown>;
@@ -642,12 +689,13 @@ export class ApiRouter {
     return this.createInfo(st);
   }
 
-  private streamInfo(name: string, payload: Buffer): Record<string, unknown> {
+  private streamInfo(name: string, payload: Buffer): Record<string, unknown> | RawBody {
     const body = parseBody(payload, false);
     const deletedDetails = optBool(body, "deleted_details");
     const subjectsFilter = optStr(body, "subjects_filter");
     const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamInfoRequest"));
     const st = this.lookup(name);
+    if (subjectsFilter === "") return new RawBody(this.infoJson(st, '"total":0,"offset":0,"limit":0,', { deletedDetails }));
     const out: Record<string, unknown> = { total: 0, offset: 0, limit: 0 };
     const infoOpts: { deletedDetails: boolean; subjectsFilter?: string } = { deletedDetails };
     const i = this.info(st, infoOpts);
@@ -702,18 +750,14 @@ export class ApiRouter {
     return { total: names.length, offset: off, limit: NAMES_LIMIT, streams: page.length > 0 ? page : null };
   }
 
-  private list(payload: Buffer): Record<string, unknown> {
+  private list(payload: Buffer): RawBody {
     const body = parseBody(payload, false);
     const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamListRequest"));
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(offset, names.length);
     const page = names.slice(off, off + LIST_LIMIT);
-    return {
-      total: names.length,
-      offset: off,
-      limit: LIST_LIMIT,
-      streams: page.map((n) => this.info(this.svc.streams.get(n)!)),
-    };
+    const infos = page.map((n) => this.infoJson(this.svc.streams.get(n)!, ""));
+    return new RawBody(`{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}`);
   }
 
   private purge(name: string, payload: Buffer): Record<string, unknown> {
