@@ -884,7 +884,8 @@ export class Server implements Bus {
     const ps = r.psubs;
     for (let i = 0; i < ps.length; i++) {
       const sub = ps[i]!;
-      if (noEcho && sub.owner === from) continue;
+      // Closed (its client is being removed a slice per turn): no delivery, no interest.
+      if (sub.closed || (noEcho && sub.owner === from)) continue;
       if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
       sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
       delivered++;
@@ -1072,7 +1073,11 @@ export class Server implements Bus {
   }
 
   hasInterest(subject: string): boolean {
-    return this.sublist.hasInterest(subject) || (this.cluster !== null && this.cluster.hasRemoteInterest(subject));
+    const r = this.sublist.match(subject);
+    // Subscriptions marked closed (still in the sublist for a few turns) do not count.
+    for (const s of r.psubs) if (!s.closed) return true;
+    for (const g of r.qsubs) for (const s of g) if (!s.closed) return true;
+    return this.cluster !== null && this.cluster.hasRemoteInterest(subject);
   }
 
   hasQueueInterest(subject: string, queue: string): boolean {

@@ -66,6 +66,11 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   readonly dir: string | null;
   private readonly env: StreamEnv;
   private subs: InternalSubscription[] = [];
+  /** Subscriptions to drop and subjects to subscribe before subs matches cfg.subjects (none
+   *  once detached); `subsPlanned` false: not worked out since the last change. */
+  private retiredSubs: InternalSubscription[] = [];
+  private subjectsToAdd: string[] = [];
+  private subsPlanned = false;
   private readonly consumerMap = new Map<string, ConsumerHook>();
   private readonly checks: PublishChecks;
   private readonly proposer: Proposer;
@@ -130,27 +135,48 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
     );
   }
 
-  /** Subscribe to the stream's subjects and start the expiry timer. */
-  start(): void {
-    this.resubscribe();
+  /** Subscribe to the stream's subjects and start the expiry timer. sliced: the caller
+   *  subscribes with syncSubscriptions, a slice at a time. */
+  start(sliced = false): void {
+    this.resubscribe(sliced);
     this.expiry.arm();
   }
 
-  update(cfg: StreamConfig): void {
+  update(cfg: StreamConfig, sliced = false): void {
     this.applyConfig(cfg);
     this.store.setLimits(Stream.storeLimits(cfg));
     this.afterLimitRemovals();
-    this.resubscribe();
+    this.resubscribe(sliced);
     this.expiry.arm();
   }
 
-  private resubscribe(): void {
-    for (const s of this.subs) s.unsubscribe();
-    this.subs = [];
-    if (this.closed) return;
+  private resubscribe(sliced = false): void {
+    this.subsPlanned = false;
+    if (!sliced) this.syncSubscriptions(Infinity);
+  }
+
+  /** Brings the subscriptions in line with cfg.subjects (none once detached) with at most
+   *  maxOps subscribes and unsubscribes; true when they are. A stream with many subjects is
+   *  subscribed this way a slice per turn. Subscriptions on subjects kept are left alone and
+   *  the dropped ones go first: the new subjects overlap no kept one (the config was
+   *  checked), so no message meets two of the stream's subscriptions meanwhile. */
+  syncSubscriptions(maxOps: number): boolean {
+    if (!this.subsPlanned) {
+      const want = new Set(this.closed ? [] : this.cfg.subjects);
+      const keep: InternalSubscription[] = [];
+      for (const s of this.subs) (want.delete(s.subject) ? keep : this.retiredSubs).push(s);
+      this.subs = keep;
+      this.subjectsToAdd = [...want];
+      this.subsPlanned = true;
+    }
+    let ops = 0;
+    const retired = this.retiredSubs;
+    while (retired.length > 0 && ops++ < maxOps) retired.pop()!.unsubscribe();
+    const add = this.subjectsToAdd;
     // Borrowing: the store copies a message into its own buffers and nothing else here keeps
     // hdr or payload past the call, so a client's publish is not copied once more on the way.
-    for (const subj of this.cfg.subjects) this.subs.push(this.env.bus.subscribe(subj, this.onMsg, "", true));
+    while (add.length > 0 && ops++ < maxOps) this.subs.push(this.env.bus.subscribe(add.pop()!, this.onMsg, "", true));
+    return retired.length === 0 && add.length === 0;
   }
 
   /** Extra subscriptions (direct get) owned by the service but tied to this stream's life. */
@@ -407,11 +433,11 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
 
   // ---------- lifecycle ----------
 
-  /** Stop ingest and timers; consumers are stopped by the caller. */
-  detach(): void {
+  /** Stop ingest and timers; consumers are stopped by the caller. sliced: the caller
+   *  unsubscribes with syncSubscriptions (nothing is stored meanwhile). */
+  detach(sliced = false): void {
     this.closed = true;
-    for (const s of this.subs) s.unsubscribe();
-    this.subs = [];
+    this.resubscribe(sliced);
     this.expiry.stop();
   }
 
