@@ -6,10 +6,10 @@
 // re-entrant safe (a delivery may route back into this consumer, e.g. a DLQ on the same
 // stream): a nested kick() only marks the loop to run again.
 
-import type { Bus, InternalSubscription } from "../server/bus.js";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
-import type { Logger } from "../server/log.js";
-import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
+import type { Logger } from "../runtime/log.js";
+import type { ConsumerHook, StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore, StoredMsg } from "../storage/types.js";
 import { appendHeaders } from "../protocol/headers.js";
 import { AckReply } from "../protocol/ackreply.js";

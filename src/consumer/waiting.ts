@@ -3,7 +3,7 @@
 
 import { statusHeaders } from "../protocol/headers.js";
 import type { PullPriority } from "./priority.js";
-import { goIntOrNull, parseApiJson } from "../jetstream/json.js";
+import { goIntOrNull, parseApiJson } from "../contracts/json.js";
 
 export interface PullRequest {
   reply: string;
