@@ -5,13 +5,13 @@
 // (StreamHandle). Mirrors and sources live in sourcing.ts.
 
 import { join } from "node:path";
-import type { Bus, InternalSubscription } from "../server/bus.js";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
-import type { Logger } from "../server/log.js";
-import type { ConsumerHook, StreamHandle } from "../jetstream/contracts.js";
+import type { Logger } from "../runtime/log.js";
+import type { ConsumerHook, StreamHandle } from "../contracts/jetstream.js";
 import type { StreamStore, StoreLimits } from "../storage/types.js";
-import { jsErr, JsApiError, type ApiError, type JsErrName } from "../jetstream/errors.js";
-import type { StreamConfig, StreamInfoWire, StreamStateWire, PubAckWire } from "../jetstream/types.js";
+import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
+import type { StreamConfig, StreamInfoWire, StreamStateWire, PubAckWire } from "../contracts/wire.js";
 import { configToWire, NS_PER_MS } from "./config.js";
 import { SubjectTransform } from "./transform.js";
 import { PublishChecks } from "./checks.js";
