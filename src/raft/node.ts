@@ -512,6 +512,9 @@ export class RaftNode {
         if (pr === undefined) return;
         pr.recentActive = true;
         pr.probeSent = false;
+        // A full window that stays full means appends were lost: let one more out, which the
+        // follower rejects if it has a gap, sending us back to probing.
+        if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirstOne();
         if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
         if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
           for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);

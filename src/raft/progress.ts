@@ -33,6 +33,12 @@ export class Inflights {
       this.count--;
     }
   }
+  /** Forget the oldest append (it was probably lost), making room for one more. */
+  freeFirstOne(): void {
+    if (this.count === 0) return;
+    this.start = (this.start + 1) % this.size;
+    this.count--;
+  }
   reset(): void {
     this.start = 0;
     this.count = 0;
