@@ -5,8 +5,8 @@
 
 import type { StreamStore } from "../storage/types.js";
 import { fileStoreMsgSize, memStoreMsgSize } from "../storage/index.js";
-import { jsErr, type ApiError } from "../jetstream/errors.js";
-import type { StreamConfig } from "../jetstream/types.js";
+import { jsErr, type ApiError } from "../contracts/errors.js";
+import type { StreamConfig } from "../contracts/wire.js";
 import { DedupWindow } from "./dedup.js";
 import { InflightTable, Rollup, type StreamEntry } from "./entry.js";
 import { HDR_TTL, msgIdOf, parsePubHeaders, replaceHeader } from "./headers.js";

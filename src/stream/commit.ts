@@ -4,10 +4,10 @@
 // consumers only once that fsync completed (after its PubAck), so no consumer sees a message
 // a crash would lose; memory and sync_interval streams show it at store.
 
-import type { Bus } from "../server/bus.js";
-import type { Logger } from "../server/log.js";
+import type { Bus } from "../contracts/bus.js";
+import type { Logger } from "../runtime/log.js";
 import type { StreamStore } from "../storage/types.js";
-import { jsErr } from "../jetstream/errors.js";
+import { jsErr } from "../contracts/errors.js";
 
 /** Decimal digits of the largest sequence (2^53). */
 const MAX_SEQ_DIGITS = 16;

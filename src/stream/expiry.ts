@@ -3,7 +3,7 @@
 
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { StreamStore } from "../storage/types.js";
-import type { StreamConfig } from "../jetstream/types.js";
+import type { StreamConfig } from "../contracts/wire.js";
 import { encodeHeaders } from "../protocol/headers.js";
 import { NS_PER_MS } from "./config.js";
 import { HDR_MARKER_REASON, HDR_TTL, isDeleteMarker } from "./headers.js";

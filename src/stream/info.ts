@@ -1,7 +1,7 @@
 // A stream's state and info in nats-server's wire shape (and field order).
 
 import type { StreamStore } from "../storage/types.js";
-import type { StreamInfoWire, StreamStateWire } from "../jetstream/types.js";
+import type { StreamInfoWire, StreamStateWire } from "../contracts/wire.js";
 import { rfc3339Ns } from "./time.js";
 
 export interface StateOpts {

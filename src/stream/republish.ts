@@ -2,8 +2,8 @@
 // is stored (nats-server's Nats-Stream, Nats-Subject, Nats-Sequence, Nats-Time-Stamp,
 // Nats-Last-Sequence, and Nats-Msg-Size when only headers are sent).
 
-import type { Bus } from "../server/bus.js";
-import type { StreamConfig } from "../jetstream/types.js";
+import type { Bus } from "../contracts/bus.js";
+import type { StreamConfig } from "../contracts/wire.js";
 import { appendHeaders } from "../protocol/headers.js";
 import { rfc3339Ns } from "./time.js";
 import type { SubjectTransform } from "./transform.js";

@@ -1,6 +1,6 @@
 // Interest and work-queue retention: a message leaves once no consumer needs it.
 
-import type { ConsumerHook } from "../jetstream/contracts.js";
+import type { ConsumerHook } from "../contracts/jetstream.js";
 import type { StreamStore } from "../storage/types.js";
 
 export type Retention = "limits" | "interest" | "workqueue";
