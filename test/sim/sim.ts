@@ -146,6 +146,9 @@ export class Sim {
   private readonly leaderOfTerm = new Map<number, string>();
   /** committed[i] = "term|payload" of the entry committed at index i (1-based; [0] unused). */
   private readonly committed: string[] = [""];
+  /** commitTerm[i]: the term of the first node seen with i committed, i.e. the leader that
+   *  committed it (only leaders advance commit on their own). */
+  private readonly commitTerm: number[] = [0];
   /** Every (index, term) seen in any log → "payload|prevTerm". */
   private readonly entryAt = new Map<string, string>();
   /** The canonical applied sequence of publishes. */
@@ -472,6 +475,7 @@ export class Sim {
         while (this.committed.length < index) this.committed.push(undefined as unknown as string);
       }
       this.committed[index] = v;
+      this.commitTerm[index] = n.raft?.term ?? 0;
     } else if (known !== v) {
       this.fail(`${n.id} ${what} entry ${index} as ${v}, but ${known} was committed there`);
     }
@@ -492,7 +496,9 @@ export class Sim {
     const r = n.raft!;
     for (let i = r.log.firstIndex(); i < this.committed.length; i++) {
       const v = this.committed[i];
-      if (v === undefined) continue;
+      // A leader must hold what was committed in earlier terms; a late winner of an old
+      // term need not hold what a newer term committed.
+      if (v === undefined || (this.commitTerm[i] ?? 0) >= r.term) continue;
       const e = r.log.entry(i);
       if (e === undefined || `${e.term}|${payloadOf(e)}` !== v) {
         this.fail(`leader completeness: ${n.id} leads term ${r.term} without committed entry ${i} (${v})`);
