@@ -5,10 +5,9 @@
 // acked (ledger.ts, changed only by operations through ConsumerCore.commit), delivery
 // (delivery.ts), pull requests (pull.ts), acks (ack-handler.ts) and info (info.ts).
 
-import type { InternalSubscription } from "../server/bus.js";
-import type { ConsumerHook } from "../jetstream/contracts.js";
+import type { InternalSubscription } from "../contracts/bus.js";
+import type { ConsumerHook, StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore } from "../storage/types.js";
-import type { StreamHandle } from "../jetstream/contracts.js";
 import { subjectIsSubsetMatch, subjectMatches } from "../subjects/subject.js";
 import { AckHandler } from "./ack-handler.js";
 import { consumerConfigToWire, filtersOf, isPush, type ConsumerConfig } from "./config.js";

@@ -8,7 +8,7 @@
 // Like nats-server, one pin per consumer (for its first group, which is all ADR-42 allows
 // in practice) and nothing persisted: after a restart the next delivery picks a new pin.
 
-import type { Bus } from "../server/bus.js";
+import type { Bus } from "../contracts/bus.js";
 import { appendHeaders, statusHeaders } from "../protocol/headers.js";
 import { pendingStatus, type PullPriority, type PullRequest, type WaitingList } from "./waiting.js";
 

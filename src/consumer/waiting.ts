@@ -2,7 +2,7 @@
 // by max_waiting and served in arrival order (or by priority under `prioritized`).
 
 import { statusHeaders } from "../protocol/headers.js";
-import { goIntOrNull, parseApiJson } from "../jetstream/json.js";
+import { goIntOrNull, parseApiJson } from "../contracts/json.js";
 
 /** The priority-group fields of a JSON pull request (priority.ts uses them). */
 export interface PullPriority {

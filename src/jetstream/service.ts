@@ -5,13 +5,13 @@
 import { join } from "node:path";
 import { statfsSync } from "node:fs";
 import { totalmem } from "node:os";
-import type { JetStreamDeps } from "./contracts.js";
-import type { InternalSubscription } from "../server/bus.js";
+import type { JetStreamDeps } from "../contracts/jetstream.js";
+import type { InternalSubscription } from "../contracts/bus.js";
 import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
 import type { StreamStore } from "../storage/types.js";
-import type { StreamConfig } from "./types.js";
-import { ApiType } from "./types.js";
+import type { StreamConfig } from "../contracts/wire.js";
+import { ApiType } from "../contracts/wire.js";
 import { configToWire, decodeStreamConfig, checkStreamConfig } from "../stream/config.js";
 import { Stream, type StreamEnv } from "../stream/stream.js";
 import { Sourcing } from "../stream/sourcing.js";
@@ -22,10 +22,14 @@ import { JS_API_LEVEL } from "../version.js";
 import { randomBytes } from "node:crypto";
 import { CryptFs, checkStoreEncryption } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
+import type { Pacer } from "./pacer.js";
 
 export const ACCOUNT = "$G";
 /** How long a stream whose store stopped refuses publishes before it is reopened. */
 export const REOPEN_DELAY_MS = 1000;
+/** Subscribes or unsubscribes of a stream's subjects per step when they are worked on a
+ *  pacer (a stream with thousands of subjects). */
+const SUBS_PER_STEP = 128;
 
 interface StoredMeta {
   created: string;
@@ -244,7 +248,8 @@ export class JetStreamService {
     return st;
   }
 
-  private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean): Stream {
+  /** sliced: the stream's subjects are subscribed by the caller (syncSubscriptions). */
+  private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean, sliced = false): Stream {
     let stream: Stream | null = null;
     const callbacks = {
       onLimitRemove: (seq: number, subject: string): void => stream?.onLimitRemove(seq, subject),
@@ -279,14 +284,16 @@ export class JetStreamService {
     const st = new Stream(cfg, store, dir, this.env(), createdNs);
     stream = st;
     this.streams.set(cfg.name, st);
-    st.start();
+    st.start(sliced);
     this.installDirect(st);
     this.sourcing.attach(st);
     return st;
   }
 
-  /** Create a stream from a checked config (sync: the API handles one request at a time). */
-  createStream(cfg: StreamConfig): Stream {
+  /** Create a stream from a checked config (the API handles one request at a time). With a
+   *  pacer, its subjects are subscribed a slice at a time on it (meta.json is written first,
+   *  as before: a failed write leaves nothing half made). */
+  async createStream(cfg: StreamConfig, pacer?: Pacer): Promise<Stream> {
     const createdNs = this.deps.clock.nowNs();
     let dir: string | null = null;
     if (cfg.storage === "file") {
@@ -295,7 +302,8 @@ export class JetStreamService {
       this.fs.mkdirp(join(dir, "obs"));
       this.writeMeta(dir, cfg, createdNs);
     }
-    const st = this.openStream(cfg, createdNs, dir, false);
+    const st = this.openStream(cfg, createdNs, dir, false, pacer !== undefined);
+    if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
     this.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${cfg.name}`, {
       type: ApiType.StreamAction,
       stream: cfg.name,
@@ -309,15 +317,17 @@ export class JetStreamService {
     writeFileAtomicSync(this.fs, dir, "meta.json", Buffer.from(JSON.stringify(meta, null, 2)));
   }
 
-  updateStream(st: Stream, cfg: StreamConfig): void {
+  /** With a pacer, subscriptions on subjects added or removed are made a slice at a time. */
+  async updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer): Promise<void> {
     if (st.dir !== null) this.writeMeta(st.dir, cfg, st.createdNs);
     const directChanged = st.cfg.allow_direct !== cfg.allow_direct || st.cfg.mirror_direct !== cfg.mirror_direct;
-    st.update(cfg);
+    st.update(cfg, pacer !== undefined);
     if (directChanged) {
       this.removeDirect(st.name);
       this.installDirect(st);
     }
     this.sourcing.attach(st);
+    if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
     this.advisory(`$JS.EVENT.ADVISORY.STREAM.UPDATED.${cfg.name}`, {
       type: ApiType.StreamAction,
       stream: cfg.name,
@@ -325,11 +335,14 @@ export class JetStreamService {
     });
   }
 
-  async deleteStream(st: Stream): Promise<void> {
+  /** With a pacer, the stream's subscriptions are removed a slice at a time (it stores
+   *  nothing meanwhile). */
+  async deleteStream(st: Stream, pacer?: Pacer): Promise<void> {
     this.streams.delete(st.name);
     this.removeDirect(st.name);
     this.sourcing.detach(st);
-    st.detach();
+    st.detach(pacer !== undefined);
+    if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
     await st.drainAcks();
     await st.stopConsumers(true);
     await st.store.delete();

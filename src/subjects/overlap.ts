@@ -39,10 +39,24 @@ export interface OverlapPair {
 /** Default work limit (node pairs visited): about a second of CPU at worst. */
 export const DEFAULT_OVERLAP_BUDGET = 20_000_000;
 
+const JOIN = 0;
+const BELOW = 1;
+
+/** The trie join as an explicit stack of frames (a JOIN of two nodes, or one node BELOW a
+ *  '>' whose patterns it pairs with everything under it), worked in the order the recursive
+ *  form would take, so that it can stop after any number of steps and go on later: a caller
+ *  on the event loop does a bounded slice per turn. */
 class Join {
   work = 0;
   best: OverlapPair | null = null;
   found = 0;
+  private readonly kinds: number[] = [];
+  private readonly xs: (TNode | number[])[] = [];
+  private readonly ys: TNode[] = [];
+  /** Child pairs of one JOIN, in call order (pushed reversed). */
+  private readonly scratchU: TNode[] = [];
+  private readonly scratchV: TNode[] = [];
+
   constructor(
     readonly budget: number,
     /** Stop after this many colliding pairs (1: any pair will do). */
@@ -66,28 +80,45 @@ class Join {
     if (cur === null || i < cur.i || (i === cur.i && j < cur.j)) this.best = { i, j };
   }
 
-  /** Every pattern ending in `ends` against every pattern below `n` (n's own ends excluded). */
-  endsVsBelow(ends: number[], n: TNode): void {
-    const stack: TNode[] = [];
-    const push = (c: TNode | null): void => {
-      if (c !== null) stack.push(c);
-    };
-    if (n.lit !== null) for (const c of n.lit.values()) push(c);
-    push(n.star);
-    push(n.gt);
-    while (stack.length > 0 && !this.done) {
-      const m = stack.pop()!;
-      this.tick();
-      if (m.ends !== null) for (const b of m.ends) for (const a of ends) if (!this.done) this.pair(a, b);
-      if (m.lit !== null) for (const c of m.lit.values()) push(c);
-      push(m.star);
-      push(m.gt);
+  push(kind: number, x: TNode | number[], y: TNode): void {
+    this.kinds.push(kind);
+    this.xs.push(x);
+    this.ys.push(y);
+  }
+
+  /** Works frames until about `units` more node pairs were visited; true when finished. */
+  run(units: number): boolean {
+    const limit = this.work + units;
+    while (this.kinds.length > 0 && !this.done) {
+      if (this.work >= limit) return false;
+      const k = this.kinds.pop()!;
+      const x = this.xs.pop()!;
+      const y = this.ys.pop()!;
+      if (k === JOIN) this.joinOne(x as TNode, y);
+      else this.belowOne(x as number[], y);
     }
+    this.kinds.length = 0;
+    this.xs.length = 0;
+    this.ys.length = 0;
+    return true;
+  }
+
+  /** Frames pairing `ends` with every pattern below a node whose children are these. */
+  private pushBelow(ends: number[], lit: Map<string, TNode> | null, star: TNode | null, gt: TNode | null): void {
+    if (lit !== null) for (const c of lit.values()) this.push(BELOW, ends, c);
+    if (star !== null) this.push(BELOW, ends, star);
+    if (gt !== null) this.push(BELOW, ends, gt);
+  }
+
+  private belowOne(ends: number[], m: TNode): void {
+    this.tick();
+    if (m.ends !== null) for (const b of m.ends) for (const a of ends) if (!this.done) this.pair(a, b);
+    this.pushBelow(ends, m.lit, m.star, m.gt);
   }
 
   /** Pairs of patterns, one through u and one through v (u, v at the same depth, their
-   *  prefixes compatible), that collide. */
-  join(u: TNode, v: TNode): void {
+   *  prefixes compatible), that collide: the pairs ending here now, the rest as frames. */
+  private joinOne(u: TNode, v: TNode): void {
     this.tick();
     if (this.done) return;
     const same = u === v;
@@ -99,56 +130,52 @@ class Join {
         for (const a of u.ends) for (const b of v.ends) if (!this.done) this.pair(a, b);
       }
     }
-    // '>' against everything at least one token longer on the other side.
-    if (u.gt !== null && u.gt.ends !== null) {
-      if (same) {
-        const e = u.gt.ends;
-        for (let x = 0; x < e.length && !this.done; x++) for (let y = x + 1; y < e.length && !this.done; y++) this.pair(e[x]!, e[y]!);
-        const only = new TNode();
-        only.lit = u.lit;
-        only.star = u.star;
-        this.endsVsBelow(e, only);
-      } else {
-        this.endsVsBelow(u.gt.ends, v);
-      }
-    }
-    if (!same && v.gt !== null && v.gt.ends !== null) {
-      // v.gt against what is below u, except u.gt (already paired above).
-      const only = new TNode();
-      only.lit = u.lit;
-      only.star = u.star;
-      this.endsVsBelow(v.gt.ends, only);
+    if (same && u.gt !== null && u.gt.ends !== null) {
+      const e = u.gt.ends;
+      for (let x = 0; x < e.length && !this.done; x++) for (let y = x + 1; y < e.length && !this.done; y++) this.pair(e[x]!, e[y]!);
     }
     if (this.done) return;
     // Children: equal literals, '*' against every child of the other side.
+    const cu = this.scratchU;
+    const cv = this.scratchV;
     const ul = u.lit;
     const vl = v.lit;
     if (same) {
-      if (ul !== null) for (const c of ul.values()) if (!this.done) this.join(c, c);
+      if (ul !== null) for (const c of ul.values()) (cu.push(c), cv.push(c));
       if (u.star !== null) {
-        this.join(u.star, u.star);
-        if (ul !== null) for (const c of ul.values()) if (!this.done) this.join(u.star, c);
+        cu.push(u.star);
+        cv.push(u.star);
+        if (ul !== null) for (const c of ul.values()) (cu.push(u.star), cv.push(c));
       }
-      return;
-    }
-    if (ul !== null && vl !== null) {
-      const [small, big] = ul.size <= vl.size ? [ul, vl] : [vl, ul];
-      const smallIsU = small === ul;
-      for (const [k, c] of small) {
-        this.tick();
-        const d = big.get(k);
-        if (d !== undefined) {
-          if (smallIsU) this.join(c, d);
-          else this.join(d, c);
-          if (this.done) return;
+    } else {
+      if (ul !== null && vl !== null) {
+        const [small, big] = ul.size <= vl.size ? [ul, vl] : [vl, ul];
+        const smallIsU = small === ul;
+        for (const [k, c] of small) {
+          this.tick();
+          const d = big.get(k);
+          if (d !== undefined) {
+            cu.push(smallIsU ? c : d);
+            cv.push(smallIsU ? d : c);
+          }
         }
       }
+      if (u.star !== null) {
+        if (vl !== null) for (const d of vl.values()) (cu.push(u.star), cv.push(d));
+        if (v.star !== null) (cu.push(u.star), cv.push(v.star));
+      }
+      if (v.star !== null && ul !== null) for (const c of ul.values()) (cu.push(c), cv.push(v.star));
     }
-    if (u.star !== null) {
-      if (vl !== null) for (const d of vl.values()) if (!this.done) this.join(u.star, d);
-      if (v.star !== null && !this.done) this.join(u.star, v.star);
+    for (let i = cu.length - 1; i >= 0; i--) this.push(JOIN, cu[i]!, cv[i]!);
+    cu.length = 0;
+    cv.length = 0;
+    // '>' against everything at least one token longer on the other side, worked before the
+    // children (pushed last): v's '>' against what is below u except u's own '>', then u's.
+    if (!same && v.gt !== null && v.gt.ends !== null) this.pushBelow(v.gt.ends, u.lit, u.star, null);
+    if (u.gt !== null && u.gt.ends !== null) {
+      if (same) this.pushBelow(u.gt.ends, u.lit, u.star, null);
+      else this.pushBelow(u.gt.ends, v.lit, v.star, v.gt);
     }
-    if (v.star !== null && ul !== null) for (const c of ul.values()) if (!this.done) this.join(c, v.star);
   }
 }
 
@@ -181,6 +208,77 @@ function insert(root: TNode, s: string, index: number): TNode {
   return n;
 }
 
+/** Inserting a subject costs about this many node pairs of the join. */
+const INSERT_UNITS = 4;
+
+/**
+ * The overlap search as a job that can be worked a slice at a time: `step(units)` inserts
+ * subjects into the tries, then joins them, and stops after about `units` node pairs (a
+ * subject inserted counts INSERT_UNITS); it returns true once the answer is known. With
+ * `b` null the subjects of `a` are checked against each other (findOverlap), otherwise the
+ * subjects of `a` against those of `b` (findCrossOverlap). step throws
+ * OverlapBudgetExceeded past `budget` node pairs in all.
+ */
+export class OverlapSearch {
+  private readonly ra = new TNode();
+  private readonly rb: TNode | null;
+  private ia = 0;
+  private ib = 0;
+  private readonly join: Join;
+  private started = false;
+  private finished = false;
+
+  constructor(
+    private readonly a: readonly string[],
+    private readonly b: readonly string[] | null,
+    budget = DEFAULT_OVERLAP_BUDGET,
+    maxPairs = 1,
+  ) {
+    this.rb = b === null ? null : new TNode();
+    this.join = new Join(budget, b === null ? maxPairs : 1);
+  }
+
+  step(units: number): boolean {
+    if (this.finished) return true;
+    const a = this.a;
+    const b = this.b;
+    if (!this.started) {
+      if (b === null ? a.length < 2 : a.length === 0 || b.length === 0) return (this.finished = true);
+      let left = units;
+      while (this.ia < a.length) {
+        if (left <= 0) return false;
+        insert(this.ra, a[this.ia]!, this.ia);
+        this.ia++;
+        left -= INSERT_UNITS;
+      }
+      if (b !== null) {
+        while (this.ib < b.length) {
+          if (left <= 0) return false;
+          insert(this.rb!, b[this.ib]!, a.length + this.ib);
+          this.ib++;
+          left -= INSERT_UNITS;
+        }
+      }
+      this.started = true;
+      this.join.push(JOIN, this.ra, this.rb ?? this.ra);
+      units = Math.max(1, left);
+    }
+    this.finished = this.join.run(units);
+    return this.finished;
+  }
+
+  /** Self search: the colliding pair found (see findOverlap), or null. */
+  get pair(): OverlapPair | null {
+    return this.join.best;
+  }
+
+  /** Cross search: the index in `b` of a subject that collides with one in `a`, or -1. */
+  get crossIndex(): number {
+    const p = this.join.best;
+    return p === null ? -1 : p.j - this.a.length;
+  }
+}
+
 /**
  * A colliding pair among `subjects` (valid subjects, as SubjectsCollide judges), or null.
  * The pair is the smallest (i, then j) among the first `maxPairs` collisions found, so with
@@ -188,25 +286,17 @@ function insert(root: TNode, s: string, index: number): TNode {
  * Throws OverlapBudgetExceeded when the join visits more than `budget` node pairs.
  */
 export function findOverlap(subjects: readonly string[], budget = DEFAULT_OVERLAP_BUDGET, maxPairs = 1): OverlapPair | null {
-  if (subjects.length < 2) return null;
-  const root = new TNode();
-  for (let k = 0; k < subjects.length; k++) insert(root, subjects[k]!, k);
-  const j = new Join(budget, maxPairs);
-  j.join(root, root);
-  return j.best;
+  const s = new OverlapSearch(subjects, null, budget, maxPairs);
+  s.step(Infinity);
+  return s.pair;
 }
 
 /** The index of a subject in `b` that collides with one in `a` (two lists, e.g. a new
  *  stream's subjects and another stream's), or -1. */
 export function findCrossOverlap(a: readonly string[], b: readonly string[], budget = DEFAULT_OVERLAP_BUDGET): number {
-  if (a.length === 0 || b.length === 0) return -1;
-  const ra = new TNode();
-  const rb = new TNode();
-  for (let k = 0; k < a.length; k++) insert(ra, a[k]!, k);
-  for (let k = 0; k < b.length; k++) insert(rb, b[k]!, a.length + k);
-  const j = new Join(budget, 1);
-  j.join(ra, rb);
-  return j.best === null ? -1 : j.best.j - a.length;
+  const s = new OverlapSearch(a, b, budget);
+  s.step(Infinity);
+  return s.crossIndex;
 }
 
 /** Is some pattern in `subjects` (other than index `self`) a superset of `sub`
