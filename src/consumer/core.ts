@@ -5,11 +5,11 @@
 // requests (pull.ts) and acks (ack-handler.ts) each hold the core; Consumer (consumer.ts)
 // extends it and wires them together.
 
-import type { Bus } from "../server/bus.js";
+import type { Bus } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
 import { systemScheduler, type Scheduler } from "../runtime/sched.js";
-import type { Logger } from "../server/log.js";
-import type { StreamHandle } from "../jetstream/contracts.js";
+import type { Logger } from "../runtime/log.js";
+import type { StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore } from "../storage/types.js";
 import { ACK_PREFIX } from "./ack.js";
 import { filtersOf, type ConsumerConfig } from "./config.js";

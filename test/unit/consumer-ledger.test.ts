@@ -12,7 +12,7 @@ import { ManualScheduler } from "../../src/runtime/sched.js";
 import { MemoryStreamStore } from "../../src/storage/memory/stream.js";
 import { decodeConsumerState, encodeConsumerState } from "../../src/storage/file/consumer.js";
 import { Consumer } from "../../src/consumer/consumer.js";
-import type { Bus } from "../../src/server/bus.js";
+import type { Bus } from "../../src/contracts/bus.js";
 import { testConsumerConfig, testConsumerEnv, testStream } from "../helpers/consumer-rig.js";
 
 const T = 1_700_000_000_000_000_000;
