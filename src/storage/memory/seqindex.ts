@@ -84,6 +84,7 @@ export abstract class SeqIndex {
   // Min-heap of (expiry ns, seq) for messages with a TTL; stale entries are skipped on pop.
   private readonly ttlAt: number[] = [];
   private readonly ttlSeq: number[] = [];
+  private readonly ttlSecs: number[] = []; // the TTL itself, so msgTtls reads no message
 
   protected limits: StoreLimits;
   protected readonly callbacks: StoreCallbacks;
@@ -241,7 +242,7 @@ export abstract class SeqIndex {
     rec.last = seq;
     rec.lastStale = false;
     rec.msgs++;
-    if (ttlSec > 0) this.ttlPush(tsNs + ttlSec * 1e9, seq);
+    if (ttlSec > 0) this.ttlPush(tsNs + ttlSec * 1e9, seq, ttlSec);
     return i;
   }
 
@@ -307,13 +308,12 @@ export abstract class SeqIndex {
 
   msgTtls(from: number, to: number): Map<number, number> {
     const out = new Map<number, number>();
-    const a = this.ttlAt;
     const q = this.ttlSeq;
+    const t = this.ttlSecs;
     for (let i = 0; i < q.length; i++) {
       const seq = q[i] as number;
       if (seq < from || seq > to || seq < this.firstSeq || seq > this.lastSeq || this.subjCol.get(seq) === 0) continue;
-      // at = ts + ttl * 1e9 rounded to a double: the difference is within a few hundred ns of it
-      out.set(seq, Math.round(((a[i] as number) - this.slotTs(seq, seq - this.base)) / 1e9));
+      out.set(seq, Math.round(t[i] as number));
     }
     return out;
   }
@@ -409,28 +409,34 @@ export abstract class SeqIndex {
   }
 
   // ---- TTL heap ----
-  private ttlPush(at: number, seq: number): void {
+  private ttlPush(at: number, seq: number, ttl: number): void {
     const a = this.ttlAt;
     const q = this.ttlSeq;
+    const t = this.ttlSecs;
     let i = a.length;
     a.push(at);
     q.push(seq);
+    t.push(ttl);
     while (i > 0) {
       const p = (i - 1) >> 1;
       if ((a[p] as number) <= at) break;
       a[i] = a[p] as number;
       q[i] = q[p] as number;
+      t[i] = t[p] as number;
       i = p;
     }
     a[i] = at;
     q[i] = seq;
+    t[i] = ttl;
   }
 
   private ttlPop(): void {
     const a = this.ttlAt;
     const q = this.ttlSeq;
+    const t = this.ttlSecs;
     const lastAt = a.pop() as number;
     const lastSeq = q.pop() as number;
+    const lastTtl = t.pop() as number;
     const n = a.length;
     if (n === 0) return;
     let i = 0;
@@ -442,10 +448,12 @@ export abstract class SeqIndex {
       if ((a[c] as number) >= lastAt) break;
       a[i] = a[c] as number;
       q[i] = q[c] as number;
+      t[i] = t[c] as number;
       i = c;
     }
     a[i] = lastAt;
     q[i] = lastSeq;
+    t[i] = lastTtl;
   }
 
   // ---- operations of the StreamStore contract ----
@@ -645,6 +653,7 @@ export abstract class SeqIndex {
     this.matchCache.clear();
     this.ttlAt.length = 0;
     this.ttlSeq.length = 0;
+    this.ttlSecs.length = 0;
     this.subjCol.clear();
     this.sizeCol.clear();
     this.chunkCnt = new Uint32Array(64);
