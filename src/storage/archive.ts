@@ -253,9 +253,19 @@ export class StoreSnapshotReader {
 
   /** The first live message with seq in [from, to] (to: at most the header's lastSeq), or null. */
   next(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    return this.read(from, to, false);
+  }
+
+  /** next() for a caller that encodes the message at once: header and data may be views of the
+   *  store's read cache (loadNextMsgTransient) instead of copies. */
+  nextTransient(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    return this.read(from, to, true);
+  }
+
+  private read(from: number, to: number, transient: boolean): SnapshotMsg | null {
     const end = Math.min(to, this.state.lastSeq);
     if (from > end) return null;
-    const m = this.store.loadNextMsg("", from);
+    const m = transient && this.store.loadNextMsgTransient !== undefined ? this.store.loadNextMsgTransient("", from) : this.store.loadNextMsg("", from);
     if (m === null || m.seq > end) return null;
     let ttlSec = 0;
     if (this.withTtl) {
@@ -321,7 +331,10 @@ export function* encodeStoreSnapshot(reader: StoreSnapshotReader, from = reader.
   const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
   let raw = recs[0]!.length;
   let msgs = 0;
-  for (const m of reader.range(from, to)) {
+  for (let s = from; ; ) {
+    const m = reader.nextTransient(s, to);
+    if (m === null) break;
+    s = m.seq + 1;
     const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
     recs.push(r);
     raw += r.length;
@@ -507,7 +520,7 @@ export async function streamStoreSnapshot(
     budget.restart(); // the deflate gave the loop away
   };
   for (let s = from; ; ) {
-    const m = reader.next(s, to);
+    const m = reader.nextTransient(s, to);
     if (m === null) break;
     const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
     recs.push(r);
