@@ -436,6 +436,9 @@ class TurnBudget {
   private n = 0;
   /** Turns started (the first one included). */
   turns = 1;
+  /** The longest run of work between two yields (ms, by the clock: it includes any time the
+   *  process was not running). */
+  maxSliceMs = 0;
 
   constructor(opts: SliceOptions) {
     this.clock = opts.clock ?? new SystemClock();
@@ -452,8 +455,15 @@ class TurnBudget {
 
   /** Let the rest of the loop run; the budget starts again in the next turn. */
   async yieldTurn(): Promise<void> {
+    this.endSlice();
     await new Promise<void>((res) => this.sched.nextTurn(res));
     this.restart();
+  }
+
+  /** The work of this turn ends here (an await follows). */
+  endSlice(): void {
+    const ms = this.clock.monoMs() - (this.deadline - this.budgetMs);
+    if (ms > this.maxSliceMs) this.maxSliceMs = ms;
   }
 
   /** A new budget after an await that already gave the loop away. */
@@ -493,6 +503,8 @@ export interface SnapshotStreamed {
   frames: number;
   /** Event-loop turns the snapshot was spread over. */
   turns: number;
+  /** The longest slice of work in one turn (ms). */
+  maxSliceMs: number;
 }
 
 /** The archive of encodeStoreSnapshot handed to sink frame by frame (the magic first), read a
@@ -506,12 +518,15 @@ export async function streamStoreSnapshot(
   opts: SliceOptions = {},
 ): Promise<SnapshotStreamed> {
   const budget = new TurnBudget(opts);
+  budget.endSlice();
   await sink(ARCHIVE_MAGIC);
+  budget.restart();
   const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
   let raw = recs[0]!.length;
   let msgs = 0;
   let frames = 0;
   const emit = async (): Promise<void> => {
+    budget.endSlice();
     const f = await encodeFrameAsync(recs.length === 1 ? recs[0]! : Buffer.concat(recs));
     recs.length = 0;
     raw = 0;
@@ -532,7 +547,7 @@ export async function streamStoreSnapshot(
   }
   recs.push(encodeJsonRecord(REC_END, { msgs, last_seq: reader.state.lastSeq }));
   await emit();
-  return { msgs, frames, turns: budget.turns };
+  return { msgs, frames, turns: budget.turns, maxSliceMs: budget.maxSliceMs };
 }
 
 /** StoreSnapshotDecoder for big archives: frames inflated on the thread pool, records stored a
@@ -562,6 +577,11 @@ export class StoreSnapshotRestorer {
     return this.budget.turns;
   }
 
+  /** The longest slice of work in one turn so far (ms). */
+  get maxSliceMs(): number {
+    return this.budget.maxSliceMs;
+  }
+
   /** Feed a chunk of any size; resolves once every frame it completed is stored. */
   async push(chunk: Buffer): Promise<void> {
     if (this.busy) throw new Error("StoreSnapshotRestorer.push: the previous push has not finished");
@@ -569,6 +589,7 @@ export class StoreSnapshotRestorer {
     try {
       for (const f of this.frames.push(chunk)) {
         if (this.apply.ended) throw new ArchiveError("data after the end of the snapshot");
+        this.budget.endSlice();
         const raw = await inflateAsync(f.z);
         this.budget.restart();
         checkFrame(raw, f.rawLen, f.crc);
@@ -580,6 +601,7 @@ export class StoreSnapshotRestorer {
         }
       }
     } finally {
+      this.budget.endSlice();
       this.busy = false;
     }
   }
