@@ -41,6 +41,7 @@ const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const MAX_SUBJECT_DETAILS = 100_000;
 const API_PREFIX = "$JS.API.";
+const EMPTY = Buffer.alloc(0);
 /** nats-server JSDefaultRequestQueueLimit: queued API requests before they are dropped. */
 export const DEFAULT_REQUEST_QUEUE_LIMIT = 10_000;
 /** Work the queues for at most this many requests per turn of the loop (and at most the
@@ -280,14 +281,14 @@ export class ApiRouter {
   private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
-    const p = Buffer.from(payload);
-    const tokens = subject.slice(prefix.length).split(".");
-    const info = isInfoRequest(tokens);
+    const p = payload.length === 0 ? EMPTY : Buffer.from(payload);
+    const rest = subject.slice(prefix.length);
+    const info = isInfoRequest(rest);
     const q = info ? this.infoQueue : this.queue;
     // nats-server (jsAPIRoutedReqs / jsAPIRoutedInfoReqs): at its limit, everything queued in
     // that queue is dropped without a reply (the requesters time out), with a rate-limited
     // warning and an advisory. The request being handled, if any, goes on.
-    const pending = q.push({ subject, tokens, reply, hdr: h, payload: p });
+    const pending = q.push({ subject, rest, reply, hdr: h, payload: p });
     if (pending >= (info ? this.infoQueueLimit : this.queueLimit)) {
       q.clear();
       this.dropped += pending;
@@ -327,7 +328,7 @@ export class ApiRouter {
       const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
       try {
-        await this.dispatch(r.tokens, r.reply, r.hdr, r.payload);
+        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload);
       } catch (e) {
         this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
       }
