@@ -6,8 +6,9 @@
 //   await srv.close();
 
 import { mergeOptions, type OptionsPatch } from "./server/options.js";
-import { Server } from "./server/server.js";
-import { nullLogger, StdLogger, type Logger } from "./server/log.js";
+import { createServer } from "./compose.js";
+import type { Server } from "./server/server.js";
+import { nullLogger, StdLogger, type Logger } from "./runtime/log.js";
 
 export interface StartOptions extends OptionsPatch {
   /** true: log to stderr in nats-server style; a Logger: log there; default: silent. */
@@ -38,7 +39,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
       : logger && typeof logger === "object"
         ? logger
         : nullLogger;
-  const server = new Server(o, log);
+  const server = createServer(o, log);
   await server.start();
   const host = o.host === "0.0.0.0" ? "127.0.0.1" : o.host;
   return {
@@ -50,5 +51,6 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
 }
 
 export { Server } from "./server/server.js";
+export { createServer } from "./compose.js";
 export type { ServerOptions, OptionsPatch } from "./server/options.js";
 export { SERVER_VERSION, TSNATS_VERSION } from "./version.js";

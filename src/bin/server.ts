@@ -5,8 +5,8 @@ import { createWriteStream } from "node:fs";
 import { parseServerFlags, usageText } from "../server/flags.js";
 import { loadConfigFile } from "../server/config/to-options.js";
 import { mergeOptions, type OptionsPatch, type ServerOptions } from "../server/options.js";
-import { StdLogger, type LogSink } from "../server/log.js";
-import { Server } from "../server/server.js";
+import { StdLogger, type LogSink } from "../runtime/log.js";
+import { createServer } from "../compose.js";
 import { SERVER_VERSION, TSNATS_VERSION } from "../version.js";
 
 function fail(msg: string): never {
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     sink = { write: (l) => stream.write(l) };
   }
   const log = new StdLogger(sink, opts.debug, opts.trace, opts.logTime);
-  const server = new Server(opts, log);
+  const server = createServer(opts, log);
   try {
     await server.start();
   } catch (err) {

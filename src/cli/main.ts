@@ -13,6 +13,7 @@ import { CliError } from "./output.js";
 import { closePrompts } from "./prompt.js";
 import { registerPubSub } from "./pubsub.js";
 import { registerStream } from "./stream.js";
+import { registerBackup } from "./stream-backup.js";
 
 export function buildProgram(): Command {
   const program = new Command("tsnats");
@@ -28,7 +29,7 @@ export function buildProgram(): Command {
     .option("--timeout <duration>", "Time to wait on responses from NATS", "5s")
     .showSuggestionAfterError(true)
     .exitOverride();
-  registerStream(program);
+  registerBackup(registerStream(program));
   registerConsumer(program);
   registerPubSub(program);
   registerKv(program);

@@ -43,26 +43,8 @@ export function ibytes(n: number): string {
 const NS_PER_MS = 1_000_000;
 const NS_PER_S = 1_000_000_000;
 
-/** Go's time.Duration.String() for a nanosecond count: "24h0m0s", "2m0s", "1.5s", "250ms". */
-export function goDuration(ns: number): string {
-  if (ns === 0) return "0s";
-  const neg = ns < 0;
-  let v = Math.abs(ns);
-  let out: string;
-  if (v < NS_PER_S) {
-    if (v < 1000) out = `${v}ns`;
-    else if (v < NS_PER_MS) out = `${trimFloat(v / 1000)}µs`;
-    else out = `${trimFloat(v / NS_PER_MS)}ms`;
-  } else {
-    const h = Math.floor(v / (3600 * NS_PER_S));
-    v -= h * 3600 * NS_PER_S;
-    const m = Math.floor(v / (60 * NS_PER_S));
-    v -= m * 60 * NS_PER_S;
-    const s = trimFloat(v / NS_PER_S);
-    out = h > 0 ? `${h}h${m}m${s}s` : m > 0 ? `${m}m${s}s` : `${s}s`;
-  }
-  return neg ? "-" + out : out;
-}
+import { goDuration } from "../contracts/duration.js";
+export { goDuration };
 
 function trimFloat(n: number): string {
   return n.toFixed(9).replace(/\.?0+$/, "");

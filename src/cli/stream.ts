@@ -18,7 +18,6 @@ import {
   type WireStreamConfig,
   type WireStreamInfo,
 } from "./stream-config.js";
-import { registerBackup } from "./stream-backup.js";
 
 const dec = new TextDecoder();
 
@@ -238,7 +237,8 @@ async function reportAction(s: Session, o: { subject?: string; json?: boolean })
   out(renderTable("Obtaining Stream stats\n\nStream Report", ["Stream", "Storage", "Placement", "Consumers", "Messages", "Bytes", "Deleted", "Replicas"], rows));
 }
 
-export function registerStream(program: Command): void {
+/** Registers `stream` and its subcommands; returns the command (main adds backup/restore). */
+export function registerStream(program: Command): Command {
   const str = program.command("stream").alias("str").alias("s").description("JetStream stream management");
   str.option("-a, --all", "When listing or selecting streams show all streams including system ones");
 
@@ -490,7 +490,7 @@ export function registerStream(program: Command): void {
       });
     });
 
-  registerBackup(str);
+  return str;
 }
 
 function isSystemStream(name: string): boolean {

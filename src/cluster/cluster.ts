@@ -20,7 +20,7 @@ import { Sublist } from "../subjects/sublist.js";
 import { Route, RemoteSub, GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, PEER_SUBJECT_PREFIX, type RouteInfo } from "./route.js";
 import { buildTls, peerRejection, pinnedOk, type TlsSetup } from "../server/tls.js";
 import type { ClusterOptions, ServerOptions } from "../server/options.js";
-import type { Logger } from "../server/log.js";
+import type { Logger } from "../runtime/log.js";
 import type { Subscription } from "../server/subscription.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import type { SublistResult } from "../subjects/sublist.js";

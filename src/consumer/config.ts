@@ -8,10 +8,11 @@
 // cannot clash with a nats-server field; clients keep unknown fields as opaque JSON.
 
 import { isValidSubject, isLiteral, subjectMatches, subjectsCollide } from "../subjects/subject.js";
-import { jsErr, JsApiError, type JsErrName } from "../jetstream/errors.js";
+import { jsErr, JsApiError, type JsErrName } from "../contracts/errors.js";
+import { goDuration } from "../contracts/duration.js";
 import { parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
-import { goInt, goJsonType, RawNumber, type GoIntKind } from "../jetstream/json.js";
+import { goInt, goJsonType, RawNumber, type GoIntKind } from "../contracts/json.js";
 import { findCrossOverlap, findOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import { DEFAULT_PRIORITY_TIMEOUT_NS, PriorityPolicies, VALID_GROUP_NAME } from "./priority.js";
 
@@ -460,21 +461,6 @@ export function updateError(old: ConsumerConfig, neu: ConsumerConfig): string {
   return "";
 }
 
-function goDuration(ns: number): string {
-  if (ns === 0) return "0s";
-  if (ns % 1e9 === 0) {
-    let s = ns / 1e9;
-    const h = Math.floor(s / 3600);
-    s -= h * 3600;
-    const m = Math.floor(s / 60);
-    s -= m * 60;
-    return (h > 0 ? `${h}h` : "") + (h > 0 || m > 0 ? `${m}m` : "") + `${s}s`;
-  }
-  if (ns < 1e3) return `${ns}ns`;
-  if (ns < 1e6) return `${ns / 1e3}µs`;
-  if (ns < 1e9) return `${ns / 1e6}ms`;
-  return `${ns / 1e9}s`;
-}
 export { goDuration };
 
 /** The API level the config needs (pause_until and priority groups are 2.11). */

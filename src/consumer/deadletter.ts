@@ -10,7 +10,7 @@
 //   X-Tsnats-DLQ-Term-Reason  the +TERM reason, when one was given
 // A stream that captures the subject becomes the dead-letter queue.
 
-import type { Bus } from "../server/bus.js";
+import type { Bus } from "../contracts/bus.js";
 import type { StoredMsg } from "../storage/types.js";
 import { appendHeaders } from "../protocol/headers.js";
 

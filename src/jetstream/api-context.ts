@@ -2,12 +2,12 @@
 // API (consumer-api.ts, owned by the consumer layer). The router parses nothing consumer
 // specific: it hands over the subject tokens after "$JS.API.CONSUMER." and the raw request.
 
-import type { Bus } from "../server/bus.js";
+import type { Bus } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
-import type { Logger } from "../server/log.js";
-import type { JetStreamOptions } from "../server/options.js";
-import type { StreamHandle } from "./contracts.js";
-import type { ApiError } from "./errors.js";
+import type { Logger } from "../runtime/log.js";
+import type { JetStreamOptions } from "../contracts/options.js";
+import type { StreamHandle } from "../contracts/jetstream.js";
+import type { ApiError } from "../contracts/errors.js";
 import type { Fs } from "../runtime/fs.js";
 
 export interface ConsumerApiContext {

@@ -11,10 +11,11 @@
 // $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does.
 // Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
 
-import type { InternalSubscription } from "../server/bus.js";
+import type { InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
-import { jsErr, JsApiError, type ApiError, type JsErrName } from "./errors.js";
-import { ApiType, type StreamConfig } from "./types.js";
+import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
+import { ApiType, type StreamConfig } from "../contracts/wire.js";
+import { handleConsumerApi, recoverConsumers } from "./consumer-api.js";
 import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
 import {
   checkStreamConfig,
@@ -30,7 +31,7 @@ import type { Stream } from "../stream/stream.js";
 import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
 import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
-import { goInt, goJsonType, parseApiJson, type GoIntKind } from "./json.js";
+import { goInt, goJsonType, parseApiJson, type GoIntKind } from "../contracts/json.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
 import type { JetStreamService } from "./service.js";
 import { rfc3339Ns } from "../stream/time.js";
@@ -232,18 +233,10 @@ export class ApiRouter {
   async loadConsumerApi(): Promise<void> {
     if (this.consumerApiLoaded) return;
     this.consumerApiLoaded = true;
-    const spec = "./consumer-api.js";
-    try {
-      const mod = (await import(spec)) as {
-        handleConsumerApi?: HandleConsumerApi;
-        recoverConsumers?: (ctx: ConsumerApiContext, st: Stream) => number;
-      };
-      if (typeof mod.handleConsumerApi === "function") this.consumerApi = mod.handleConsumerApi;
-      if (typeof mod.recoverConsumers === "function") this.recoverConsumersFn = mod.recoverConsumers;
-    } catch (e) {
-      const code = (e as { code?: string }).code;
-      if (code !== "ERR_MODULE_NOT_FOUND") this.svc.deps.log.error(`JetStream consumer API failed to load: ${(e as Error).message}`);
-    }
+    // The consumer API (and with it src/consumer) is a static import: no fallback for a build
+    // without it.
+    this.consumerApi = handleConsumerApi;
+    this.recoverConsumersFn = recoverConsumers;
   }
 
   subscribe(): InternalSubscription[] {

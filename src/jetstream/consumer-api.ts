@@ -8,9 +8,9 @@
 import { dirname, join } from "node:path";
 import { randomName } from "./ids.js";
 import type { ConsumerApiContext } from "./api-context.js";
-import type { StreamHandle } from "./contracts.js";
-import { jsErr, JsApiError, type ApiError, type JsErrName } from "./errors.js";
-import { ApiType } from "./types.js";
+import type { StreamHandle } from "../contracts/jetstream.js";
+import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
+import { ApiType } from "../contracts/wire.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { JS_API_LEVEL } from "../version.js";
 import { FileConsumerStore } from "../storage/index.js";
@@ -31,7 +31,7 @@ import {
 import { Consumer, type ConsumerEnv } from "../consumer/consumer.js";
 import { Ticker } from "../consumer/wheel.js";
 import { PIN_ID_LEN, VALID_GROUP_NAME } from "../consumer/priority.js";
-import { parseApiJson } from "./json.js";
+import { parseApiJson } from "../contracts/json.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;

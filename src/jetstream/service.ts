@@ -5,13 +5,13 @@
 import { join } from "node:path";
 import { statfsSync } from "node:fs";
 import { totalmem } from "node:os";
-import type { JetStreamDeps } from "./contracts.js";
-import type { InternalSubscription } from "../server/bus.js";
+import type { JetStreamDeps } from "../contracts/jetstream.js";
+import type { InternalSubscription } from "../contracts/bus.js";
 import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
 import type { StreamStore } from "../storage/types.js";
-import type { StreamConfig } from "./types.js";
-import { ApiType } from "./types.js";
+import type { StreamConfig } from "../contracts/wire.js";
+import { ApiType } from "../contracts/wire.js";
 import { configToWire, decodeStreamConfig, checkStreamConfig } from "../stream/config.js";
 import { Stream, type StreamEnv } from "../stream/stream.js";
 import { Sourcing } from "../stream/sourcing.js";

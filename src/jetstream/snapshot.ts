@@ -29,7 +29,7 @@
 
 import { join } from "node:path";
 import { randomName } from "./ids.js";
-import type { Bus, InternalSubscription } from "../server/bus.js";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import {
   ARCHIVE_MAGIC as MAGIC,
@@ -51,8 +51,8 @@ import type { ConsumerState } from "../storage/types.js";
 import { parseMsgTtlSec, parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";
 import type { Stream } from "../stream/stream.js";
 import { HDR_TTL } from "../stream/stream.js";
-import { jsErr, type ApiError } from "./errors.js";
-import { ApiType, type StreamConfig } from "./types.js";
+import { jsErr, type ApiError } from "../contracts/errors.js";
+import { ApiType, type StreamConfig } from "../contracts/wire.js";
 import type { JetStreamService } from "./service.js";
 
 const DEFAULT_CHUNK = 128 * 1024;

@@ -13,10 +13,11 @@ import { Client, CloseReason } from "./client.js";
 import { newServerId } from "./serverid.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { authRequired, permissionsOf, userStillExists } from "./auth.js";
-import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "./bus.js";
+import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "../contracts/bus.js";
 import type { AckReply } from "../protocol/ackreply.js";
-import type { Logger } from "./log.js";
-import type { AuthorizationOptions, ServerOptions } from "./options.js";
+import type { Logger } from "../runtime/log.js";
+import type { AuthorizationOptions, ClusterOptions, ServerOptions } from "./options.js";
+import type { JetStreamDeps } from "../contracts/jetstream.js";
 import { WsListener, validateWebSocketOptions, type WsConn } from "./websocket.js";
 import { SERVER_VERSION, PROTO_VERSION, JS_API_LEVEL, TSNATS_VERSION } from "../version.js";
 import { SystemClock, type Clock } from "../runtime/clock.js";
@@ -66,6 +67,14 @@ export interface ClusterLike {
   clientUrls(websocket?: boolean): string[];
   varz(): Record<string, unknown>;
   routez(opts: RoutezOptions): Record<string, unknown>;
+}
+
+/** The optional parts a server is built with (src/compose.ts wires them): each is made
+ *  only when its options ask for it. */
+export interface ServerParts {
+  jetstream?: (deps: JetStreamDeps) => Promise<JetStreamLike>;
+  cluster?: (server: Server, opts: ClusterOptions) => Promise<ClusterLike>;
+  monitor?: (server: Server) => Promise<MonitorLike>;
 }
 
 /** What the server needs from the monitoring HTTP listener (src/monitor/http.ts). */
@@ -181,7 +190,10 @@ export class Server implements Bus {
   };
   private nuidPrefix = randomBytes(6).toString("hex");
 
-  constructor(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock()) {
+  private readonly parts: ServerParts;
+
+  constructor(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock(), parts: ServerParts = {}) {
+    this.parts = parts;
     this.opts = opts;
     this.log = log;
     this.clock = clock;
@@ -259,12 +271,9 @@ export class Server implements Bus {
   }
 
   private async startJetStream(): Promise<void> {
-    // Loaded lazily: the core server does not depend on the JetStream layer at build time.
-    const spec = "../jetstream/service.js";
-    const mod = (await import(spec)) as {
-      JetStreamService: new (deps: unknown) => JetStreamLike;
-    };
-    const js = new mod.JetStreamService({
+    const make = this.parts.jetstream;
+    if (make === undefined) throw new Error("JetStream is enabled but not wired into this server (build it with src/compose.ts)");
+    const js = await make({
       bus: this,
       clock: this.clock,
       log: this.log,
@@ -287,9 +296,9 @@ export class Server implements Bus {
       if (c.routes.length > 0) throw new Error("solicited routes require cluster capabilities, e.g. --cluster (cluster { listen })");
       return;
     }
-    const spec = "../cluster/cluster.js";
-    const mod = (await import(spec)) as { Cluster: new (host: unknown, opts: unknown) => ClusterLike };
-    const cl = new mod.Cluster(this, c);
+    const make = this.parts.cluster;
+    if (make === undefined) throw new Error("a cluster block is configured but routes are not wired into this server (build it with src/compose.ts)");
+    const cl = await make(this, c);
     // Clients may have come in since the client port opened: their interest counts too, and
     // so does every subscription made while the route listener starts.
     this.cluster = cl;
@@ -323,10 +332,10 @@ export class Server implements Bus {
   }
 
   private async startMonitor(): Promise<void> {
-    const spec = "../monitor/http.js";
+    const make = this.parts.monitor;
+    if (make === undefined) throw new Error("monitoring is configured but not wired into this server (build it with src/compose.ts)");
     try {
-      const mod = (await import(spec)) as { startMonitor: (s: Server) => Promise<MonitorLike> };
-      this.monitor = await mod.startMonitor(this);
+      this.monitor = await make(this);
       this.log.info(`Starting ${this.opts.httpsPort !== 0 ? "https" : "http"} monitor on ${this.opts.httpHost}:${this.monitor.port}`);
     } catch (err) {
       this.log.error(`Could not start monitoring: ${(err as Error).message}`);

@@ -4,15 +4,15 @@
 // nats-server's omitempty choices.
 
 import { isValidSubject, subjectsCollide, subjectIsSubsetMatch } from "../subjects/subject.js";
-import { jsErr, JsApiError, throwJs, type ApiError } from "../jetstream/errors.js";
+import { jsErr, JsApiError, throwJs, type ApiError } from "../contracts/errors.js";
 import type {
   StreamConfig,
   StreamSourceConfig,
   SubjectTransformConfig,
   RePublish,
-} from "../jetstream/types.js";
+} from "../contracts/wire.js";
 import { SubjectTransform, TransformError } from "./transform.js";
-import { goInt, goJsonType, type GoIntKind } from "../jetstream/json.js";
+import { goInt, goJsonType, type GoIntKind } from "../contracts/json.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, SupersetIndex, type OverlapPair } from "../subjects/overlap.js";
 import { JS_API_LEVEL, SERVER_VERSION } from "../version.js";
 

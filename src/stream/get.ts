@@ -1,14 +1,14 @@
 // Message reads for the API: STREAM.MSG.GET (JSON reply) and DIRECT.GET (ADR-31: the stored
 // message with Nats-* headers appended, batches ending in 204 EOB, status-only misses).
 
-import type { Bus } from "../server/bus.js";
+import type { Bus } from "../contracts/bus.js";
 import type { StreamStore, StoredMsg } from "../storage/types.js";
 import { appendHeaders, statusHeaders } from "../protocol/headers.js";
-import type { MsgGetRequest, StoredMsgWire } from "../jetstream/types.js";
-import { jsErr, type ApiError } from "../jetstream/errors.js";
+import type { MsgGetRequest, StoredMsgWire } from "../contracts/wire.js";
+import { jsErr, type ApiError } from "../contracts/errors.js";
 import { parseRfc3339Ns, rfc3339Ns } from "./time.js";
 import { isLiteral } from "../subjects/subject.js";
-import { goIntOrNull, parseApiJson } from "../jetstream/json.js";
+import { goIntOrNull, parseApiJson } from "../contracts/json.js";
 
 const EMPTY = Buffer.alloc(0);
 const MULTI_MAX = 1024;

@@ -630,14 +630,90 @@ export abstract class SeqIndex {
     return n;
   }
 
-  /** Remove everything below seq (exclusive). */
-  private removeRange(seq: number): number {
-    let n = 0;
-    const end = Math.min(seq - 1, this.lastSeq);
-    for (let s = this.firstSeq; s <= end && this.msgs > 0; s++) if (this.removeSeq(s, false)) n++;
-    if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
+  /** Remove every message at once (a purge of everything, a compact past the end): work per
+   *  subject, none per message. The store hears of it through onRemovedAll, not onRemoved. */
+  protected removeAll(): number {
+    const n = this.msgs;
+    const next = this.lastSeq + 1;
+    if (n === 0) {
+      this.firstSeq = next;
+      return 0;
+    }
+    this.subjects.clear();
+    this.byId.length = 1;
+    this.freeIds.length = 0;
+    this.matchCache.clear();
+    this.ttlAt.length = 0;
+    this.ttlSeq.length = 0;
+    this.subjCol.clear();
+    this.sizeCol.clear();
+    this.chunkCnt = new Uint32Array(64);
+    this.chunkBase = 0;
+    this.msgs = 0;
+    this.bytes = 0;
+    const cap = Math.min(this.cap, 1024);
+    this.resizeExtra(cap, 0, 0);
+    this.cap = cap;
+    this.base = next;
+    this.firstSeq = next;
+    this.onRemovedAll();
     return n;
   }
+
+  /** Every message left the index at once (removeAll); the default has nothing to drop. */
+  protected onRemovedAll(): void {}
+
+  /** Remove everything below seq (exclusive). */
+  private removeRange(seq: number): number {
+    if (seq > this.lastSeq) return this.removeAll();
+    const end = seq - 1;
+    if (this.msgs === 0 || end < this.firstSeq) return 0;
+    // removeSeq's work for each live message, in one pass that steps from live message to
+    // live message; firstSeq moves once at the end, and the store hears onRemovedFront
+    const col = this.subjCol;
+    let n = 0;
+    for (let s = col.find(this.firstSeq, end, 0, false); s <= end; s = col.find(s + 1, end, 0, false)) {
+      const id = col.get(s);
+      const rec = this.byId[id];
+      if (rec === undefined) throw new Error(`seqindex: slot ${s} has unknown subject id ${id}`);
+      const ci = Math.floor(s / CHUNK) - this.chunkBase;
+      this.chunkCnt[ci] = (this.chunkCnt[ci] as number) - 1;
+      const size = this.sizeCol.get(s);
+      this.msgs--;
+      this.bytes -= size;
+      rec.msgs--;
+      if (rec.msgs === 0) this.freeSubject(rec);
+      else {
+        // every message of rec below seq goes: its first is stale; its last cannot be here
+        rec.firstStale = true;
+        if (rec.msgs === 1 && !rec.lastStale) {
+          rec.first = rec.last;
+          rec.firstStale = false;
+        }
+      }
+      this.onRemovedFront(s, s - this.base, size);
+      n++;
+    }
+    const old = this.firstSeq;
+    this.firstSeq = this.msgs === 0 ? this.lastSeq + 1 : col.find(seq, this.lastSeq, 0, false);
+    // The subject column is cleared whole chunks at a time (dropped) and entry by entry only in
+    // the chunk the new first sequence is in: setting entries one by one makes every chunk
+    // that held a run of one subject an array first.
+    col.dropBelow(this.firstSeq);
+    this.sizeCol.dropBelow(this.firstSeq);
+    for (let s = Math.max(old, Math.floor(this.firstSeq / CHUNK) * CHUNK); s <= end; s++) if (col.get(s) !== 0) col.set(s, 0);
+    this.afterRemovedFront();
+    return n;
+  }
+
+  /** A message below the new first sequence left the index (removeRange: a purge with keep or
+   *  seq, a compact); firstSeq moves once they are all gone, then afterRemovedFront. By
+   *  default what onRemoved does. */
+  protected onRemovedFront(seq: number, slot: number, _size: number): void {
+    this.onRemoved(seq, slot);
+  }
+
+  protected afterRemovedFront(): void {}
 
   compact(seq: number): number {
     if (seq <= 0) return 0;

@@ -1,0 +1,31 @@
+// The composition root: the one place that builds a Server and wires the optional parts into
+// it (JetStream, cluster routes, the monitor). server/ never imports those layers; it gets
+// these factories. Each part's module is loaded the first time its options ask for it (a
+// literal import(), visible to the import graph), so a core-only server does not pay for
+// loading JetStream, the cluster or the monitor at startup.
+
+import type { Logger } from "./runtime/log.js";
+import type { Clock } from "./runtime/clock.js";
+import { SystemClock } from "./runtime/clock.js";
+import type { ServerOptions } from "./server/options.js";
+import { Server, type ServerParts } from "./server/server.js";
+
+export const serverParts: ServerParts = {
+  async jetstream(deps) {
+    const { JetStreamService } = await import("./jetstream/service.js");
+    return new JetStreamService(deps);
+  },
+  async cluster(server, opts) {
+    const { Cluster } = await import("./cluster/cluster.js");
+    return new Cluster(server, opts);
+  },
+  async monitor(server) {
+    const { startMonitor } = await import("./monitor/http.js");
+    return startMonitor(server);
+  },
+};
+
+/** A server with every part wired (what tsnats-server and the embedding API run). */
+export function createServer(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock()): Server {
+  return new Server(opts, log, clock, serverParts);
+}

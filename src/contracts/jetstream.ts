@@ -1,0 +1,56 @@
+// The seam between the stream layer (src/stream, src/jetstream) and the consumer layer
+// (src/consumer, src/jetstream/consumer-api.ts). Both sides code against these types.
+
+import type { Bus } from "./bus.js";
+import type { Clock } from "../runtime/clock.js";
+import type { Logger } from "../runtime/log.js";
+import type { JetStreamOptions } from "./options.js";
+import type { StreamStore } from "../storage/types.js";
+
+export interface JetStreamDeps {
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  opts: JetStreamOptions;
+  serverId: string;
+  serverName: string;
+  maxPayloadBytes: number;
+}
+
+/** A consumer as its stream sees it. */
+export interface ConsumerHook {
+  readonly name: string;
+  /** A new message became visible (a file stream: once the fsync after its store completed). */
+  onStored(seq: number, subject: string): void;
+  /** Messages below firstSeq are gone (purge/compact/limits). */
+  onPurged(firstSeq: number): void;
+  /** A purge by subject removed messages above the stream's first sequence. */
+  onMessagesRemoved?(subject: string): void;
+  /** The config values a stream's consumer_limits bound (checked on stream update). */
+  consumerLimits?(): { max_ack_pending: number; inactive_threshold: number };
+  /** Interest retention: true while this consumer's filter matches subject and it has not
+   *  acknowledged seq yet. */
+  needsMessage(seq: number, subject: string): boolean;
+  /** True when this consumer's filter(s) match the subject. */
+  filterMatches(subject: string): boolean;
+  /** The stream is being deleted or the server stops. */
+  stop(deleteState: boolean): Promise<void>;
+}
+
+/** A stream as its consumers see it. */
+export interface StreamHandle {
+  readonly name: string;
+  readonly store: StreamStore;
+  /** The last sequence consumers may deliver: the store may hold later ones not yet durable. */
+  readonly visibleSeq: number;
+  /** Current config in wire JSON shape (snake_case). */
+  wireConfig(): Record<string, unknown>;
+  retention(): "limits" | "interest" | "workqueue";
+  /** Directory for this stream's consumer state, or null for memory streams. */
+  consumerDir(consumer: string): string | null;
+  addConsumer(c: ConsumerHook): void;
+  removeConsumer(name: string): void;
+  consumers(): ConsumerHook[];
+  /** Retention: a consumer acknowledged seq; the stream decides whether to remove it. */
+  onAck(seq: number, subject: string): void;
+}
