@@ -1,6 +1,6 @@
 // Proposals per second committed through three in-memory RaftNodes (the pure core only: no
 // disk, no sockets): the ceiling the Raft state machine puts on a replicated stream.
-// `npx tsc -p tsconfig.json && node dist/bench/raft-sim.js [--seconds 2] [--batch 64] [--bytes 128]`
+// `npx tsc -p tsconfig.json && node dist/bench/raft-sim.js [--seconds 2] [--batch 64] [--bytes 128] [--mode objects|codec]`
 // Modes: "objects" hands Message values across; "codec" encodes and decodes every message
 // as the RaftHost does on the wire.
 import { RaftNode } from "../src/raft/node.js";
@@ -66,7 +66,9 @@ function run(mode: "objects" | "codec"): { perSec: number; committed: number; ms
   return { perSec: committed / secs, committed, msgs };
 }
 
+const only = process.argv.includes("--mode") ? process.argv[process.argv.indexOf("--mode") + 1] : undefined;
 for (const mode of ["objects", "codec"] as const) {
+  if (only !== undefined && only !== mode) continue;
   const r = run(mode);
   console.log(
     `raft-sim ${mode}: ${Math.round(r.perSec).toLocaleString("en-US")} proposals/s committed (3 nodes, batch ${batch}, ${bytes} B, ${r.committed} in ${seconds} s, ${r.msgs} messages)`,
