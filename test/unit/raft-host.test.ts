@@ -173,6 +173,27 @@ void test("codec: every message field round-trips; malformed frames are refused"
   assert.ok(decodeMessage(bad) instanceof Error);
 });
 
+void test("codec: random and mutated frames never throw", () => {
+  const rnd = new SeededRandom(5);
+  const m = emptyMessage(MsgType.App, "s1", "s2", 3);
+  m.entries = [{ term: 3, index: 9, type: EntryType.Normal, data: enc.encode("abc") }];
+  m.context = enc.encode("c");
+  const good = encodeMessage("g", m);
+  for (let i = 0; i < 5000; i++) {
+    let f: Uint8Array;
+    if (i % 2 === 0) {
+      f = new Uint8Array(rnd.int(80));
+      for (let k = 0; k < f.length; k++) f[k] = rnd.int(256);
+      f[0] = 1;
+    } else {
+      f = Uint8Array.from(good);
+      for (let k = 0; k < 3; k++) f[rnd.int(f.length)] = rnd.int(256);
+    }
+    const d = decodeMessage(f);
+    if (!(d instanceof Error)) assert.equal(typeof d.group, "string");
+  }
+});
+
 void test("host: three servers elect a leader per group, commit proposals, and recover from the WAL", async () => {
   const root = mkdtempSync(join(tmpdir(), "raft-host-"));
   const c = new Cluster(root, ["meta", "S-R3F-a"]);
