@@ -326,6 +326,14 @@ export class Wal {
       }
       if (this.corrupt !== null) break;
     }
+    for (const [name, g] of this.recovered) {
+      const keepFrom = g.entries.findIndex((e) => e.index > g.snapIndex);
+      g.entries = keepFrom < 0 ? [] : g.entries.slice(keepFrom);
+      const first = g.entries[0];
+      if (first !== undefined && first.index !== g.snapIndex + 1) {
+        this.corrupt ??= { segment: "", offset: -1, reason: `group ${name}: log resumes at ${first.index} after snapshot ${g.snapIndex}` };
+      }
+    }
   }
 
   private apply(seg: Segment, r: WalRecord): void {
@@ -348,24 +356,23 @@ export class Wal {
           m.snapTerm = r.term;
           const keepFrom = g.entries.findIndex((e) => e.index > r.index);
           g.entries = keepFrom < 0 ? [] : g.entries.slice(keepFrom);
-          if (g.entries.length > 0 && g.entries[0]!.index !== r.index + 1) g.entries = [];
         }
         return;
       case RecordType.Entry: {
         seg.maxIndex.set(r.group, Math.max(seg.maxIndex.get(r.group) ?? 0, r.index));
         if (r.index <= g.snapIndex) return;
-        const first = g.entries.length > 0 ? g.entries[0]!.index : g.snapIndex + 1;
-        // A later record for the same index replaces it and everything after (a new leader's).
+        const e: Entry = { term: r.term, index: r.index, type: r.entryType as EntryType, data: Uint8Array.from(r.payload) };
+        const first = g.entries.length > 0 ? g.entries[0]!.index : r.index;
         const keep = r.index - first;
-        if (keep < 0 || keep > g.entries.length) {
-          // A gap: only possible after a snapshot mark we did not see; keep the newest run.
-          g.entries = [];
-          if (r.index !== g.snapIndex + 1) {
-            this.corrupt ??= { segment: seg.name, offset: -1, reason: `group ${r.group}: entry ${r.index} after a gap` };
-            return;
-          }
-        } else g.entries.length = keep;
-        g.entries.push({ term: r.term, index: r.index, type: r.entryType as EntryType, data: Uint8Array.from(r.payload) });
+        // A later record for an index replaces it and everything after (a new leader's).
+        // One that does not follow the run starts a new run: the entries in between were in
+        // segments deleted because a snapshot mark later in the log covers them (checked at
+        // the end of replay).
+        if (keep < 0 || keep > g.entries.length) g.entries = [e];
+        else {
+          g.entries.length = keep;
+          g.entries.push(e);
+        }
         return;
       }
     }

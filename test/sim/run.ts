@@ -1,6 +1,7 @@
-// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--seed S --verbose]`: runs the
+// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--host] [--seed S --verbose]`: runs the
 // deterministic Raft simulator over many seeds and prints every failing seed with the command
 // that replays it.
+import { runHostSeed } from "./hostsim.js";
 import { runSeed, type SimResult, type SimStats } from "./sim.js";
 
 function arg(name: string): string | undefined {
@@ -21,6 +22,27 @@ const healMs = arg("heal-ms") !== undefined ? Number(arg("heal-ms")) : undefined
 
 let failures = 0;
 const started = performance.now();
+if (process.argv.includes("--host")) {
+  // RaftHosts with the shared WAL on simulated disks (test/sim/hostsim.ts).
+  for (const nodes of sizes) {
+    let failed = 0;
+    let acked = 0;
+    let losses = 0;
+    const t0 = performance.now();
+    for (let s = start; s < start + seeds; s++) {
+      const r = runHostSeed(s, nodes, faultMs, healMs);
+      acked += r.acked;
+      losses += r.powerLosses;
+      if (r.violation !== null) {
+        failed++;
+        console.log(`FAIL host seed=${s} nodes=${nodes}: ${r.violation}`);
+      }
+    }
+    failures += failed;
+    console.log(`host nodes=${nodes} seeds=${seeds} violations=${failed} acked=${acked} powerLosses=${losses} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  process.exit(failures > 0 ? 1 : 0);
+}
 for (const nodes of sizes) {
   const total: Partial<SimStats> = {};
   let failed = 0;

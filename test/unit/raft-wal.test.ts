@@ -217,3 +217,34 @@ void test("wal: after corruption the segments past it are kept untouched, new wr
   const fresh = w2.segmentNames().at(-1)!;
   assert.ok(fresh > names.at(-1)!, `${fresh} after ${names.at(-1)}`);
 });
+
+void test("wal: entries resuming after deleted segments replay under a later snapshot mark (regression)", async () => {
+  const fs = new SimFs();
+  const w = open(fs, 300);
+  for (let i = 1; i <= 60; i++) {
+    w.appendEntries("a", [ent(1, i)]);
+    if (i === 5) w.markSnapshot("a", 5, 1); // the checkpoints of later segments carry this old mark
+    await sync(w);
+  }
+  w.markSnapshot("a", 45, 1);
+  await sync(w);
+  assert.ok(w.releaseSegments() > 0);
+  w.close();
+  fs.crash();
+  const w2 = open(fs, 300);
+  assert.equal(w2.corrupt, null);
+  const a = w2.recoveredGroups().get("a")!;
+  assert.equal(a.snapIndex, 45);
+  assert.equal(indexes(a.entries), Array.from({ length: 15 }, (_, k) => `1.${46 + k}`).join(" "));
+});
+
+void test("wal: a real hole in a group's log (no snapshot covers it) is reported", async () => {
+  const fs = new SimFs();
+  const w = open(fs);
+  w.appendEntries("a", [ent(1, 1), ent(1, 2)]);
+  w.appendEntries("a", [ent(1, 5)]); // cannot come from Raft: index 3 and 4 are missing
+  await sync(w);
+  w.close();
+  const w2 = open(fs);
+  assert.match(w2.corrupt?.reason ?? "", /resumes at 5/);
+});
