@@ -112,6 +112,11 @@ export class SimDisk {
     return e.index;
   }
 
+  /** Whether any durable entry fails its checksum. */
+  hasBadEntry(): boolean {
+    return this.durable.entries.some((e) => entryCrc(e.term, e.index, e.type, e.data) !== e.crc);
+  }
+
   recover(): Recovered {
     const s = this.durable;
     const entries: Entry[] = [];

@@ -684,6 +684,13 @@ export class Sim {
           this.flipped.add(`${n.id}:${at}`);
           this.note(`bit flip in ${n.id} entry ${at}`);
           this.crash(n);
+          if (!n.disk.hasBadEntry()) {
+            // The torn crash kept unsynced writes that replaced the flipped entry (a newer
+            // leader's entry at that index, or a snapshot): the disk is clean again.
+            n.failed = false;
+            this.flipped.delete(`${n.id}:${at}`);
+            this.note(`${n.id}: the flipped entry ${at} was overwritten before the cut`);
+          }
           this.at(10, () => this.restart(n));
         }
       }
