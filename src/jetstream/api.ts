@@ -267,19 +267,20 @@ export class ApiRouter {
     if (!this.draining) {
       this.draining = true;
       // Started as a microtask, as before: a lone request is answered within the turn.
-      queueMicrotask(() => void this.drain());
+      this.svc.deps.sched.microtask(() => void this.drain());
     }
   }
 
   /** Works the queue in order, one request at a time (awaiting the asynchronous ones), and
    *  yields to the loop after API_TURN_MS or API_PER_TURN requests. */
   private async drain(): Promise<void> {
-    let start = performance.now();
+    const clock = this.svc.deps.clock;
+    let start = clock.monoMs();
     let n = 0;
     while (this.head < this.queue.length) {
-      if (n >= API_PER_TURN || performance.now() - start >= API_TURN_MS) {
-        await new Promise<void>((r) => setImmediate(r));
-        start = performance.now();
+      if (n >= API_PER_TURN || clock.monoMs() - start >= API_TURN_MS) {
+        await new Promise<void>((r) => this.svc.deps.sched.nextTurn(r));
+        start = clock.monoMs();
         n = 0;
         if (this.head >= this.queue.length) break;
       }
