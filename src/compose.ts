@@ -20,7 +20,9 @@ export const serverParts: ServerParts = {
     const cl = new Cluster(server, opts);
     // Clustered JetStream (a server_name is needed: it is the Raft peer id): the meta group.
     const js = server.jetstream as { attachClusterMeta?(m: unknown): void } | null;
-    if (js?.attachClusterMeta !== undefined && server.opts.serverName !== "" && opts.port !== 0) {
+    if (js?.attachClusterMeta !== undefined && server.opts.serverName === "" && opts.port !== 0) {
+      server.log.warn("JetStream cluster requires server_name to be set: the meta group does not run");
+    } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
       const { startMetaGroup } = await import("./jscluster/meta-group.js");
       const { RoutePeerTransport } = await import("./cluster/peer-transport.js");
       const { systemScheduler } = await import("./runtime/sched.js");

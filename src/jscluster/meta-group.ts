@@ -38,6 +38,8 @@ const TAG_FWD = 0xf2;
 const BOOT_POLL_MS = 250;
 /** With no routes configured, wait this long for servers that route to us. */
 const NO_ROUTES_GRACE_MS = 3000;
+/** While the bootstrap waits, say so this often. */
+const BOOT_WARN_MS = 10_000;
 /** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
 const CURRENT_WINDOW_MS = 10_000;
 /** A stepdown is answered once leadership moved, or with an error after this long. */
@@ -142,6 +144,9 @@ export class MetaGroup implements GroupApp {
       },
       peerDown: (name) => {
         this.connected.delete(name);
+        // The route to the leader closed: do not wait out the election timeout. A pre-vote
+        // first (RaftNode.campaign), so a leader still reachable by the others keeps its term.
+        if (name === this.leader && this.peers !== null && !this.closed) this.host.campaign(META_GROUP);
       },
     });
     const t: RaftTransport = {
@@ -175,6 +180,7 @@ export class MetaGroup implements GroupApp {
       this.startGroup(peers as string[], false);
       return;
     }
+    let lastWarn = this.startedMs;
     const poll = (): void => {
       this.bootTimer = null;
       if (this.closed || this.peers !== null) return;
@@ -182,9 +188,14 @@ export class MetaGroup implements GroupApp {
       const seen = this.jsPeers.size + 1;
       const expected = Math.max(this.expectedSize(), seen);
       const routesConfigured = this.o.routes.length > 0;
-      if (seen >= expected && (routesConfigured || this.o.clock.monoMs() - this.startedMs >= NO_ROUTES_GRACE_MS)) {
+      const now = this.o.clock.monoMs();
+      if (seen >= expected && (routesConfigured || now - this.startedMs >= NO_ROUTES_GRACE_MS)) {
         this.startGroup([this.o.serverName, ...this.jsPeers], true);
         return;
+      }
+      if (now - lastWarn >= BOOT_WARN_MS) {
+        lastWarn = now;
+        this.o.log.warn(`JetStream cluster meta group waiting for peers: heard from [${[this.o.serverName, ...this.jsPeers].sort().join(", ")}], expecting ${expected} JetStream servers (the configured routes and this one)`);
       }
       this.bootTimer = this.o.clock.setTimer(poll, BOOT_POLL_MS);
     };
