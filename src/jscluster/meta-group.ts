@@ -17,6 +17,7 @@
 // leader, which answers the requester's reply subject itself (the reply routes back over
 // the routes like any publish).
 
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { jsErr } from "../contracts/errors.js";
@@ -28,7 +29,6 @@ import type { Logger } from "../runtime/log.js";
 import { systemRandom, type Random } from "../runtime/random.js";
 import { systemScheduler, type Scheduler } from "../runtime/sched.js";
 import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp } from "./meta.js";
-import { peerId } from "./placement.js";
 
 export const META_GROUP = "_meta_";
 const PEERS_FILE = "meta-peers.json";
@@ -92,6 +92,17 @@ interface ReplicaInfo {
   offline?: boolean;
   active: number;
   peer: string;
+}
+
+const HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** The 8-character peer id nats-server shows for a server name (its getHash: the first bytes
+ *  of SHA-256 of the name, each mod 62 in [0-9A-Za-z]), so /jsz agrees with nats-server's. */
+export function serverHash(name: string): string {
+  const b = createHash("sha256").update(name).digest();
+  let s = "";
+  for (let i = 0; i < 8; i++) s += HASH_DIGITS[b[i]! % 62];
+  return s;
 }
 
 /** The number of servers the configured routes name, this one included. */
@@ -376,7 +387,9 @@ export class MetaGroup implements GroupApp {
 
   // ---- /jsz ----
 
-  /** nats-server 2.9's MetaClusterInfo: name, leader, peer, replicas, cluster_size. */
+  /** nats-server 2.9's MetaClusterInfo: name, leader, peer, replicas, cluster_size; as 2.9.10
+   *  prints it, only the leader lists replicas (the others, each current when heard from
+   *  lately and caught up to the commit, active = ns since last heard from). */
   jszInfo(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.o.clusterName() };
     const peers = this.peers;
@@ -387,28 +400,25 @@ export class MetaGroup implements GroupApp {
     const leader = this.leader;
     if (leader !== "") {
       out["leader"] = leader;
-      out["peer"] = peerId(leader, "");
+      out["peer"] = serverHash(leader);
     }
-    const now = this.o.clock.monoMs();
     const st = this.host.status(META_GROUP);
-    const match = new Map<string, number>();
-    if (st !== undefined && st.role === Role.Leader) for (const p of st.progress) match.set(p.id, p.match);
-    const replicas: ReplicaInfo[] = [];
-    for (const name of peers) {
-      if (name === leader) continue;
-      if (name === this.o.serverName) {
-        replicas.push({ name, current: leader !== "" && st !== undefined && st.applied >= st.commit, active: 0, peer: peerId(name, "") });
-        continue;
+    if (st !== undefined && st.role === Role.Leader && leader === this.o.serverName) {
+      const now = this.o.clock.monoMs();
+      const match = new Map<string, number>();
+      for (const p of st.progress) match.set(p.id, p.match);
+      const replicas: ReplicaInfo[] = [];
+      for (const name of peers) {
+        if (name === leader) continue;
+        const seen = this.lastSeen.get(name);
+        const ago = seen === undefined ? -1 : now - seen;
+        const current = ago >= 0 && ago < CURRENT_WINDOW_MS && (match.get(name) ?? 0) >= st.commit;
+        const r: ReplicaInfo = { name, current, active: ago < 0 ? 0 : Math.round(ago * 1_000_000), peer: serverHash(name) };
+        if (!this.connected.has(name)) r.offline = true;
+        replicas.push(r);
       }
-      const seen = this.lastSeen.get(name);
-      const ago = seen === undefined ? -1 : now - seen;
-      let current = ago >= 0 && ago < CURRENT_WINDOW_MS;
-      if (current && st !== undefined && st.role === Role.Leader) current = (match.get(name) ?? 0) >= st.commit;
-      const r: ReplicaInfo = { name, current, active: ago < 0 ? 0 : Math.round(ago * 1_000_000), peer: peerId(name, "") };
-      if (!this.connected.has(name)) r.offline = true;
-      replicas.push(r);
+      if (replicas.length > 0) out["replicas"] = replicas;
     }
-    if (replicas.length > 0) out["replicas"] = replicas;
     out["cluster_size"] = peers.length;
     return out;
   }

@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { expectedClusterSize } from "../../src/jscluster/meta-group.js";
+import { expectedClusterSize, serverHash } from "../../src/jscluster/meta-group.js";
 
 void test("expected meta size: routes + self, own URL and duplicates once, bad URLs ignored", () => {
   assert.equal(expectedClusterSize([], 7000), 1);
@@ -14,4 +14,11 @@ void test("expected meta size: routes + self, own URL and duplicates once, bad U
   assert.equal(expectedClusterSize(["nats-route://10.0.0.5:7000", "::not a url::"], 7000), 2);
   // Own port not known yet: nothing is taken for self.
   assert.equal(expectedClusterSize(["nats-route://127.0.0.1:7000"], 0), 2);
+});
+
+void test("peer ids: nats-server's hash of the server name", () => {
+  // What a nats-server 2.9.10 cluster of n1, n2, n3 shows in /jsz meta_cluster.
+  assert.equal(serverHash("n1"), "fjFyEjc1");
+  assert.equal(serverHash("n2"), "44jzkV9D");
+  assert.equal(serverHash("n3"), "BXScrY9i");
 });
