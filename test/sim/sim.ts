@@ -25,6 +25,8 @@ export interface SimConfig {
   verbose?: boolean;
   /** Carry every message as a binary frame through codec.ts (as RaftHost does). */
   codec?: boolean;
+  /** When a node crashes, its peers see the route close (RaftHost.peerDown → leaderLost). */
+  fastFailover?: boolean;
 }
 
 export interface SimStats {
@@ -297,6 +299,12 @@ export class Sim {
     n.raft = null;
     n.life++;
     this.deferred.delete(n);
+    if (this.cfg.fastFailover === true) {
+      for (const o of this.nodes) if (o.up && !o.paused && o.raft !== null && o.raft.lead === n.id) {
+        o.raft.leaderLost(3);
+        this.afterEvent(o);
+      }
+    }
     this.stats.crashes++;
     if (tear) this.stats.tornCrashes++;
     this.checkDurable(Math.max(1, this.committed.length - 300));

@@ -38,9 +38,9 @@ void test("simulator: regression seeds", () => {
   }
 });
 
-void test("simulator: 30 seeds with every message carried as a binary frame (codec.ts)", () => {
+void test("simulator: 30 seeds with every message as a binary frame (codec.ts), half with the fast failover path", () => {
   for (let s = 1; s <= 30; s++) {
-    const r = runSeed({ seed: 5000 + s, nodes: 3, faultMs: 1000, healMs: 1000, codec: true });
+    const r = runSeed({ seed: 5000 + s, nodes: 3, faultMs: 1000, healMs: 1000, codec: true, fastFailover: s % 2 === 0 });
     assert.equal(r.violation, null, `seed ${5000 + s}`);
   }
 });
