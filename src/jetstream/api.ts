@@ -190,6 +190,7 @@ export class ApiRouter {
     this.ctx = {
       bus: d.bus,
       clock: d.clock,
+      sched: d.sched,
       log: d.log,
       opts: d.opts,
       serverName: d.serverName,
