@@ -1,4 +1,4 @@
-// Side-by-side benchmark entry: `npm run bench -- <core|js|consume|kv|secure|hostile|cluster|all> [options]`.
+// Side-by-side benchmark entry: `npm run bench -- <core|js|consume|kv|secure|hostile|cluster|cluster-js|all> [options]`.
 // Each server runs alone (never both at once: the load generator and one server already
 // share the machine's cores), and each case fails soft into an "error: ..." cell.
 
@@ -15,11 +15,12 @@ import { kvSuite } from "./suites/kv.js";
 import { secureSuite } from "./suites/secure.js";
 import { hostileSuite } from "./suites/hostile.js";
 import { clusterSuite } from "./suites/cluster.js";
+import { clusterJsSuite } from "./suites/cluster-js.js";
 
-const SUITES: Record<string, SuiteDef> = { core: coreSuite, js: jsSuite, consume: consumeSuite, kv: kvSuite, secure: secureSuite, hostile: hostileSuite, cluster: clusterSuite };
+const SUITES: Record<string, SuiteDef> = { core: coreSuite, js: jsSuite, consume: consumeSuite, kv: kvSuite, secure: secureSuite, hostile: hostileSuite, cluster: clusterSuite, "cluster-js": clusterJsSuite };
 const resultsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "bench", "results");
 
-const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|hostile|cluster|all> [options]
+const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|hostile|cluster|cluster-js|all> [options]
   --duration <s>   seconds per throughput case (default 3)
   --msgs <n>       stored messages for js recovery/memory and consume, each size
                    (default 1000000)
@@ -78,7 +79,7 @@ function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
   if (names.length === 0) throw new Error("no suite given");
   const suites: SuiteDef[] = [];
   for (const n of names) {
-    if (n === "all") suites.push(coreSuite, jsSuite, consumeSuite, kvSuite, secureSuite, hostileSuite, clusterSuite);
+    if (n === "all") suites.push(coreSuite, jsSuite, consumeSuite, kvSuite, secureSuite, hostileSuite, clusterSuite, clusterJsSuite);
     else {
       const s = SUITES[n];
       if (s === undefined) throw new Error(`unknown suite ${n}`);

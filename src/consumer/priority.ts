@@ -10,7 +10,9 @@
 
 import type { Bus } from "../contracts/bus.js";
 import { appendHeaders, statusHeaders } from "../protocol/headers.js";
-import { pendingStatus, type PullRequest, type WaitingList } from "./waiting.js";
+import { pendingStatus, type PullPriority, type PullRequest, type WaitingList } from "./waiting.js";
+
+export type { PullPriority } from "./waiting.js";
 
 export const PriorityPolicies = ["overflow", "pinned_client", "prioritized"] as const;
 export type PriorityPolicy = (typeof PriorityPolicies)[number];
@@ -22,14 +24,6 @@ export const PIN_ID_HEADER = "Nats-Pin-Id";
 /** A pin id is a NUID in nats-server: 22 characters. */
 export const PIN_ID_LEN = 22;
 
-/** The priority-group fields of a JSON pull request. */
-export interface PullPriority {
-  group: string;
-  minPending: number;
-  minAckPending: number;
-  id: string;
-  priority: number;
-}
 
 const ST_NOT_OVERFLOW = statusHeaders(400, "Bad Request - Not a Overflow Priority consumer");
 const ST_NOT_PINNED = statusHeaders(400, "Bad Request - Not a Pinned Client Priority consumer");

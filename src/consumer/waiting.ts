@@ -2,8 +2,16 @@
 // by max_waiting and served in arrival order (or by priority under `prioritized`).
 
 import { statusHeaders } from "../protocol/headers.js";
-import type { PullPriority } from "./priority.js";
 import { goIntOrNull, parseApiJson } from "../contracts/json.js";
+
+/** The priority-group fields of a JSON pull request (priority.ts uses them). */
+export interface PullPriority {
+  group: string;
+  minPending: number;
+  minAckPending: number;
+  id: string;
+  priority: number;
+}
 
 export interface PullRequest {
   reply: string;

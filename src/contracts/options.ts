@@ -21,4 +21,7 @@ export interface JetStreamOptions {
   /** request_queue_limit: JetStream API requests queued before they are dropped (nats-server
    *  JSDefaultRequestQueueLimit, 10,000, when unset or not positive). */
   requestQueueLimit?: number;
+  /** info_queue_limit: the same for the info requests' own queue (INFO, STREAM.INFO/NAMES/
+   *  LIST, CONSUMER.INFO/NAMES/LIST); request_queue_limit when unset or not positive. */
+  infoQueueLimit?: number;
 }

@@ -1,9 +1,13 @@
-// The $JS.API router. Requests are handled one at a time in arrival order (a serial queue)
-// so that create/update/delete never interleave; most handlers finish synchronously. The
-// queue is worked at most API_TURN_MS / API_PER_TURN at a time, then yields to the event
-// loop (setImmediate), so a burst of requests does not hold up every other client; it holds
-// at most request_queue_limit requests (nats-server's JSDefaultRequestQueueLimit, 10,000):
-// reaching it drops every queued request unanswered, logs a warning and publishes
+// The $JS.API router. Requests are handled one at a time in arrival order (serial queues)
+// so that create/update/delete never interleave. Two queues, as nats-server 2.11+: info
+// requests (INFO, STREAM.INFO/NAMES/LIST, CONSUMER.INFO/NAMES/LIST) wait in their own and are
+// worked only when the other is empty. The queues are worked on a Pacer (pacer.ts): at most
+// about API_SLICE_MS or API_PER_TURN requests per turn of the loop, and a request that means
+// a lot of work (a stream with thousands of subjects: its overlap searches and its
+// subscriptions) is itself done in steps across turns, its reply sent after the last one;
+// requests behind it wait. Each queue holds at most its limit (request_queue_limit and
+// info_queue_limit, nats-server's JSDefaultRequestQueueLimit, 10,000): reaching it drops
+// every request queued there unanswered, logs a warning and publishes
 // $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does.
 // Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
 
@@ -18,6 +22,7 @@ import {
   checkStreamUpdate,
   type ConsumerLimitsView,
   decodeStreamConfig,
+  NAMED_PAIR_SEARCH,
   sameConfig,
   setStaticMetadata,
 } from "../stream/config.js";
@@ -27,26 +32,24 @@ import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
 import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
 import { goInt, goJsonType, parseApiJson, type GoIntKind } from "../contracts/json.js";
-import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
+import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
 import type { JetStreamService } from "./service.js";
+import { rfc3339Ns } from "../stream/time.js";
+import { Pacer } from "./pacer.js";
+import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const MAX_SUBJECT_DETAILS = 100_000;
 const API_PREFIX = "$JS.API.";
+const EMPTY = Buffer.alloc(0);
 /** nats-server JSDefaultRequestQueueLimit: queued API requests before they are dropped. */
 export const DEFAULT_REQUEST_QUEUE_LIMIT = 10_000;
-/** Work the queue for at most this long, or this many requests, per turn of the loop. */
-const API_TURN_MS = 2;
+/** Work the queues for at most this many requests per turn of the loop (and at most the
+ *  pacer's slice of time). */
 const API_PER_TURN = 256;
-
-interface QueuedRequest {
-  subject: string;
-  rest: string;
-  reply: string;
-  hdr: Buffer | null;
-  payload: Buffer;
-}
+/** Node pairs of an overlap search per step (well under a slice). */
+const OVERLAP_STEP_UNITS = 2048;
 
 const STREAM_PATTERNS = [
   "INFO",
@@ -143,10 +146,33 @@ function optBool(b: Body | null, k: string): boolean {
   return v;
 }
 
+/** A response body already serialized (a JSON object's text, without the "type" field that
+ *  dispatch puts first). */
+class RawBody {
+  constructor(readonly json: string) {}
+}
+
+/** A stream's config as JSON text and its created time, for as long as its config object
+ *  is the same (an update replaces it). STREAM.INFO bursts then cost the state, not the
+ *  config (thousands of subjects) each time. */
+interface WireCache {
+  cfg: StreamConfig;
+  config: string;
+  created: string;
+}
+
+/** The stream's own subjects need a search that has not been done (checkConfig). */
+class NeedOverlapSearch extends Error {
+  constructor(readonly subjects: readonly string[]) {
+    super("overlap search needed");
+  }
+}
+
 export class ApiRouter {
-  /** Requests waiting, from `head` on (a ring would save the occasional compaction). */
-  private queue: QueuedRequest[] = [];
-  private head = 0;
+  private readonly queue = new RequestQueue("JetStream API queue");
+  private readonly infoQueue = new RequestQueue("JetStream API info queue");
+  readonly pacer: Pacer;
+  private readonly wireCache = new WeakMap<Stream, WireCache>();
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   /** Requests dropped because the queue reached its limit, since start. */
@@ -160,6 +186,7 @@ export class ApiRouter {
 
   constructor(private readonly svc: JetStreamService) {
     const d = svc.deps;
+    this.pacer = new Pacer(d.clock, d.sched);
     this.ctx = {
       bus: d.bus,
       clock: d.clock,
@@ -217,20 +244,21 @@ export class ApiRouter {
     const bus = this.svc.deps.bus;
     const subs: InternalSubscription[] = [];
     for (const pat of STREAM_PATTERNS) {
-      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload)));
+      // Borrowing: enqueue copies what it keeps.
+      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload), "", true));
     }
     return subs;
   }
 
   /** Resolves when every queued request has been handled. */
   idle(): Promise<void> {
-    if (!this.draining && this.head >= this.queue.length) return Promise.resolve();
+    if (!this.draining && this.pending === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Requests queued and not started yet. */
   get pending(): number {
-    return this.queue.length - this.head;
+    return this.queue.length + this.infoQueue.length;
   }
 
   private get queueLimit(): number {
@@ -238,24 +266,31 @@ export class ApiRouter {
     return l !== undefined && l > 0 ? l : DEFAULT_REQUEST_QUEUE_LIMIT;
   }
 
+  /** nats-server: info_queue_limit, request_queue_limit when not set. */
+  private get infoQueueLimit(): number {
+    const l = this.svc.deps.opts.infoQueueLimit;
+    return l !== undefined && l > 0 ? l : this.queueLimit;
+  }
+
   private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
-    const p = Buffer.from(payload);
-    this.queue.push({ subject, rest: subject.slice(prefix.length), reply, hdr: h, payload: p });
-    // nats-server (processJSAPIRoutedRequests' queue): at the limit, everything queued is
-    // dropped without a reply (the requesters time out), with a rate-limited warning and an
-    // advisory. The request being handled, if any, goes on.
-    const pending = this.pending;
-    if (pending >= this.queueLimit) {
-      this.queue = [];
-      this.head = 0;
+    const p = payload.length === 0 ? EMPTY : Buffer.from(payload);
+    const rest = subject.slice(prefix.length);
+    const info = isInfoRequest(rest);
+    const q = info ? this.infoQueue : this.queue;
+    // nats-server (jsAPIRoutedReqs / jsAPIRoutedInfoReqs): at its limit, everything queued in
+    // that queue is dropped without a reply (the requesters time out), with a rate-limited
+    // warning and an advisory. The request being handled, if any, goes on.
+    const pending = q.push({ subject, rest, reply, hdr: h, payload: p });
+    if (pending >= (info ? this.infoQueueLimit : this.queueLimit)) {
+      q.clear();
       this.dropped += pending;
       // nats-server rate-limits this warning by its format; here once a minute.
       const now = this.svc.deps.clock.nowMs();
       if (now - this.limitWarnedMs >= 60_000) {
         this.limitWarnedMs = now;
-        this.svc.deps.log.warn(`JetStream API queue limit reached, dropping ${pending} requests`);
+        this.svc.deps.log.warn(`${q.name} limit reached, dropping ${pending} requests`);
       }
       this.svc.advisory("$JS.EVENT.ADVISORY.API.LIMIT_REACHED", {
         type: "io.nats.jetstream.advisory.v1.api_limit_reached",
@@ -271,34 +306,27 @@ export class ApiRouter {
     }
   }
 
-  /** Works the queue in order, one request at a time (awaiting the asynchronous ones), and
-   *  yields to the loop after API_TURN_MS or API_PER_TURN requests. */
+  /** Works the queues in order, one request at a time (awaiting the asynchronous ones), the
+   *  info queue only while the other is empty, and yields to the loop when the pacer's
+   *  slice is used up or after API_PER_TURN requests. */
   private async drain(): Promise<void> {
-    const clock = this.svc.deps.clock;
-    let start = clock.monoMs();
+    const pacer = this.pacer;
+    pacer.begin();
     let n = 0;
-    while (this.head < this.queue.length) {
-      if (n >= API_PER_TURN || clock.monoMs() - start >= API_TURN_MS) {
-        await new Promise<void>((r) => this.svc.deps.sched.nextTurn(r));
-        start = clock.monoMs();
+    while (this.pending > 0) {
+      if (n >= API_PER_TURN || pacer.due) {
+        await pacer.nextTurn();
         n = 0;
-        if (this.head >= this.queue.length) break;
+        continue;
       }
-      const r = this.queue[this.head]!;
-      this.queue[this.head++] = undefined as unknown as QueuedRequest;
-      if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-        this.queue = this.queue.slice(this.head);
-        this.head = 0;
-      }
+      const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
       try {
-        await this.dispatch(r.rest, r.reply, r.hdr, r.payload);
+        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload);
       } catch (e) {
         this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
       }
     }
-    this.queue = [];
-    this.head = 0;
     this.draining = false;
     const w = this.idleWaiters;
     this.idleWaiters = [];
@@ -328,9 +356,8 @@ export class ApiRouter {
     return true;
   }
 
-  private async dispatch(rest: string, reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
+  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
     this.svc.apiStats.total++;
-    const t = rest.split(".");
     if (t[0] === "CONSUMER") {
       await this.loadConsumerApi();
       return this.consumer(t, reply, hdr, payload);
@@ -340,6 +367,12 @@ export class ApiRouter {
     let resp: Record<string, unknown>;
     try {
       const out = await this.stream(t, payload);
+      if (out instanceof RawBody) {
+        const text = `{"type":${JSON.stringify(type)},${out.json.slice(1)}`;
+        if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
+        this.audit(t, payload, text);
+        return;
+      }
       resp = { type, ...out };
     } catch (e) {
       if (!(e instanceof Fail || e instanceof JsApiError)) throw e;
@@ -347,20 +380,44 @@ export class ApiRouter {
       resp = { type, error: e.apiError, ...(ERROR_EXTRAS[type] ?? {}) };
     }
     this.respond(reply, resp);
-    this.audit(rest, payload, resp);
+    this.audit(t, payload, resp);
+  }
+
+  /** The cached wire config and created time of a stream (see WireCache). */
+  private wire(st: Stream): WireCache {
+    const c = this.wireCache.get(st);
+    if (c !== undefined && c.cfg === st.cfg) return c;
+    const n: WireCache = { cfg: st.cfg, config: JSON.stringify(st.wireConfig()), created: JSON.stringify(rfc3339Ns(st.createdNs)) };
+    this.wireCache.set(st, n);
+    return n;
+  }
+
+  /** info(st, opts) as JSON text, the same fields in the same order, after `head` (fields
+   *  with their trailing comma, or "") and before `tail` (fields, each after a comma).
+   *  withCluster false: without the cluster block (create and update replies). */
+  private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }, withCluster = true, tail = ""): string {
+    const w = this.wire(st);
+    let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
+    if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
+    if (withCluster) s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
+    const mirror = this.svc.sourcing.mirrorInfo(st);
+    if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
+    const sources = this.svc.sourcing.sourcesInfo(st);
+    if (sources) s += `,"sources":${JSON.stringify(sources)}`;
+    return s + `,"ts":${JSON.stringify(rfc3339Ns(this.svc.deps.clock.nowNs()))}${tail}}`;
   }
 
   /** $JS.EVENT.ADVISORY.API, only built when someone listens. */
-  private audit(rest: string, payload: Buffer, resp: Record<string, unknown>): void {
+  private audit(t: string[], payload: Buffer, resp: Record<string, unknown> | string): void {
     const subject = "$JS.EVENT.ADVISORY.API";
     if (!this.svc.deps.bus.hasInterest(subject)) return;
     this.svc.advisory(subject, {
       type: ApiType.ApiAudit,
       server: this.svc.deps.serverName,
       client: {},
-      subject: API_PREFIX + rest,
+      subject: API_PREFIX + t.join("."),
       request: payload.toString("utf8"),
-      response: JSON.stringify(resp),
+      response: typeof resp === "string" ? resp : JSON.stringify(resp),
     });
   }
 
@@ -410,7 +467,7 @@ export class ApiRouter {
     return o;
   }
 
-  private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown>> {
+  private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown> | RawBody> {
     const [a, b, c, d] = t;
     if (a === "INFO" && t.length === 1) {
       const { type: _type, ...rest } = this.svc.accountInfo() as Record<string, unknown>;
@@ -424,7 +481,7 @@ export class ApiRouter {
         return this.update(c ?? "", payload);
       case "DELETE": {
         const st = this.lookup(c ?? "");
-        await this.svc.deleteStream(st);
+        await this.svc.deleteStream(st, this.pacer);
         return { success: true };
       }
       case "INFO":
@@ -457,18 +514,56 @@ export class ApiRouter {
   }
 
   /** Does a subject of cfg collide with one of another stream's (nats-server subjectsOverlap)?
-   *  One trie join of cfg's subjects against all the others', not every pair. */
-  private overlapsOthers(cfg: StreamConfig): boolean {
+   *  One trie join of cfg's subjects against all the others', not every pair, worked in
+   *  steps on the pacer. */
+  private async overlapsOthers(cfg: StreamConfig): Promise<boolean> {
     const others: string[] = [];
     for (const st of this.svc.streams.values()) {
       if (st.name === cfg.name) continue;
       for (const s of st.cfg.subjects) others.push(s);
     }
+    const search = new OverlapSearch(cfg.subjects, others);
     try {
-      return findCrossOverlap(cfg.subjects, others) >= 0;
+      await this.pacer.run(() => search.step(OVERLAP_STEP_UNITS));
     } catch (e) {
       if (e instanceof OverlapBudgetExceeded) fail("JSStreamInvalidConfigF", { err: "stream subjects are too complex to check for overlaps" });
       throw e;
+    }
+    return search.crossIndex >= 0;
+  }
+
+  /** checkStreamConfig with the search among the stream's own subjects done beforehand in
+   *  steps on the pacer (a list of thousands takes longer than a turn should), so the check
+   *  itself only reads its answer. The check asks for the whole list, or for the part before
+   *  an invalid subject: a part not searched yet is searched and the check run again. */
+  private async checkConfig(raw: StreamConfig, others: { get(name: string): StreamConfig | undefined }, pedantic: boolean): Promise<StreamConfig> {
+    // By the length of the list asked about: always a prefix of raw.subjects.
+    const found = new Map<number, OverlapPair | null | "over budget">();
+    let next: readonly string[] | null = raw.subjects;
+    for (;;) {
+      if (next !== null) {
+        const search = new OverlapSearch(next, null, DEFAULT_OVERLAP_BUDGET, NAMED_PAIR_SEARCH);
+        try {
+          await this.pacer.run(() => search.step(OVERLAP_STEP_UNITS));
+          found.set(next.length, search.pair);
+        } catch (e) {
+          if (!(e instanceof OverlapBudgetExceeded)) throw e;
+          found.set(next.length, "over budget");
+        }
+        await this.pacer.breathe();
+      }
+      try {
+        return checkStreamConfig(raw, others, pedantic, (subjects, maxPairs) => {
+          const r = maxPairs === NAMED_PAIR_SEARCH ? found.get(subjects.length) : undefined;
+          if (r === "over budget") throw new OverlapBudgetExceeded();
+          if (r !== undefined) return r;
+          if (subjects.length < 64) return findOverlap(subjects, DEFAULT_OVERLAP_BUDGET, maxPairs);
+          throw new NeedOverlapSearch(subjects);
+        });
+      } catch (e) {
+        if (!(e instanceof NeedOverlapSearch)) throw e;
+        next = e.subjects;
+      }
     }
   }
 
@@ -486,7 +581,7 @@ export class ApiRouter {
   }
 
   /** STREAM.RESTORE: the config is checked as a create would check it, before any data. */
-  private restore(name: string, payload: Buffer): Record<string, unknown> {
+  private async restore(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
     const body = parseBody(payload, true) ?? {};
     const rawCfg = body["config"];
@@ -502,14 +597,18 @@ export class ApiRouter {
     if (this.svc.streams.has(name) || this.snapshots.restoring(name)) fail("JSStreamNameExistRestoreFailedErr");
     const res = this.svc.reservationError(cfg, "");
     if (res !== null) fail(res);
-    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    if (await this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
     const r = this.snapshots.restore(cfg);
     if ("code" in r) throw new Fail(r as ApiError);
     return r;
   }
 
-  private create(name: string, payload: Buffer): Record<string, unknown> {
+  /** STREAM.CREATE, in steps on the pacer: the JSON, the config check (with its search among
+   *  the subjects), the search against other streams' subjects, the store and meta.json,
+   *  the subscriptions a slice at a time, then the reply. */
+  private async create(name: string, payload: Buffer): Promise<RawBody> {
     const body = parseBody(payload, true);
+    await this.pacer.breathe();
     const pedantic = optBool(body, "pedantic");
     const raw = decodeStreamConfig(body ?? {});
     if (name !== raw.name) fail("JSStreamMismatchErr");
@@ -518,37 +617,43 @@ export class ApiRouter {
     if (raw.mirror_direct && raw.mirror === null) {
       fail("JSStreamInvalidConfigF", { err: "stream has no mirror but does have mirror direct" });
     }
-    const cfg = checkStreamConfig(raw, this.others(name), pedantic);
+    await this.pacer.breathe();
+    const cfg = await this.checkConfig(raw, this.others(name), pedantic);
     if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
     setStaticMetadata(cfg);
+    await this.pacer.breathe();
     const existing = this.svc.streams.get(name);
     if (existing !== undefined) {
       if (!sameConfig(existing.cfg, cfg)) fail("JSStreamNameExistErr");
-      return { ...this.createInfo(existing), did_create: true };
+      return this.createInfo(existing, true);
     }
     const res = this.svc.reservationError(cfg, "");
     if (res !== null) fail(res);
-    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    if (await this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    // A restore may have finished meanwhile.
+    if (this.svc.streams.has(name)) fail("JSStreamNameExistErr");
     let st: Stream;
     try {
-      st = this.svc.createStream(cfg);
+      st = await this.svc.createStream(cfg, this.pacer);
     } catch (e) {
       if (e instanceof Fail || e instanceof JsApiError) throw e;
       this.svc.deps.log.warn(`Stream create failed for '$G > ${name}': ${(e as Error).message}`);
       fail("JSStreamCreateErrF", { err: (e as Error).message });
     }
-    return { ...this.createInfo(st), did_create: true };
+    await this.pacer.breathe();
+    return this.createInfo(st, true);
   }
 
-  /** Create/update replies carry no cluster block (nats-server builds them without it). */
-  private createInfo(st: Stream): Record<string, unknown> {
-    const full = this.info(st);
-    const { cluster: _c, ...rest } = full;
-    return rest;
+  /** Create/update replies carry no cluster block (nats-server builds them without it);
+   *  a create's ends with did_create. */
+  private createInfo(st: Stream, didCreate: boolean): RawBody {
+    return new RawBody(this.infoJson(st, "", undefined, false, didCreate ? ',"did_create":true' : ""));
   }
 
-  private update(name: string, payload: Buffer): Record<string, unknown> {
+  /** STREAM.UPDATE, in steps on the pacer as create. */
+  private async update(name: string, payload: Buffer): Promise<RawBody> {
     const body = parseBody(payload, true);
+    await this.pacer.breathe();
     const pedantic = optBool(body, "pedantic");
     const raw = decodeStreamConfig(body ?? {});
     if (name !== raw.name) fail("JSStreamMismatchErr");
@@ -560,27 +665,34 @@ export class ApiRouter {
         const l = h.consumerLimits?.();
         if (l !== undefined) limits.push({ name: h.name, ...l });
       }
-      cfg = checkStreamUpdate(st.cfg, checkStreamConfig(raw, this.others(name), pedantic), limits);
+      await this.pacer.breathe();
+      const checked = await this.checkConfig(raw, this.others(name), pedantic);
+      // The stream may have gone while the check was worked.
+      if (this.svc.streams.get(name) !== st) fail("JSStreamNotFoundErr");
+      cfg = checkStreamUpdate(st.cfg, checked, limits);
     } catch (e) {
       if (e instanceof JsApiError) throw e;
       throw e;
     }
     setStaticMetadata(cfg);
-    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    if (await this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    if (this.svc.streams.get(name) !== st) fail("JSStreamNotFoundErr");
     if (cfg.max_bytes > 0 && cfg.max_bytes !== st.cfg.max_bytes) {
       const res = this.svc.reservationError(cfg, name);
       if (res !== null) fail(res);
     }
-    this.svc.updateStream(st, cfg);
-    return this.createInfo(st);
+    await this.svc.updateStream(st, cfg, this.pacer);
+    await this.pacer.breathe();
+    return this.createInfo(st, false);
   }
 
-  private streamInfo(name: string, payload: Buffer): Record<string, unknown> {
+  private streamInfo(name: string, payload: Buffer): Record<string, unknown> | RawBody {
     const body = parseBody(payload, false);
     const deletedDetails = optBool(body, "deleted_details");
     const subjectsFilter = optStr(body, "subjects_filter");
     const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamInfoRequest"));
     const st = this.lookup(name);
+    if (subjectsFilter === "") return new RawBody(this.infoJson(st, '"total":0,"offset":0,"limit":0,', { deletedDetails }));
     const out: Record<string, unknown> = { total: 0, offset: 0, limit: 0 };
     const infoOpts: { deletedDetails: boolean; subjectsFilter?: string } = { deletedDetails };
     const i = this.info(st, infoOpts);
@@ -635,18 +747,14 @@ export class ApiRouter {
     return { total: names.length, offset: off, limit: NAMES_LIMIT, streams: page.length > 0 ? page : null };
   }
 
-  private list(payload: Buffer): Record<string, unknown> {
+  private list(payload: Buffer): RawBody {
     const body = parseBody(payload, false);
     const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamListRequest"));
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(offset, names.length);
     const page = names.slice(off, off + LIST_LIMIT);
-    return {
-      total: names.length,
-      offset: off,
-      limit: LIST_LIMIT,
-      streams: page.map((n) => this.info(this.svc.streams.get(n)!)),
-    };
+    const infos = page.map((n) => this.infoJson(this.svc.streams.get(n)!, ""));
+    return new RawBody(`{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}`);
   }
 
   private purge(name: string, payload: Buffer): Record<string, unknown> {

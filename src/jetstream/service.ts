@@ -22,10 +22,14 @@ import { JS_API_LEVEL } from "../version.js";
 import { randomBytes } from "node:crypto";
 import { CryptFs, checkStoreEncryption } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
+import type { Pacer } from "./pacer.js";
 
 export const ACCOUNT = "$G";
 /** How long a stream whose store stopped refuses publishes before it is reopened. */
 export const REOPEN_DELAY_MS = 1000;
+/** Subscribes or unsubscribes of a stream's subjects per step when they are worked on a
+ *  pacer (a stream with thousands of subjects). */
+const SUBS_PER_STEP = 128;
 
 interface StoredMeta {
   created: string;
@@ -50,6 +54,8 @@ export class JetStreamService {
   private readonly directSubs = new Map<string, InternalSubscription[]>();
   /** Streams whose store stopped, waiting to be reopened: name -> timer. */
   private readonly reopening = new Map<string, TimerHandle>();
+  /** The cluster's meta group on this server (src/jscluster/meta-group.ts), if clustered. */
+  private clusterMeta: { jszInfo(): Record<string, unknown>; close(): void } | null = null;
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
@@ -120,9 +126,16 @@ export class JetStreamService {
     }
   }
 
+  /** Clustered JetStream: the meta group reports in /jsz and stops with this service. */
+  attachClusterMeta(m: { jszInfo(): Record<string, unknown>; close(): void }): void {
+    this.clusterMeta = m;
+  }
+
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    this.clusterMeta?.close();
+    this.clusterMeta = null;
     for (const s of this.apiSubs) s.unsubscribe();
     this.apiSubs = [];
     if (this.domain !== "") this.deps.bus.mapSubjects?.("", null);
@@ -244,7 +257,8 @@ export class JetStreamService {
     return st;
   }
 
-  private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean): Stream {
+  /** sliced: the stream's subjects are subscribed by the caller (syncSubscriptions). */
+  private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean, sliced = false): Stream {
     let stream: Stream | null = null;
     const callbacks = {
       onLimitRemove: (seq: number, subject: string): void => stream?.onLimitRemove(seq, subject),
@@ -279,14 +293,16 @@ export class JetStreamService {
     const st = new Stream(cfg, store, dir, this.env(), createdNs);
     stream = st;
     this.streams.set(cfg.name, st);
-    st.start();
+    st.start(sliced);
     this.installDirect(st);
     this.sourcing.attach(st);
     return st;
   }
 
-  /** Create a stream from a checked config (sync: the API handles one request at a time). */
-  createStream(cfg: StreamConfig): Stream {
+  /** Create a stream from a checked config (the API handles one request at a time). With a
+   *  pacer, its subjects are subscribed a slice at a time on it (meta.json is written first,
+   *  as before: a failed write leaves nothing half made). */
+  async createStream(cfg: StreamConfig, pacer?: Pacer): Promise<Stream> {
     const createdNs = this.deps.clock.nowNs();
     let dir: string | null = null;
     if (cfg.storage === "file") {
@@ -295,7 +311,8 @@ export class JetStreamService {
       this.fs.mkdirp(join(dir, "obs"));
       this.writeMeta(dir, cfg, createdNs);
     }
-    const st = this.openStream(cfg, createdNs, dir, false);
+    const st = this.openStream(cfg, createdNs, dir, false, pacer !== undefined);
+    if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
     this.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${cfg.name}`, {
       type: ApiType.StreamAction,
       stream: cfg.name,
@@ -309,15 +326,17 @@ export class JetStreamService {
     writeFileAtomicSync(this.fs, dir, "meta.json", Buffer.from(JSON.stringify(meta, null, 2)));
   }
 
-  updateStream(st: Stream, cfg: StreamConfig): void {
+  /** With a pacer, subscriptions on subjects added or removed are made a slice at a time. */
+  async updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer): Promise<void> {
     if (st.dir !== null) this.writeMeta(st.dir, cfg, st.createdNs);
     const directChanged = st.cfg.allow_direct !== cfg.allow_direct || st.cfg.mirror_direct !== cfg.mirror_direct;
-    st.update(cfg);
+    st.update(cfg, pacer !== undefined);
     if (directChanged) {
       this.removeDirect(st.name);
       this.installDirect(st);
     }
     this.sourcing.attach(st);
+    if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
     this.advisory(`$JS.EVENT.ADVISORY.STREAM.UPDATED.${cfg.name}`, {
       type: ApiType.StreamAction,
       stream: cfg.name,
@@ -325,11 +344,14 @@ export class JetStreamService {
     });
   }
 
-  async deleteStream(st: Stream): Promise<void> {
+  /** With a pacer, the stream's subscriptions are removed a slice at a time (it stores
+   *  nothing meanwhile). */
+  async deleteStream(st: Stream, pacer?: Pacer): Promise<void> {
     this.streams.delete(st.name);
     this.removeDirect(st.name);
     this.sourcing.detach(st);
-    st.detach();
+    st.detach(pacer !== undefined);
+    if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
     await st.drainAcks();
     await st.stopConsumers(true);
     await st.store.delete();
@@ -517,6 +539,7 @@ export class JetStreamService {
       messages,
       bytes,
     };
+    if (this.clusterMeta !== null) o["meta_cluster"] = this.clusterMeta.jszInfo();
     const wantAccounts = opts?.["accounts"] === true || opts?.["streams"] === true || opts?.["consumers"] === true;
     if (wantAccounts) {
       const streamDetail = opts?.["streams"] === true || opts?.["consumers"] === true;

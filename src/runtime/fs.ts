@@ -31,6 +31,9 @@ export interface Fs {
   fsyncDirSync(path: string): void;
   rename(from: string, to: string): void;
   unlink(path: string): void;
+  /** unlink off the event loop (freeing a big file's extents can take milliseconds); no
+   *  error if missing. Optional: callers fall back to unlink. */
+  unlinkAsync?(path: string, cb: (err: Error | null) => void): void;
   /** Remove a directory tree; no error if missing. */
   rmrf(path: string): void;
   readFile(path: string): Buffer | null;
@@ -132,6 +135,9 @@ export class NodeFs implements Fs {
     } catch (e) {
       if (!isNoEnt(e)) throw e;
     }
+  }
+  unlinkAsync(path: string, cb: (err: Error | null) => void): void {
+    nfs.unlink(path, (e) => cb(e === null || isNoEnt(e) ? null : e));
   }
   rmrf(path: string): void {
     nfs.rmSync(path, { recursive: true, force: true });

@@ -397,7 +397,11 @@ export abstract class Router implements Bus {
   }
 
   hasInterest(subject: string): boolean {
-    return this.sublist.hasInterest(subject) || (this.cluster !== null && this.cluster.hasRemoteInterest(subject));
+    const r = this.sublist.match(subject);
+    // Subscriptions marked closed (a big client is removed a slice per turn) do not count.
+    for (const s of r.psubs) if (!s.closed) return true;
+    for (const g of r.qsubs) for (const s of g) if (!s.closed) return true;
+    return this.cluster !== null && this.cluster.hasRemoteInterest(subject);
   }
 
   hasQueueInterest(subject: string, queue: string): boolean {

@@ -20,7 +20,9 @@
 // skipMsgs up to the header's last sequence, so the copy has the same sequences, times,
 // subjects, headers, payloads, deleted sequences and TTLs. Sequences between two messages
 // are deleted ones; nothing per deleted sequence is carried.
-import { constants as zc, deflateRawSync, inflateRawSync } from "node:zlib";
+import { constants as zc, deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
+import { SystemClock, type Clock } from "../runtime/clock.js";
+import { systemScheduler, type Scheduler } from "../runtime/sched.js";
 import { crc32 } from "./file/crc32.js";
 import type { StreamStore } from "./types.js";
 
@@ -141,12 +143,54 @@ export function encodeFrame(raw: Buffer): Buffer {
   return f;
 }
 
+/** Cuts an archive, fed in chunks of any size, into its frames: checks the magic, hands out
+ *  each whole frame (still compressed) in order. */
+class FrameSplitter {
+  private buf: Buffer = Buffer.alloc(0);
+  private magicSeen = false;
+
+  /** Append a chunk; returns the frames it completed. */
+  push(chunk: Buffer): Array<{ z: Buffer; rawLen: number; crc: number }> {
+    this.buf = this.buf.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
+    const out: Array<{ z: Buffer; rawLen: number; crc: number }> = [];
+    if (!this.magicSeen) {
+      if (this.buf.length < ARCHIVE_MAGIC.length) return out;
+      if (!this.buf.subarray(0, ARCHIVE_MAGIC.length).equals(ARCHIVE_MAGIC)) throw new ArchiveError("not a tsnats snapshot");
+      this.magicSeen = true;
+      this.buf = this.buf.subarray(ARCHIVE_MAGIC.length);
+    }
+    let p = 0;
+    while (this.buf.length - p >= FRAME_HDR) {
+      const zl = this.buf.readUInt32LE(p);
+      if (this.buf.length - p < FRAME_HDR + zl) break;
+      out.push({ z: this.buf.subarray(p + FRAME_HDR, p + FRAME_HDR + zl), rawLen: this.buf.readUInt32LE(p + 4), crc: this.buf.readUInt32LE(p + 8) });
+      p += FRAME_HDR + zl;
+    }
+    // the frames handed out keep views of the old buffer; what is left is copied
+    if (p > 0) this.buf = Buffer.from(this.buf.subarray(p));
+    return out;
+  }
+}
+
+function checkFrame(raw: Buffer, rawLen: number, crc: number): void {
+  if (raw.length !== rawLen || crc32(raw, 0, raw.length) >>> 0 !== crc) throw new ArchiveError("corrupt snapshot frame: checksum mismatch");
+}
+
+/** The records of one frame's raw bytes, from offset p: [kind, body, next offset]. */
+function recordAt(raw: Buffer, p: number): [number, Buffer, number] {
+  if (raw.length - p < 5) throw new ArchiveError("corrupt snapshot record");
+  const kind = raw[p]!;
+  const len = raw.readUInt32LE(p + 1);
+  const body = raw.subarray(p + 5, p + 5 + len);
+  if (body.length !== len) throw new ArchiveError("corrupt snapshot record");
+  return [kind, body, p + 5 + len];
+}
+
 /** Reads an archive from chunks of any size: checks the magic and each frame's checksum and
  *  hands every record to onRecord in order. Throws ArchiveError on anything malformed, and on
  *  a frame after the END record. */
 export class ArchiveDecoder {
-  private buf: Buffer = Buffer.alloc(0);
-  private magicSeen = false;
+  private readonly frames = new FrameSplitter();
   private ended = false;
 
   constructor(private readonly onRecord: (kind: number, body: Buffer) => void) {}
@@ -157,44 +201,21 @@ export class ArchiveDecoder {
   }
 
   push(chunk: Buffer): void {
-    this.buf = this.buf.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
-    if (!this.magicSeen) {
-      if (this.buf.length < ARCHIVE_MAGIC.length) return;
-      if (!this.buf.subarray(0, ARCHIVE_MAGIC.length).equals(ARCHIVE_MAGIC)) throw new ArchiveError("not a tsnats snapshot");
-      this.magicSeen = true;
-      this.buf = this.buf.subarray(ARCHIVE_MAGIC.length);
-    }
-    let p = 0;
-    while (this.buf.length - p >= FRAME_HDR) {
-      const zl = this.buf.readUInt32LE(p);
-      const rl = this.buf.readUInt32LE(p + 4);
-      const crc = this.buf.readUInt32LE(p + 8);
-      if (this.buf.length - p < FRAME_HDR + zl) break;
+    for (const f of this.frames.push(chunk)) {
       if (this.ended) throw new ArchiveError("data after the end of the snapshot");
       let raw: Buffer;
       try {
-        raw = inflateRawSync(this.buf.subarray(p + FRAME_HDR, p + FRAME_HDR + zl));
+        raw = inflateRawSync(f.z);
       } catch (e) {
         throw new ArchiveError(`corrupt snapshot frame: ${(e as Error).message}`);
       }
-      if (raw.length !== rl || crc32(raw, 0, raw.length) >>> 0 !== crc) throw new ArchiveError("corrupt snapshot frame: checksum mismatch");
-      this.records(raw);
-      p += FRAME_HDR + zl;
-    }
-    this.buf = p === 0 ? this.buf : Buffer.from(this.buf.subarray(p));
-  }
-
-  private records(raw: Buffer): void {
-    let p = 0;
-    while (p < raw.length) {
-      if (raw.length - p < 5) throw new ArchiveError("corrupt snapshot record");
-      const kind = raw[p]!;
-      const len = raw.readUInt32LE(p + 1);
-      const body = raw.subarray(p + 5, p + 5 + len);
-      if (body.length !== len) throw new ArchiveError("corrupt snapshot record");
-      p += 5 + len;
-      if (kind === REC_END) this.ended = true;
-      this.onRecord(kind, body);
+      checkFrame(raw, f.rawLen, f.crc);
+      for (let p = 0; p < raw.length; ) {
+        const [kind, body, next] = recordAt(raw, p);
+        p = next;
+        if (kind === REC_END) this.ended = true;
+        this.onRecord(kind, body);
+      }
     }
   }
 }
@@ -232,9 +253,19 @@ export class StoreSnapshotReader {
 
   /** The first live message with seq in [from, to] (to: at most the header's lastSeq), or null. */
   next(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    return this.read(from, to, false);
+  }
+
+  /** next() for a caller that encodes the message at once: header and data may be views of the
+   *  store's read cache (loadNextMsgTransient) instead of copies. */
+  nextTransient(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    return this.read(from, to, true);
+  }
+
+  private read(from: number, to: number, transient: boolean): SnapshotMsg | null {
     const end = Math.min(to, this.state.lastSeq);
     if (from > end) return null;
-    const m = this.store.loadNextMsg("", from);
+    const m = transient && this.store.loadNextMsgTransient !== undefined ? this.store.loadNextMsgTransient("", from) : this.store.loadNextMsg("", from);
     if (m === null || m.seq > end) return null;
     let ttlSec = 0;
     if (this.withTtl) {
@@ -260,8 +291,11 @@ export class StoreSnapshotReader {
 export class StoreSnapshotWriter {
   private state: StoreSnapshotState | null = null;
   private msgs = 0;
+  private last: number; // the store's last sequence (kept here: state() per message costs)
 
-  constructor(private readonly store: StreamStore) {}
+  constructor(private readonly store: StreamStore) {
+    this.last = store.state().lastSeq;
+  }
 
   /** Optional: the header, so that finish() needs no arguments. */
   begin(state: StoreSnapshotState): void {
@@ -273,9 +307,10 @@ export class StoreSnapshotWriter {
   }
 
   put(m: SnapshotMsg): void {
-    if (!Number.isSafeInteger(m.seq) || m.seq < 1 || m.seq <= this.store.state().lastSeq) throw new ArchiveError(`snapshot sequence ${m.seq} out of order`);
+    if (!Number.isSafeInteger(m.seq) || m.seq < 1 || m.seq <= this.last) throw new ArchiveError(`snapshot sequence ${m.seq} out of order`);
     if (this.state !== null && m.seq > this.state.lastSeq) throw new ArchiveError(`snapshot sequence ${m.seq} is past the last sequence ${this.state.lastSeq}`);
     this.store.storeMsgAt(m.seq, m.subject, m.hdr, m.data, m.tsNs, m.ttlSec);
+    this.last = m.seq;
     this.msgs++;
   }
 
@@ -285,6 +320,7 @@ export class StoreSnapshotWriter {
     const s = this.store.state();
     if (lastSeq < s.lastSeq) throw new ArchiveError(`snapshot last sequence ${lastSeq} is below its messages (${s.lastSeq})`);
     if (lastSeq > s.lastSeq) this.store.skipMsgs(s.lastSeq + 1, lastSeq - s.lastSeq, lastTsNs);
+    this.last = lastSeq;
   }
 }
 
@@ -295,7 +331,10 @@ export function* encodeStoreSnapshot(reader: StoreSnapshotReader, from = reader.
   const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
   let raw = recs[0]!.length;
   let msgs = 0;
-  for (const m of reader.range(from, to)) {
+  for (let s = from; ; ) {
+    const m = reader.nextTransient(s, to);
+    if (m === null) break;
+    s = m.seq + 1;
     const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
     recs.push(r);
     raw += r.length;
@@ -310,31 +349,18 @@ export function* encodeStoreSnapshot(reader: StoreSnapshotReader, from = reader.
   yield encodeFrame(Buffer.concat(recs));
 }
 
-/** Restores a store snapshot archive, fed in chunks of any size, into an empty store. */
-export class StoreSnapshotDecoder {
-  private readonly writer: StoreSnapshotWriter;
-  private readonly dec: ArchiveDecoder;
-  private header: StoreSnapshotState | null = null;
+/** The records of a store snapshot applied to a store through a StoreSnapshotWriter: STATE
+ *  first, then MSG / MSG_TTL in order, END last. */
+class StoreRecordApplier {
+  readonly writer: StoreSnapshotWriter;
+  header: StoreSnapshotState | null = null;
+  ended = false;
 
   constructor(store: StreamStore) {
     this.writer = new StoreSnapshotWriter(store);
-    this.dec = new ArchiveDecoder((kind, body) => this.record(kind, body));
   }
 
-  get state(): StoreSnapshotState | null {
-    return this.header;
-  }
-
-  push(chunk: Buffer): void {
-    this.dec.push(chunk);
-  }
-
-  /** The archive has ended: throws if its END record was never read. */
-  end(): void {
-    if (!this.dec.complete) throw new ArchiveError("snapshot is truncated");
-  }
-
-  private record(kind: number, body: Buffer): void {
+  record(kind: number, body: Buffer): void {
     if (kind !== REC_STATE && this.header === null) throw new ArchiveError("snapshot does not start with its state");
     switch (kind) {
       case REC_STATE:
@@ -348,9 +374,241 @@ export class StoreSnapshotDecoder {
         break;
       case REC_END:
         this.writer.finish();
+        this.ended = true;
         break;
       default:
         throw new ArchiveError(`unknown snapshot record kind ${kind}`);
     }
+  }
+}
+
+/** Restores a store snapshot archive, fed in chunks of any size, into an empty store. */
+export class StoreSnapshotDecoder {
+  private readonly apply: StoreRecordApplier;
+  private readonly dec: ArchiveDecoder;
+
+  constructor(store: StreamStore) {
+    this.apply = new StoreRecordApplier(store);
+    this.dec = new ArchiveDecoder((kind, body) => this.apply.record(kind, body));
+  }
+
+  get state(): StoreSnapshotState | null {
+    return this.apply.header;
+  }
+
+  push(chunk: Buffer): void {
+    this.dec.push(chunk);
+  }
+
+  /** The archive has ended: throws if its END record was never read. */
+  end(): void {
+    if (!this.dec.complete) throw new ArchiveError("snapshot is truncated");
+  }
+}
+
+// ---------------------------------------------------------------- sliced across turns
+//
+// The same archive, written and restored a slice at a time so that a big store (a 1 GB
+// snapshot) never holds the event loop for long: messages are read and encoded, or decoded
+// and stored, for at most turnBudgetMs per turn before the next turn goes on; frames are
+// deflated and inflated on the thread pool.
+
+/** How a sliced snapshot or restore shares the event loop. */
+export interface SliceOptions {
+  /** Work done per turn before yielding (default 4 ms). */
+  turnBudgetMs?: number;
+  /** Monotonic time (monoMs) for the budget. */
+  clock?: Clock;
+  /** Where the next slice runs (nextTurn). */
+  sched?: Scheduler;
+}
+
+export const DEFAULT_TURN_BUDGET_MS = 4;
+/** Messages between two looks at the clock. */
+const CLOCK_EVERY = 32;
+
+/** The time budget of one turn; `spent()` is true once it is used up. */
+class TurnBudget {
+  private readonly clock: Clock;
+  private readonly sched: Scheduler;
+  private readonly budgetMs: number;
+  private deadline: number;
+  private n = 0;
+  /** Turns started (the first one included). */
+  turns = 1;
+  /** The longest run of work between two yields (ms, by the clock: it includes any time the
+   *  process was not running). */
+  maxSliceMs = 0;
+
+  constructor(opts: SliceOptions) {
+    this.clock = opts.clock ?? new SystemClock();
+    this.sched = opts.sched ?? systemScheduler;
+    this.budgetMs = opts.turnBudgetMs ?? DEFAULT_TURN_BUDGET_MS;
+    this.deadline = this.clock.monoMs() + this.budgetMs;
+  }
+
+  spent(): boolean {
+    if (++this.n < CLOCK_EVERY) return false;
+    this.n = 0;
+    return this.clock.monoMs() >= this.deadline;
+  }
+
+  /** Let the rest of the loop run; the budget starts again in the next turn. */
+  async yieldTurn(): Promise<void> {
+    this.endSlice();
+    await new Promise<void>((res) => this.sched.nextTurn(res));
+    this.restart();
+  }
+
+  /** The work of this turn ends here (an await follows). */
+  endSlice(): void {
+    const ms = this.clock.monoMs() - (this.deadline - this.budgetMs);
+    if (ms > this.maxSliceMs) this.maxSliceMs = ms;
+  }
+
+  /** A new budget after an await that already gave the loop away. */
+  restart(): void {
+    this.turns++;
+    this.n = 0;
+    this.deadline = this.clock.monoMs() + this.budgetMs;
+  }
+}
+
+/** encodeFrame with the deflate on the thread pool. */
+export function encodeFrameAsync(raw: Buffer): Promise<Buffer> {
+  return new Promise((res, rej) => {
+    deflateRaw(raw, { level: zc.Z_BEST_SPEED }, (err, z) => {
+      if (err !== null) return rej(err);
+      const f = Buffer.allocUnsafe(FRAME_HDR + z.length);
+      f.writeUInt32LE(z.length, 0);
+      f.writeUInt32LE(raw.length, 4);
+      f.writeUInt32LE(crc32(raw, 0, raw.length) >>> 0, 8);
+      z.copy(f, FRAME_HDR);
+      res(f);
+    });
+  });
+}
+
+function inflateAsync(z: Buffer): Promise<Buffer> {
+  return new Promise((res, rej) => {
+    inflateRaw(z, (err, raw) => {
+      if (err !== null) rej(new ArchiveError(`corrupt snapshot frame: ${err.message}`));
+      else res(raw);
+    });
+  });
+}
+
+export interface SnapshotStreamed {
+  msgs: number;
+  frames: number;
+  /** Event-loop turns the snapshot was spread over. */
+  turns: number;
+  /** The longest slice of work in one turn (ms). */
+  maxSliceMs: number;
+}
+
+/** The archive of encodeStoreSnapshot handed to sink frame by frame (the magic first), read a
+ *  slice per turn. sink may return a promise: the next frame waits for it (backpressure).
+ *  Messages removed while it runs are left out, as with the reader. */
+export async function streamStoreSnapshot(
+  reader: StoreSnapshotReader,
+  sink: (frame: Buffer) => void | Promise<void>,
+  from = reader.state.firstSeq,
+  to = reader.state.lastSeq,
+  opts: SliceOptions = {},
+): Promise<SnapshotStreamed> {
+  const budget = new TurnBudget(opts);
+  budget.endSlice();
+  await sink(ARCHIVE_MAGIC);
+  budget.restart();
+  const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
+  let raw = recs[0]!.length;
+  let msgs = 0;
+  let frames = 0;
+  const emit = async (): Promise<void> => {
+    budget.endSlice();
+    const f = await encodeFrameAsync(recs.length === 1 ? recs[0]! : Buffer.concat(recs));
+    recs.length = 0;
+    raw = 0;
+    frames++;
+    await sink(f);
+    budget.restart(); // the deflate gave the loop away
+  };
+  for (let s = from; ; ) {
+    const m = reader.nextTransient(s, to);
+    if (m === null) break;
+    const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
+    recs.push(r);
+    raw += r.length;
+    msgs++;
+    s = m.seq + 1;
+    if (raw >= FRAME_RAW_TARGET) await emit();
+    else if (budget.spent()) await budget.yieldTurn();
+  }
+  recs.push(encodeJsonRecord(REC_END, { msgs, last_seq: reader.state.lastSeq }));
+  await emit();
+  return { msgs, frames, turns: budget.turns, maxSliceMs: budget.maxSliceMs };
+}
+
+/** StoreSnapshotDecoder for big archives: frames inflated on the thread pool, records stored a
+ *  slice per turn. Await each push before the next; then end(). */
+export class StoreSnapshotRestorer {
+  private readonly apply: StoreRecordApplier;
+  private readonly frames = new FrameSplitter();
+  private readonly budget: TurnBudget;
+  private busy = false;
+
+  constructor(store: StreamStore, opts: SliceOptions = {}) {
+    this.apply = new StoreRecordApplier(store);
+    this.budget = new TurnBudget(opts);
+  }
+
+  get state(): StoreSnapshotState | null {
+    return this.apply.header;
+  }
+
+  /** Messages stored so far. */
+  get count(): number {
+    return this.apply.writer.count;
+  }
+
+  /** Event-loop turns the restore was spread over so far. */
+  get turns(): number {
+    return this.budget.turns;
+  }
+
+  /** The longest slice of work in one turn so far (ms). */
+  get maxSliceMs(): number {
+    return this.budget.maxSliceMs;
+  }
+
+  /** Feed a chunk of any size; resolves once every frame it completed is stored. */
+  async push(chunk: Buffer): Promise<void> {
+    if (this.busy) throw new Error("StoreSnapshotRestorer.push: the previous push has not finished");
+    this.busy = true;
+    try {
+      for (const f of this.frames.push(chunk)) {
+        if (this.apply.ended) throw new ArchiveError("data after the end of the snapshot");
+        this.budget.endSlice();
+        const raw = await inflateAsync(f.z);
+        this.budget.restart();
+        checkFrame(raw, f.rawLen, f.crc);
+        for (let p = 0; p < raw.length; ) {
+          const [kind, body, next] = recordAt(raw, p);
+          p = next;
+          this.apply.record(kind, body);
+          if (this.budget.spent()) await this.budget.yieldTurn();
+        }
+      }
+    } finally {
+      this.budget.endSlice();
+      this.busy = false;
+    }
+  }
+
+  /** The archive has ended: throws if its END record was never read. */
+  end(): StoreSnapshotState {
+    if (!this.apply.ended || this.apply.header === null) throw new ArchiveError("snapshot is truncated");
+    return this.apply.header;
   }
 }

@@ -415,6 +415,13 @@ export class CryptFs implements Fs {
   unlink(path: string): void {
     this.inner.unlink(path);
   }
+  unlinkAsync(path: string, cb: (err: Error | null) => void): void {
+    if (this.inner.unlinkAsync !== undefined) this.inner.unlinkAsync(path, cb);
+    else {
+      this.inner.unlink(path);
+      setImmediate(cb, null);
+    }
+  }
   rmrf(path: string): void {
     this.inner.rmrf(path);
   }

@@ -215,8 +215,13 @@ export interface StreamLookup {
   get(name: string): StreamConfig | undefined;
 }
 
+/** Finds a colliding pair among a stream's own subjects (findOverlap's contract, throwing
+ *  OverlapBudgetExceeded past its work limit). The API layer passes one that answers from a
+ *  search it worked across turns of the loop. */
+export type OwnOverlapSearch = (subjects: readonly string[], maxPairs: number) => OverlapPair | null;
+
 /** Defaults and validation (nats-server checkStreamCfg). Returns a new config. */
-export function checkStreamConfig(input: StreamConfig, others: StreamLookup, pedantic: boolean): StreamConfig {
+export function checkStreamConfig(input: StreamConfig, others: StreamLookup, pedantic: boolean, ownOverlap?: OwnOverlapSearch): StreamConfig {
   if (!isValidAssetName(input.name)) {
     invalidCfg("stream name is required and can not contain '.', '*', '>', '\\', '/'");
   }
@@ -355,7 +360,7 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
   if (cfg.subjects.length === 0) {
     if (cfg.mirror === null && cfg.sources.length === 0) cfg.subjects = [cfg.name];
   } else {
-    checkOwnSubjects(cfg);
+    checkOwnSubjects(cfg, ownOverlap);
   }
   if (cfg.subjects.length === 0 && cfg.sources.length === 0 && cfg.mirror === null) {
     invalidCfg("stream needs at least one configured subject or be a source/mirror");
@@ -397,13 +402,13 @@ export function checkStreamConfig(input: StreamConfig, others: StreamLookup, ped
 }
 
 /** Most colliding pairs looked at to name the one nats-server's pairwise loop names first. */
-const NAMED_PAIR_SEARCH = 10_000;
+export const NAMED_PAIR_SEARCH = 10_000;
 
 /** A colliding pair of `subjects`, or null; a config too costly to check is refused (10052)
  *  rather than allowed to hold the event loop (see subjects/overlap.ts). */
-function overlapOrLimit(subjects: readonly string[], maxPairs = 1): OverlapPair | null {
+function overlapOrLimit(subjects: readonly string[], maxPairs = 1, search?: OwnOverlapSearch): OverlapPair | null {
   try {
-    return findOverlap(subjects, DEFAULT_OVERLAP_BUDGET, maxPairs);
+    return search !== undefined ? search(subjects, maxPairs) : findOverlap(subjects, DEFAULT_OVERLAP_BUDGET, maxPairs);
   } catch (e) {
     if (e instanceof OverlapBudgetExceeded) invalidCfg(`stream subjects are too complex to check for overlaps`);
     throw e;
@@ -414,7 +419,7 @@ function overlapOrLimit(subjects: readonly string[], maxPairs = 1): OverlapPair 
  *  its validity, the '>' and API namespace rules, then overlap with every later subject.
  *  The per-subject rules are one pass; the overlaps come from the trie join, and the first
  *  failure in nats-server's order is reported. */
-function checkOwnSubjects(cfg: StreamConfig): void {
+function checkOwnSubjects(cfg: StreamConfig, search?: OwnOverlapSearch): void {
   const subjects = cfg.subjects;
   let bad = -1;
   let badMsg = "";
@@ -428,7 +433,7 @@ function checkOwnSubjects(cfg: StreamConfig): void {
   }
   // An invalid subject stops the loop there: only the subjects before it were compared.
   const upTo = bad >= 0 && badMsg === "invalid subject" ? bad : subjects.length;
-  const pair = overlapOrLimit(upTo === subjects.length ? subjects : subjects.slice(0, upTo), NAMED_PAIR_SEARCH);
+  const pair = overlapOrLimit(upTo === subjects.length ? subjects : subjects.slice(0, upTo), NAMED_PAIR_SEARCH, search);
   if (pair !== null && (bad < 0 || pair.i < bad)) {
     // Equal subjects collide too, so nats-server's "duplicate subjects detected" is only
     // reachable after an overlap was already reported; the overlap message it is.

@@ -15,7 +15,8 @@ import type { StreamSourceConfig, StreamSourceInfoWire } from "../contracts/wire
 import type { StoredMsg } from "../storage/types.js";
 import { sourceIndexName } from "./config.js";
 import { SubjectTransform } from "./transform.js";
-import { HDR_STREAM_SOURCE, HDR_TTL, Stream, msgIdOf } from "./stream.js";
+import type { Stream } from "./stream.js";
+import { HDR_STREAM_SOURCE, HDR_TTL, msgIdOf } from "./headers.js";
 import { parseMsgTtlSec, parseRfc3339Ns } from "./time.js";
 import { seqFromTime } from "./get.js";
 import { subjectMatches } from "../subjects/subject.js";
@@ -236,7 +237,7 @@ export class Sourcing {
         for (let s = st.lastSeq + 1; s < m.seq; s++) t.store.removeMsg(t.store.storeMsg("", null, Buffer.alloc(0), m.tsNs, 0));
       }
     }
-    t.store1(subj, m.hdr, m.data, m.tsNs, ttlOf(m.hdr), "", 0, "");
+    t.processMirrored(subj, m.hdr, m.data, m.tsNs, ttlOf(m.hdr));
   }
 
   private storeSourced(r: Reader, m: StoredMsg): void {

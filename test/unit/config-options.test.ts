@@ -133,6 +133,7 @@ void test("jetstream forms", () => {
   assert.match(problems("jetstream: maybe\n").message, /Expected 'enabled' or 'disabled'/);
   // The API queue limit (src/jetstream/api.ts).
   assert.deepEqual(map("jetstream { request_queue_limit: 500 }\n").patch.jetstream, { enabled: true, requestQueueLimit: 500 });
+  assert.deepEqual(map("jetstream { info_queue_limit: 200 }\n").patch.jetstream, { enabled: true, infoQueueLimit: 200 });
 });
 
 void test("unknown keys are errors with their position; all errors reported", () => {

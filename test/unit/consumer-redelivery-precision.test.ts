@@ -7,23 +7,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../src/runtime/clock.js";
 import { MemoryStreamStore } from "../../src/storage/memory/stream.js";
-import { Consumer, type ConsumerEnv } from "../../src/consumer/consumer.js";
-import { checkConsumerConfig, decodeConsumerConfig } from "../../src/consumer/config.js";
-import { RedeliveryWheel, Ticker } from "../../src/consumer/wheel.js";
-import type { Bus, InternalSubscription } from "../../src/server/bus.js";
-import type { ConsumerHook, StreamHandle } from "../../src/jetstream/contracts.js";
-import type { Logger } from "../../src/server/log.js";
-
-const quiet: Logger = {
-  info: () => {},
-  warn: () => {},
-  error: () => {},
-  fatal: () => {},
-  debug: () => {},
-  trace: () => {},
-  debugEnabled: false,
-  traceEnabled: false,
-};
+import { Consumer } from "../../src/consumer/consumer.js";
+import { RedeliveryWheel } from "../../src/consumer/wheel.js";
+import type { Bus, InternalSubscription } from "../../src/contracts/bus.js";
+import { testConsumerConfig, testConsumerEnv, testStream } from "../helpers/consumer-rig.js";
 
 function rig(cfgWire: Record<string, unknown>): { clock: ManualClock; deliveries: { atMs: number; reply: string }[]; consumer: Consumer; timers: () => number } {
   const clock = new ManualClock();
@@ -38,24 +25,8 @@ function rig(cfgWire: Record<string, unknown>): { clock: ManualClock; deliveries
     },
     hasInterest: () => true,
   };
-  const hooks: ConsumerHook[] = [];
-  const stream: StreamHandle = {
-    name: "R",
-    store,
-    visibleSeq: Number.MAX_SAFE_INTEGER,
-    wireConfig: () => ({ name: "R", subjects: ["r.>"] }),
-    retention: () => "limits",
-    consumerDir: () => null,
-    addConsumer: (c) => hooks.push(c),
-    removeConsumer: () => {},
-    consumers: () => hooks,
-    onAck: () => {},
-  };
-  const cfg = checkConsumerConfig(
-    decodeConsumerConfig({ durable_name: "C", deliver_subject: "deliver.r", ack_policy: "explicit", ...cfgWire }),
-    { name: "R", subjects: ["r.>"], retention: "limits", num_replicas: 1, consumer_limits: { inactive_threshold: 0, max_ack_pending: 0 } },
-    false,
-  );
+  const stream = testStream(store);
+  const cfg = testConsumerConfig({ durable_name: "C", deliver_subject: "deliver.r", ack_policy: "explicit", ...cfgWire });
   // Count the clock timers armed at any one time: the layer keeps at most one (plus none per message).
   let armed = 0;
   let maxArmed = 0;
@@ -73,16 +44,7 @@ function rig(cfgWire: Record<string, unknown>): { clock: ManualClock; deliveries
     armed--;
     clearTimer(h);
   };
-  const env: ConsumerEnv = {
-    bus,
-    clock,
-    log: quiet,
-    ticker: new Ticker(clock, (e) => assert.fail(String(e))),
-    serverName: "test",
-    advisory: () => {},
-    onSelfDelete: () => {},
-    newPinId: () => "pin",
-  };
+  const env = testConsumerEnv(bus, clock);
   // Off the coarse tick's phase and the old 50 ms buckets: start 7 ms in.
   clock.advance(7);
   const consumer = new Consumer(env, stream, cfg, clock.nowNs(), null, null);

@@ -96,7 +96,7 @@ export const REFUSED_TOP_LEVEL: ReadonlyMap<string, string> = new Map([
 /** jetstream {} fields without effect on one server. */
 const IGNORED_JETSTREAM = new Set([
   "strict", "extension_hint", "max_outstanding_catchup",
-  "max_buffered_size", "max_buffered_msgs", "info_queue_limit",
+  "max_buffered_size", "max_buffered_msgs",
   "meta_compact", "meta_compact_size", "meta_compact_sync", "max_concurrent_io", "max_ha_assets",
 ]);
 
@@ -506,6 +506,12 @@ function jetstreamField(ctx: Ctx, m: ConfigMap, k: string, js: NonNullable<Optio
     case "request_queue_limit": {
       const n = ctx.size(m, k);
       if (n !== undefined) js.requestQueueLimit = n;
+      return;
+    }
+    // The info requests' own queue (nats-server 2.11+); 0 or less: request_queue_limit.
+    case "info_queue_limit": {
+      const n = ctx.size(m, k);
+      if (n !== undefined) js.infoQueueLimit = n;
       return;
     }
     case "enable":

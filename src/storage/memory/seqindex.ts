@@ -9,6 +9,7 @@
 import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
 import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
+import { TtlHeap } from "./ttlheap.js";
 
 export class SubjRec {
   readonly id: number;
@@ -82,8 +83,7 @@ export abstract class SeqIndex {
   private readonly matchCache = new Map<string, Uint8Array>();
 
   // Min-heap of (expiry ns, seq) for messages with a TTL; stale entries are skipped on pop.
-  private readonly ttlAt: number[] = [];
-  private readonly ttlSeq: number[] = [];
+  private readonly ttl = new TtlHeap();
 
   protected limits: StoreLimits;
   protected readonly callbacks: StoreCallbacks;
@@ -241,7 +241,7 @@ export abstract class SeqIndex {
     rec.last = seq;
     rec.lastStale = false;
     rec.msgs++;
-    if (ttlSec > 0) this.ttlPush(tsNs + ttlSec * 1e9, seq);
+    if (ttlSec > 0) this.ttl.push(tsNs + ttlSec * 1e9, seq, ttlSec);
     return i;
   }
 
@@ -307,13 +307,11 @@ export abstract class SeqIndex {
 
   msgTtls(from: number, to: number): Map<number, number> {
     const out = new Map<number, number>();
-    const a = this.ttlAt;
-    const q = this.ttlSeq;
-    for (let i = 0; i < q.length; i++) {
-      const seq = q[i] as number;
+    const h = this.ttl;
+    for (let i = 0; i < h.size; i++) {
+      const seq = h.seqAt(i);
       if (seq < from || seq > to || seq < this.firstSeq || seq > this.lastSeq || this.subjCol.get(seq) === 0) continue;
-      // at = ts + ttl * 1e9 rounded to a double: the difference is within a few hundred ns of it
-      out.set(seq, Math.round(((a[i] as number) - this.slotTs(seq, seq - this.base)) / 1e9));
+      out.set(seq, Math.round(h.ttlAt(i)));
     }
     return out;
   }
@@ -408,46 +406,6 @@ export abstract class SeqIndex {
     return n;
   }
 
-  // ---- TTL heap ----
-  private ttlPush(at: number, seq: number): void {
-    const a = this.ttlAt;
-    const q = this.ttlSeq;
-    let i = a.length;
-    a.push(at);
-    q.push(seq);
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if ((a[p] as number) <= at) break;
-      a[i] = a[p] as number;
-      q[i] = q[p] as number;
-      i = p;
-    }
-    a[i] = at;
-    q[i] = seq;
-  }
-
-  private ttlPop(): void {
-    const a = this.ttlAt;
-    const q = this.ttlSeq;
-    const lastAt = a.pop() as number;
-    const lastSeq = q.pop() as number;
-    const n = a.length;
-    if (n === 0) return;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const c = r < n && (a[r] as number) < (a[l] as number) ? r : l;
-      if ((a[c] as number) >= lastAt) break;
-      a[i] = a[c] as number;
-      q[i] = q[c] as number;
-      i = c;
-    }
-    a[i] = lastAt;
-    q[i] = lastSeq;
-  }
-
   // ---- operations of the StreamStore contract ----
   setLimits(l: StoreLimits): void {
     this.limits = { ...l };
@@ -468,9 +426,9 @@ export abstract class SeqIndex {
         n++;
       }
     }
-    while (this.ttlAt.length > 0 && (this.ttlAt[0] as number) <= nowNs) {
-      const seq = this.ttlSeq[0] as number;
-      this.ttlPop();
+    while (this.ttl.size > 0 && this.ttl.topAt() <= nowNs) {
+      const seq = this.ttl.topSeq();
+      this.ttl.pop();
       if (this.removeSeq(seq, true)) n++;
     }
     if (n > 0) this.afterMutation();
@@ -481,8 +439,8 @@ export abstract class SeqIndex {
   nextExpiryNs(): number {
     let t = 0;
     if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = this.slotTs(this.firstSeq, this.firstSeq - this.base) + this.limits.maxAgeMs * 1e6;
-    if (this.ttlAt.length > 0) {
-      const a = this.ttlAt[0] as number;
+    if (this.ttl.size > 0) {
+      const a = this.ttl.topAt();
       if (t === 0 || a < t) t = a;
     }
     return t;
@@ -630,14 +588,89 @@ export abstract class SeqIndex {
     return n;
   }
 
-  /** Remove everything below seq (exclusive). */
-  private removeRange(seq: number): number {
-    let n = 0;
-    const end = Math.min(seq - 1, this.lastSeq);
-    for (let s = this.firstSeq; s <= end && this.msgs > 0; s++) if (this.removeSeq(s, false)) n++;
-    if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
+  /** Remove every message at once (a purge of everything, a compact past the end): work per
+   *  subject, none per message. The store hears of it through onRemovedAll, not onRemoved. */
+  protected removeAll(): number {
+    const n = this.msgs;
+    const next = this.lastSeq + 1;
+    if (n === 0) {
+      this.firstSeq = next;
+      return 0;
+    }
+    this.subjects.clear();
+    this.byId.length = 1;
+    this.freeIds.length = 0;
+    this.matchCache.clear();
+    this.ttl.clear();
+    this.subjCol.clear();
+    this.sizeCol.clear();
+    this.chunkCnt = new Uint32Array(64);
+    this.chunkBase = 0;
+    this.msgs = 0;
+    this.bytes = 0;
+    const cap = Math.min(this.cap, 1024);
+    this.resizeExtra(cap, 0, 0);
+    this.cap = cap;
+    this.base = next;
+    this.firstSeq = next;
+    this.onRemovedAll();
     return n;
   }
+
+  /** Every message left the index at once (removeAll); the default has nothing to drop. */
+  protected onRemovedAll(): void {}
+
+  /** Remove everything below seq (exclusive). */
+  private removeRange(seq: number): number {
+    if (seq > this.lastSeq) return this.removeAll();
+    const end = seq - 1;
+    if (this.msgs === 0 || end < this.firstSeq) return 0;
+    // removeSeq's work for each live message, in one pass that steps from live message to
+    // live message; firstSeq moves once at the end, and the store hears onRemovedFront
+    const col = this.subjCol;
+    let n = 0;
+    for (let s = col.find(this.firstSeq, end, 0, false); s <= end; s = col.find(s + 1, end, 0, false)) {
+      const id = col.get(s);
+      const rec = this.byId[id];
+      if (rec === undefined) throw new Error(`seqindex: slot ${s} has unknown subject id ${id}`);
+      const ci = Math.floor(s / CHUNK) - this.chunkBase;
+      this.chunkCnt[ci] = (this.chunkCnt[ci] as number) - 1;
+      const size = this.sizeCol.get(s);
+      this.msgs--;
+      this.bytes -= size;
+      rec.msgs--;
+      if (rec.msgs === 0) this.freeSubject(rec);
+      else {
+        // every message of rec below seq goes: its first is stale; its last cannot be here
+        rec.firstStale = true;
+        if (rec.msgs === 1 && !rec.lastStale) {
+          rec.first = rec.last;
+          rec.firstStale = false;
+        }
+      }
+      this.onRemovedFront(s, s - this.base, size);
+      n++;
+    }
+    const old = this.firstSeq;
+    this.firstSeq = this.msgs === 0 ? this.lastSeq + 1 : col.find(seq, this.lastSeq, 0, false);
+    // The subject column is cleared whole chunks at a time (dropped) and entry by entry only in
+    // the chunk the new first sequence is in: setting entries one by one makes every chunk
+    // that held a run of one subject an array first.
+    col.dropBelow(this.firstSeq);
+    this.sizeCol.dropBelow(this.firstSeq);
+    for (let s = Math.max(old, Math.floor(this.firstSeq / CHUNK) * CHUNK); s <= end; s++) if (col.get(s) !== 0) col.set(s, 0);
+    this.afterRemovedFront();
+    return n;
+  }
+
+  /** A message below the new first sequence left the index (removeRange: a purge with keep or
+   *  seq, a compact); firstSeq moves once they are all gone, then afterRemovedFront. By
+   *  default what onRemoved does. */
+  protected onRemovedFront(seq: number, slot: number, _size: number): void {
+    this.onRemoved(seq, slot);
+  }
+
+  protected afterRemovedFront(): void {}
 
   compact(seq: number): number {
     if (seq <= 0) return 0;

@@ -1,0 +1,325 @@
+// RaftHost: the driver of every Raft group on one server (CLUSTERING.md §3.1, §3.5). One
+// timer ticks all groups; groups touched in a turn (a message, a proposal, a tick) are
+// processed together: each one's Ready is written to the shared WAL, one fsync covers them
+// all, and only then are their messages sent, their committed entries applied and advance()
+// called (persist, then send, then apply). A WAL or snapshot error fails the groups it
+// touches: they stop voting, acknowledging and leading (RaftNode.fail).
+import type { Clock, TimerHandle } from "../runtime/clock.js";
+import type { Fs } from "../runtime/fs.js";
+import type { Random } from "../runtime/random.js";
+import type { Scheduler } from "../runtime/sched.js";
+import { decodeMessage, encodeMessage } from "./codec.js";
+import { RaftNode, type RaftStatus } from "./node.js";
+import { loadSnapshotFile, saveSnapshotFile } from "./snapfile.js";
+import { type Entry, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
+import { Wal } from "./wal.js";
+
+/** How Raft frames reach other servers. RoutePeerTransport (src/cluster/peer-transport.ts)
+ *  fits: its send() is this send(), and its PeerHandler.frame() calls the receiver. */
+export interface RaftTransport {
+  send(peer: string, frame: Uint8Array): void;
+  /** Register the receiver; a frame is a view valid only during the call. */
+  onReceive(handler: (from: string, frame: Uint8Array) => void): void;
+}
+
+/** The replicated state machine of one group. */
+export interface GroupApp {
+  /** Committed entries, in order, each once per process lifetime (no-ops included). */
+  apply(entries: Entry[]): void;
+  /** The state as of the last applied entry. */
+  snapshot(): Uint8Array;
+  /** Replace the state by a snapshot's. */
+  restore(data: Uint8Array): void;
+  onLeaderChange?(leader: string, term: number): void;
+  onReadState?(rs: ReadState): void;
+  /** The group failed (disk or checksum error) and no longer takes part. */
+  onFailed?(reason: string): void;
+}
+
+export interface RaftHostOptions {
+  /** This server's peer id (also its transport address). */
+  id: string;
+  fs: Fs;
+  dir: string;
+  clock: Clock;
+  sched: Scheduler;
+  random: Random;
+  transport: RaftTransport;
+  tickMs?: number;
+  electionTicks?: number;
+  heartbeatTicks?: number;
+  segmentBytes?: number;
+}
+
+export interface RaftHostStats {
+  readies: number;
+  walSyncs: number;
+  framesIn: number;
+  framesOut: number;
+  badFrames: number;
+  unknownGroup: number;
+}
+
+interface Group {
+  name: string;
+  node: RaftNode;
+  app: GroupApp;
+  busy: boolean;
+  lastLeader: string;
+  lastTerm: number;
+}
+
+export class RaftHost {
+  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0 };
+  readonly wal: Wal;
+  private readonly groups = new Map<string, Group>();
+  private readonly dirty = new Set<Group>();
+  private scheduled = false;
+  private timer: TimerHandle | null = null;
+  private closed = false;
+  private readonly tickMs: number;
+
+  constructor(private readonly o: RaftHostOptions) {
+    this.tickMs = o.tickMs ?? 100;
+    this.wal = Wal.open(o.fs, o.dir, o.sched, { segmentBytes: o.segmentBytes });
+    o.transport.onReceive((from, frame) => this.receive(from, frame));
+  }
+
+  /** Start ticking. */
+  start(): void {
+    if (this.timer !== null || this.closed) return;
+    const tick = (): void => {
+      if (this.closed) return;
+      this.timer = this.o.clock.setTimer(tick, this.tickMs);
+      for (const g of this.groups.values()) {
+        g.node.tick();
+        this.touch(g);
+      }
+    };
+    this.timer = this.o.clock.setTimer(tick, this.tickMs);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer !== null) this.o.clock.clearTimer(this.timer);
+    this.timer = null;
+    this.wal.close();
+  }
+
+  /**
+   * Create or recover group `name` with voters `peers`. The app is restored from the group's
+   * snapshot; committed entries after it are applied again as they come out of Ready.
+   */
+  addGroup(name: string, peers: string[], app: GroupApp): RaftNode {
+    if (this.groups.has(name)) throw new Error(`raft group ${name} exists`);
+    const rec = this.wal.recoveredGroups().get(name);
+    let fail: string | null = this.wal.corrupt !== null ? `WAL corrupt: ${this.wal.corrupt.reason} in ${this.wal.corrupt.segment}` : null;
+    const loaded = loadSnapshotFile(this.o.fs, this.o.dir, name);
+    let snap: Snapshot | null = null;
+    if (loaded instanceof Error) fail = `snapshot unreadable: ${loaded.message}`;
+    else snap = loaded;
+    let entries = rec?.entries ?? [];
+    if (snap !== null) {
+      entries = entries.filter((e) => e.index > snap.index);
+      if (entries.length > 0 && entries[0]!.index !== snap.index + 1) entries = [];
+    } else if (rec !== undefined && rec.snapIndex > 0) {
+      fail = `snapshot ${rec.snapIndex} marked in the WAL is missing`;
+    }
+    if (snap !== null) app.restore(snap.data);
+    const node = new RaftNode(
+      {
+        id: this.o.id,
+        peers,
+        electionTicks: this.o.electionTicks ?? 10,
+        heartbeatTicks: this.o.heartbeatTicks ?? 2,
+        random: this.o.random,
+      },
+      { hardState: rec?.hardState ?? { term: 0, vote: "", commit: 0 }, snapshot: snap, entries, applied: snap?.index ?? 0 },
+    );
+    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0 };
+    this.groups.set(name, g);
+    if (fail !== null) this.failGroup(g, fail);
+    this.touch(g);
+    return node;
+  }
+
+  node(group: string): RaftNode | undefined {
+    return this.groups.get(group)?.node;
+  }
+
+  status(group: string): RaftStatus | undefined {
+    return this.groups.get(group)?.node.status();
+  }
+
+  /** Propose data in group (leader only; throws RaftError otherwise). Returns its index. */
+  propose(group: string, data: Uint8Array): number {
+    const g = this.mustGroup(group);
+    const i = g.node.propose(data);
+    this.touch(g);
+    return i;
+  }
+
+  transferLeader(group: string, target: string): void {
+    const g = this.mustGroup(group);
+    g.node.transferLeader(target);
+    this.touch(g);
+  }
+
+  readIndex(group: string, context: Uint8Array): void {
+    const g = this.mustGroup(group);
+    g.node.readIndex(context);
+    this.touch(g);
+  }
+
+  /** Start an election in group now (e.g. the route to its leader closed). */
+  campaign(group: string): void {
+    const g = this.mustGroup(group);
+    g.node.campaign();
+    this.touch(g);
+  }
+
+  /** The route to peer closed: groups it leads here start an election within ~300 ms. */
+  peerDown(peer: string): void {
+    const within = Math.max(1, Math.round(300 / this.tickMs));
+    for (const g of this.groups.values()) {
+      if (g.node.lead === peer && g.node.role === Role.Follower) {
+        g.node.leaderLost(within);
+        this.touch(g);
+      }
+    }
+  }
+
+  /** Snapshot the group's app at its applied index, durably, and drop the log before it. */
+  snapshot(group: string): number {
+    const g = this.mustGroup(group);
+    const n = g.node;
+    const index = n.log.applied;
+    if (index <= n.log.snapIndex || n.failed !== null) return n.log.snapIndex;
+    const snap: Snapshot = { index, term: n.log.term(index), voters: [...n.voters], data: g.app.snapshot() };
+    saveSnapshotFile(this.o.fs, this.o.dir, group, snap);
+    n.compact(index, snap.data);
+    this.wal.markSnapshot(group, index, snap.term);
+    this.wal.sync(() => this.wal.releaseSegments());
+    return index;
+  }
+
+  // ---- the turn ----
+
+  private mustGroup(name: string): Group {
+    const g = this.groups.get(name);
+    if (g === undefined) throw new Error(`no raft group ${name}`);
+    return g;
+  }
+
+  private receive(from: string, frame: Uint8Array): void {
+    if (this.closed) return;
+    this.stats.framesIn++;
+    const d = decodeMessage(frame);
+    if (d instanceof Error) {
+      this.stats.badFrames++;
+      return;
+    }
+    const g = this.groups.get(d.group);
+    if (g === undefined || d.msg.from !== from) {
+      this.stats.unknownGroup++;
+      return;
+    }
+    g.node.step(d.msg);
+    this.touch(g);
+  }
+
+  private touch(g: Group): void {
+    this.dirty.add(g);
+    if (!this.scheduled && !this.closed) {
+      this.scheduled = true;
+      this.o.sched.nextTurn(() => this.process());
+    }
+  }
+
+  private process(): void {
+    this.scheduled = false;
+    if (this.closed) return;
+    const batch: Array<[Group, Ready]> = [];
+    const todo = [...this.dirty];
+    this.dirty.clear();
+    for (const g of todo) {
+      if (g.busy || !g.node.hasReady()) continue;
+      const rd = g.node.ready();
+      this.stats.readies++;
+      g.busy = true;
+      if (!this.persist(g, rd)) {
+        // Nothing to make durable: this Ready can be acted on at once.
+        this.finish(g, rd);
+        continue;
+      }
+      batch.push([g, rd]);
+    }
+    if (batch.length === 0) return;
+    this.stats.walSyncs++;
+    this.wal.sync((err) => {
+      if (this.closed) return;
+      for (const [g, rd] of batch) {
+        if (err !== null) {
+          g.busy = false;
+          this.failGroup(g, `WAL write failed: ${err.message}`);
+          continue;
+        }
+        this.finish(g, rd);
+      }
+    });
+  }
+
+  /** Write rd's state to the WAL (not yet synced); false if it has nothing to write. */
+  private persist(g: Group, rd: Ready): boolean {
+    let wrote = false;
+    if (rd.snapshot !== null) {
+      try {
+        saveSnapshotFile(this.o.fs, this.o.dir, g.name, rd.snapshot);
+      } catch (e) {
+        this.failGroup(g, `snapshot write failed: ${(e as Error).message}`);
+        return false;
+      }
+      this.wal.markSnapshot(g.name, rd.snapshot.index, rd.snapshot.term);
+      wrote = true;
+    }
+    if (rd.entries.length > 0) {
+      this.wal.appendEntries(g.name, rd.entries);
+      wrote = true;
+    }
+    if (rd.hardState !== null) {
+      this.wal.setHardState(g.name, rd.hardState);
+      wrote = true;
+    }
+    return wrote;
+  }
+
+  private finish(g: Group, rd: Ready): void {
+    const n = g.node;
+    if (n.failed === null) {
+      for (const m of rd.messages) {
+        this.stats.framesOut++;
+        this.o.transport.send(m.to, encodeMessage(g.name, m));
+      }
+      if (rd.snapshot !== null) g.app.restore(rd.snapshot.data);
+      if (rd.committed.length > 0) g.app.apply(rd.committed);
+      for (const rs of rd.readStates) g.app.onReadState?.(rs);
+    }
+    n.advance(rd);
+    g.busy = false;
+    if (rd.softState !== null || n.term !== g.lastTerm) {
+      const leader = n.role === Role.Leader ? n.id : n.lead;
+      if (leader !== g.lastLeader || n.term !== g.lastTerm) {
+        g.lastLeader = leader;
+        g.lastTerm = n.term;
+        g.app.onLeaderChange?.(leader, n.term);
+      }
+    }
+    this.touch(g);
+  }
+
+  private failGroup(g: Group, reason: string): void {
+    if (g.node.failed !== null) return;
+    g.node.fail(reason);
+    g.app.onFailed?.(reason);
+  }
+}

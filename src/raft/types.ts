@@ -1,0 +1,156 @@
+// Raft values: messages, entries, hard state and snapshots are plain data, so the core stays a
+// pure state machine (etcd-io/raft `raftpb`). The driver encodes them (codec.ts), persists
+// them (wal.ts) and moves them between servers; nothing in src/raft does I/O.
+
+export const MsgType = {
+  App: 1,
+  AppResp: 2,
+  Vote: 3,
+  VoteResp: 4,
+  PreVote: 5,
+  PreVoteResp: 6,
+  Heartbeat: 7,
+  HeartbeatResp: 8,
+  TimeoutNow: 9,
+  Snap: 10,
+  ReadIndex: 11,
+  ReadIndexResp: 12,
+  TransferLeader: 13,
+} as const;
+export type MsgType = (typeof MsgType)[keyof typeof MsgType];
+
+export const EntryType = {
+  Normal: 0,
+  /** Appended by a new leader so it can commit entries of earlier terms (Raft §5.4.2). */
+  Noop: 1,
+} as const;
+export type EntryType = (typeof EntryType)[keyof typeof EntryType];
+
+export interface Entry {
+  term: number;
+  index: number;
+  type: EntryType;
+  data: Uint8Array;
+}
+
+/** What must be on disk before any message that depends on it leaves. */
+export interface HardState {
+  term: number;
+  /** The peer voted for in `term`, "" for none. */
+  vote: string;
+  commit: number;
+}
+
+export interface Snapshot {
+  index: number;
+  term: number;
+  voters: string[];
+  data: Uint8Array;
+}
+
+export interface Message {
+  type: MsgType;
+  from: string;
+  to: string;
+  term: number;
+  /** App: term of the entry at `index`; Vote/PreVote: term of the last entry;
+   *  rejected AppResp: term of the follower's entry at `rejectHint`. */
+  logTerm: number;
+  /** App: the index before `entries`; AppResp: the last matching index (or the rejected
+   *  one); Vote/PreVote: the last log index; ReadIndexResp: the read index. */
+  index: number;
+  entries: Entry[];
+  commit: number;
+  reject: boolean;
+  rejectHint: number;
+  snapshot: Snapshot | null;
+  /** ReadIndex/Heartbeat: the read request's context; Vote/PreVote: CAMPAIGN_TRANSFER. */
+  context: Uint8Array | null;
+}
+
+export const NONE = "";
+
+export const Role = {
+  Follower: 0,
+  PreCandidate: 1,
+  Candidate: 2,
+  Leader: 3,
+} as const;
+export type Role = (typeof Role)[keyof typeof Role];
+
+export interface SoftState {
+  leader: string;
+  role: Role;
+}
+
+export interface ReadState {
+  /** Apply up to this index, then the read is linearizable. */
+  index: number;
+  context: Uint8Array;
+}
+
+/**
+ * One batch of work for the driver, handled in order (etcd-io/raft `doc.go`): write
+ * `hardState`, `snapshot` and `entries` durably; then send `messages`; then apply `snapshot`
+ * and `committed` to the state machine; then call `advance(ready)`.
+ */
+export interface Ready {
+  softState: SoftState | null;
+  hardState: HardState | null;
+  entries: Entry[];
+  snapshot: Snapshot | null;
+  committed: Entry[];
+  messages: Message[];
+  readStates: ReadState[];
+}
+
+export function emptyMessage(type: MsgType, from: string, to: string, term: number): Message {
+  return {
+    type,
+    from,
+    to,
+    term,
+    logTerm: 0,
+    index: 0,
+    entries: [],
+    commit: 0,
+    reject: false,
+    rejectHint: 0,
+    snapshot: null,
+    context: null,
+  };
+}
+
+export function entrySize(e: Entry): number {
+  return 24 + e.data.length;
+}
+
+export function isHardStateEqual(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+/** Response type for a vote request type. */
+export function voteRespType(t: MsgType): MsgType {
+  return t === MsgType.PreVote ? MsgType.PreVoteResp : MsgType.VoteResp;
+}
+
+/** Marks a vote request sent because of TimeoutNow: it bypasses leader stickiness. */
+export const CAMPAIGN_TRANSFER = new Uint8Array([0x54]);
+
+export function isTransferContext(c: Uint8Array | null): boolean {
+  return c !== null && c.length === 1 && c[0] === 0x54;
+}
+
+export class RaftError extends Error {
+  constructor(
+    readonly code: "not_leader" | "transferring" | "failed" | "compacted" | "unavailable" | "too_large",
+    message: string,
+  ) {
+    super(message);
+    this.name = "RaftError";
+  }
+}
+
+export function raftAssert(cond: boolean, msg: string): asserts cond {
+  if (!cond) throw new Error(`raft invariant: ${msg}`);
+}

@@ -1,0 +1,305 @@
+// Recovery of a file stream store's block files: each sealed block has a summary "<n>.sum"
+// (summary.ts) validated by a CRC of the block's bytes; the index is rebuilt from it, and only
+// what no valid summary covers (the write block's newest bytes, or a block whose summary is
+// missing or stale) is read and verified record by record. A torn tail of the last block is
+// cut off; damage inside a block drops only the damaged bytes. What the floors and tombstones
+// say is gone is returned for the store to apply.
+import { join } from "node:path";
+import type { SubjRec } from "../memory/seqindex.js";
+import { Blk, type BlockFiles, type RecoveryReport, type Scratch, fileCrc, readWhole } from "./block.js";
+import { KIND_MSG, KIND_TOMB, REC_HDR, REC_OVERHEAD, fileStoreMsgSize } from "./record.js";
+import { SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader } from "./summary.js";
+import { RecordWalk, WALK_BAD, WALK_REC, forEachMsg } from "./walk.js";
+
+const CRC_CHUNK_BYTES = 64 * 1024; // small enough to come from the allocator's heap, not a fresh mapping
+
+/** What the index side of the store does for recovered records. */
+export interface RecoveryHost {
+  lastSeq(): number;
+  intern(subject: string): SubjRec;
+  /** Index message seq (above lastSeq) of block blk at offset off. */
+  append(blk: Blk, seq: number, rec: SubjRec, tsNs: number, size: number, ttlSec: number, off: number): void;
+  /** append of n records of length rl from off: seq, seq + 1, ..., no TTL. */
+  appendRun(blk: Blk, seq: number, n: number, rec: SubjRec, tsNs: number, size: number, off: number, rl: number): void;
+}
+
+/** The newest floor seen: every seq below `floor` is gone; the last seq and its time. */
+export interface FloorAcc {
+  floor: number;
+  floorLast: number;
+  floorLastTs: number;
+}
+
+export interface Recovered {
+  report: RecoveryReport;
+  tombs: number[];
+  acc: FloorAcc;
+}
+
+export function noteFloor(blk: Blk, seq: number, lastSeq: number, lastTs: number, acc: FloorAcc): void {
+  blk.hasFloor = true;
+  if (seq > acc.floor) acc.floor = seq;
+  // The time of the newest floor with the highest last seq (a skip sets a time that need not
+  // be above every earlier one); floors are met in the order they were written.
+  if (lastSeq >= acc.floorLast) {
+    acc.floorLast = lastSeq;
+    acc.floorLastTs = lastTs;
+  }
+}
+
+export class Recovery {
+  private readonly files: BlockFiles;
+  private readonly host: RecoveryHost;
+  private readonly report: RecoveryReport = { blocks: 0, msgs: 0, tombstones: 0, truncatedBytes: 0, dropped: [] };
+  private readonly tombs: number[] = [];
+  private readonly acc: FloorAcc = { floor: 0, floorLast: 0, floorLastTs: 0 };
+  // One buffer for checksums (and short scans) and one for summaries, reused by every block:
+  // recovery leaves no garbage that grows with the number of blocks.
+  private readonly chunk = Buffer.allocUnsafe(CRC_CHUNK_BYTES);
+  private readonly sumBuf: Scratch = { buf: Buffer.allocUnsafe(0) };
+  private lastRec: SubjRec | null = null; // subject of the previous record
+  private readonly walk = new RecordWalk(Buffer.alloc(0), true);
+
+  constructor(files: BlockFiles, host: RecoveryHost) {
+    this.files = files;
+    this.host = host;
+  }
+
+  /** Read the directory and every block (into files.blocks). */
+  run(): Recovered {
+    const fs = this.files.fs;
+    const dir = this.files.dir;
+    fs.mkdirp(dir);
+    const ids: number[] = [];
+    const sums = new Set<number>();
+    for (const name of fs.readdir(dir)) {
+      const m = /^(\d+)\.(blk|sum)$/.exec(name);
+      if (m) {
+        if (m[2] === "blk") ids.push(Number(m[1]));
+        else sums.add(Number(m[1]));
+      } else if (name.endsWith(".new") || name.endsWith(".tmp")) fs.unlink(join(dir, name));
+    }
+    ids.sort((a, b) => a - b);
+    const idSet = new Set(ids);
+    for (const id of sums) if (!idSet.has(id)) fs.unlink(join(dir, `${id}.sum`));
+    for (let k = 0; k < ids.length; k++) this.block(ids[k] as number, k === ids.length - 1, sums.has(ids[k] as number));
+    this.lastRec = null;
+    return { report: this.report, tombs: this.tombs, acc: this.acc };
+  }
+
+  private block(id: number, isLast: boolean, hasSum: boolean): void {
+    const fs = this.files.fs;
+    const blk = new Blk(id, this.files.pathOf(id));
+    const fd = this.files.fd(blk);
+    const flen = fs.fsize(fd);
+    let start = 0;
+    let sum: SummaryBuilder | null = null;
+    const sr = hasSum ? SummaryReader.open(readWhole(fs, blk.sumPath, this.sumBuf)) : null;
+    if (sr !== null && sr.covered <= flen && sr.valid() && fileCrc(fs, fd, sr.covered, this.chunk) === sr.blockCrc) {
+      if (isLast || sr.covered < flen) sum = new SummaryBuilder();
+      this.applySummary(blk, sr, sum);
+      start = sr.covered;
+      blk.sumCovered = sr.covered;
+      if (sum !== null) {
+        sum.crc = sr.blockCrc;
+        sum.covered = sr.covered;
+      }
+    }
+    let end = flen;
+    if (sum === null && start === 0 && (isLast || flen > 0)) sum = new SummaryBuilder();
+    if (start < flen && sum !== null) end = this.scanTail(blk, fd, start, flen, isLast, sum);
+    blk.size = blk.written = blk.good = isLast ? end : flen;
+    if (isLast && end < flen) {
+      fs.truncate(fd, end);
+      fs.fsyncSync(fd);
+    }
+    if (sum !== null && (sum.broken || sum.covered !== blk.written)) sum = null;
+    blk.sum = sum;
+    if (!isLast) {
+      this.files.saveSummary(blk, false);
+      fs.close(fd); // reopened when read
+      blk.fd = -1;
+    }
+    this.files.blocks.push(blk);
+    this.report.blocks++;
+  }
+
+  /** Index the records a valid summary lists (the block bytes it covers are not read). */
+  private applySummary(blk: Blk, sr: SummaryReader, sum: SummaryBuilder | null): void {
+    const host = this.host;
+    const report = this.report;
+    const locals: SubjRec[] = [];
+    let p = 0;
+    while (sr.next()) {
+      const kind = sr.kind;
+      const seq = sr.seq;
+      if (kind === SUM_MSG) {
+        let rec: SubjRec;
+        if (sr.newSubject !== null) {
+          rec = host.intern(sr.newSubject);
+          locals.push(rec);
+        } else rec = locals[sr.subj] as SubjRec;
+        // fileStoreMsgSize from the record length: rl - 6 without header bytes, rl - 2 with
+        const rl = sr.recLen;
+        const size = rl - (sr.hasHdrBytes ? 2 : 6);
+        const n = 1 + sr.run;
+        if (sr.hasHdrBytes) blk.hdrMsgs += n;
+        if (n > 1 && seq > host.lastSeq()) {
+          host.appendRun(blk, seq, n, rec, sr.tsNs, size, p, rl);
+          report.msgs += n;
+          sum?.msgRun(seq, n, rl, rec, sr.hasHdrBytes, sr.tsNs);
+        } else {
+          for (let k = 0; k < n; k++) {
+            if (seq + k > host.lastSeq()) {
+              host.append(blk, seq + k, rec, sr.tsNs, size, sr.ttlSec, p + k * rl);
+              report.msgs++;
+            }
+            sum?.msg(seq + k, rl, rec, sr.hasHdrBytes, sr.tsNs, sr.ttlSec);
+          }
+        }
+        p += rl * n;
+        continue;
+      } else if (kind === SUM_TOMB) {
+        this.tombs.push(seq);
+        blk.tombs.push(seq);
+        report.tombstones++;
+        sum?.tomb(seq);
+      } else if (kind === SUM_FLOOR) {
+        noteFloor(blk, seq, sr.floorLastSeq, sr.floorLastTs, this.acc);
+        sum?.floor(seq, sr.floorLastSeq, sr.floorLastTs);
+      }
+      p += sr.recLen;
+    }
+  }
+
+  /** Verify and index block bytes [start, flen) through the reused window `chunk`: whole valid
+   *  records window by window, and the rest (damage, a record longer than a window, the end) in
+   *  one scan. Returns the offset up to which the block is good (a torn tail is not). */
+  private scanTail(blk: Blk, fd: number, start: number, flen: number, isLast: boolean, sum: SummaryBuilder): number {
+    const fs = this.files.fs;
+    const chunk = this.chunk;
+    let pos = start;
+    while (pos < flen) {
+      const n = Math.min(chunk.length, flen - pos);
+      const got = fs.read(fd, chunk, 0, n, pos);
+      let buf = chunk.subarray(0, got);
+      if (pos + got < flen && got === n) {
+        const used = this.scanBlock(blk, buf, pos, isLast, sum, true);
+        if (used > 0) {
+          pos += used;
+          continue;
+        }
+        buf = Buffer.allocUnsafe(flen - pos);
+        buf = buf.subarray(0, fs.read(fd, buf, 0, buf.length, pos));
+      }
+      return pos + this.scanBlock(blk, buf, pos, isLast, sum, false);
+    }
+    return pos;
+  }
+
+  /** Verify and index the records in buf (block bytes from offset base on); returns how many
+   *  bytes are good up to the end of data (a torn tail is not counted). With `partial` it
+   *  stops before the first record that is not whole and valid in buf, touching nothing for it
+   *  (the caller reads on from there). */
+  private scanBlock(blk: Blk, buf: Buffer, base: number, isLast: boolean, sum: SummaryBuilder, partial: boolean): number {
+    const report = this.report;
+    const w = this.walk;
+    w.buf = buf;
+    w.pos = 0;
+    w.len = 0;
+    let lastMsg = blk.lastSeq;
+    let damaged = false;
+    const seqBefore = this.host.lastSeq();
+    for (;;) {
+      const r = w.next();
+      if (r === WALK_BAD) {
+        if (partial) break;
+        sum.broken = true;
+        const at = w.pos;
+        if (!w.skipDamage()) {
+          report.dropped.push({ file: blk.path, offset: base + at, bytes: buf.length - at, reason: "torn-tail", afterSeq: lastMsg });
+          if (isLast) report.truncatedBytes += buf.length - at;
+          break;
+        }
+        report.dropped.push({ file: blk.path, offset: base + at, bytes: w.pos - at, reason: "checksum", afterSeq: lastMsg });
+        damaged = true;
+        continue;
+      }
+      if (r !== WALK_REC) break;
+      const p = w.pos;
+      const rl = w.len;
+      const kind = w.kind;
+      const seq = w.seq();
+      if (kind === KIND_MSG) {
+        const fresh = seq > this.host.lastSeq();
+        const tsNs = buf.readDoubleLE(p + 20); // read once: each read is a heap number until optimised
+        const ttl = buf.readUInt32LE(p + 28);
+        const rec = this.loadMsgRecord(blk, buf, p, base + p, rl, seq, tsNs, ttl);
+        if (fresh) {
+          lastMsg = seq;
+          report.msgs++;
+        }
+        const hasHdr = buf.readUInt32LE(p + 8) > 0;
+        if (hasHdr) blk.hdrMsgs++;
+        sum.msg(seq, rl, rec, hasHdr, tsNs, ttl);
+      } else if (kind === KIND_TOMB) {
+        this.tombs.push(seq);
+        blk.tombs.push(seq);
+        report.tombstones++;
+        sum.tomb(seq);
+      } else {
+        const ls = w.floorLast();
+        const lt = w.floorLastTs();
+        noteFloor(blk, seq, ls, lt, this.acc);
+        sum.floor(seq, ls, lt);
+      }
+    }
+    // The walk stops at the end, at a torn tail or (partial) at the first record not whole here.
+    const end = w.pos;
+    sum.wrote(buf, 0, end);
+    if (damaged && blk.firstSeq !== 0) {
+      // Offsets of every message, for reads that cannot walk over the damage; those in the part
+      // a summary covered (verified, so walkable) are found by walking it.
+      const offs = new Uint32Array(blk.lastSeq - blk.firstSeq + 1);
+      if (base > 0) this.prefixOffsets(blk, base, offs);
+      let top = seqBefore;
+      forEachMsg(buf, base, (s, off) => {
+        if (s > top) {
+          top = s;
+          offs[s - blk.firstSeq] = off;
+        }
+      });
+      blk.offs = offs;
+    }
+    return end;
+  }
+
+  /** Message offsets in block bytes [0, len), known good (their summary's CRC matched). */
+  private prefixOffsets(blk: Blk, len: number, offs: Uint32Array): void {
+    const buf = Buffer.allocUnsafe(len);
+    this.files.fs.read(this.files.fd(blk), buf, 0, len, 0);
+    const w = new RecordWalk(buf, false);
+    while (w.next() === WALK_REC) {
+      if (w.kind === KIND_MSG) {
+        const s = w.seq();
+        if (s >= blk.firstSeq && s <= blk.lastSeq) offs[s - blk.firstSeq] = w.pos;
+      }
+    }
+  }
+
+  /** Index the message record at buf[p] (block offset off) if it is new; returns its subject. */
+  private loadMsgRecord(blk: Blk, buf: Buffer, p: number, off: number, rl: number, seq: number, tsNs: number, ttl: number): SubjRec {
+    const sl = buf.readUInt16LE(p + 6);
+    const hl = buf.readUInt32LE(p + 8);
+    // Runs of one subject are common: compare bytes instead of decoding and hashing each.
+    let rec = this.lastRec;
+    if (rec === null || !rec.sameAs(buf, p + REC_HDR, sl)) {
+      rec = this.host.intern(buf.toString("utf8", p + REC_HDR, p + REC_HDR + sl));
+      this.lastRec = rec;
+    }
+    if (seq <= this.host.lastSeq()) return rec;
+    const dl = rl - REC_OVERHEAD - sl - hl;
+    this.host.append(blk, seq, rec, tsNs, fileStoreMsgSize(sl, hl, dl), ttl, off);
+    return rec;
+  }
+}

@@ -1,0 +1,212 @@
+// After an entry is applied: PubAcks answered together when one store.sync() completes (group
+// commit: every publish parsed in one turn shares an fsync), and visibility (what consumers
+// and republish may see). A file stream that fsyncs before its PubAcks shows a message to
+// consumers only once that fsync completed (after its PubAck), so no consumer sees a message
+// a crash would lose; memory and sync_interval streams show it at store.
+
+import type { Bus } from "../contracts/bus.js";
+import type { Logger } from "../runtime/log.js";
+import type { StreamStore } from "../storage/types.js";
+import { jsErr } from "../contracts/errors.js";
+
+/** Decimal digits of the largest sequence (2^53). */
+const MAX_SEQ_DIGITS = 16;
+const ACK_DUP_TAIL = Buffer.from(',"duplicate": true}');
+
+/** What the commit stage needs from its stream. */
+export interface CommitHost {
+  readonly name: string;
+  readonly store: StreamStore;
+  /** A message became visible: tell the consumers. */
+  notifyStored(seq: number, subject: string): void;
+  /** A republish deferred until visible: seq is visible now (prevSeq: the one before it on its subject). */
+  republishStored(seq: number, prevSeq: number): void;
+  /** A sync failed (the PubAcks waiting on it were answered with the error). */
+  syncFailed(err: Error): void;
+}
+
+/** Pending PubAcks answered together when one store.sync() completes. */
+class AckBatch {
+  replies: string[] = [];
+  seqs: number[] = [];
+  dups: boolean[] = [];
+  /** The last sequence stored before this batch's sync was asked for (0: none to make visible). */
+  coverSeq = 0;
+  clear(): void {
+    this.replies.length = 0;
+    this.seqs.length = 0;
+    this.dups.length = 0;
+    this.coverSeq = 0;
+  }
+}
+
+export class CommitQueue {
+  /** The last sequence consumers may deliver. */
+  visibleSeq: number;
+  /** True when messages become visible only after the sync that covers them. */
+  readonly deferVisible: boolean;
+  /** `{"stream":<name>[,"domain":<domain>],"seq":` as UTF-8: the start of every PubAck. */
+  ackPrefix: Buffer = Buffer.alloc(0);
+
+  private current = new AckBatch();
+  private readonly inflight: AckBatch[] = [];
+  private readonly spare: AckBatch[] = [];
+  private flushQueued = false;
+  private lastStored = 0;
+  private syncAsked = 0;
+  /** Stored but not yet visible: consumers hear of these (onStored) when they become visible. */
+  private readonly unvSeqs: number[] = [];
+  private readonly unvSubjs: string[] = [];
+  private unvHead = 0;
+  /** Pairs (seq, previous seq on its subject) waiting to be republished once visible. */
+  private readonly unvRepub: number[] = [];
+
+  constructor(
+    private readonly host: CommitHost,
+    private readonly bus: Bus,
+    private readonly log: Logger,
+    deferVisible: boolean,
+    visibleSeq: number,
+  ) {
+    this.deferVisible = deferVisible;
+    this.visibleSeq = visibleSeq;
+  }
+
+  /** An applied message: visible now, or once its sync completes. */
+  stored(seq: number, subject: string): void {
+    if (this.deferVisible) {
+      this.unvSeqs.push(seq);
+      this.unvSubjs.push(subject);
+    } else {
+      this.visibleSeq = seq;
+      this.host.notifyStored(seq, subject);
+    }
+  }
+
+  /** Like consumers, republish only what is durable: deferred until the sync, when the message
+   *  is read back from the store (its hdr/payload may be views of a read buffer). */
+  deferRepublish(seq: number, prevSeq: number): void {
+    this.unvRepub.push(seq, prevSeq);
+  }
+
+  /** The apply of seq is done (with or without a PubAck to send): under deferVisible it
+   *  becomes visible when a sync covers it. */
+  applied(seq: number): void {
+    if (!this.deferVisible) return;
+    this.lastStored = seq;
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(this.flush);
+    }
+  }
+
+  queueAck(reply: string, seq: number, dup: boolean): void {
+    const b = this.current;
+    b.replies.push(reply);
+    b.seqs.push(seq);
+    b.dups.push(dup);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      // After the current read batch, so every publish parsed from one socket read shares it.
+      queueMicrotask(this.flush);
+    }
+  }
+
+  private readonly flush = (): void => {
+    this.flushQueued = false;
+    const b = this.current;
+    const cover = this.lastStored;
+    if (b.replies.length === 0 && cover <= this.syncAsked) return;
+    this.syncAsked = cover;
+    b.coverSeq = cover;
+    this.current = this.spare.pop() ?? new AckBatch();
+    this.inflight.push(b);
+    this.host.store.sync(this.onSynced);
+  };
+
+  private readonly onSynced = (err: Error | null): void => {
+    const b = this.inflight.shift();
+    if (b === undefined) return;
+    const bus = this.bus;
+    const n = b.replies.length;
+    if (err !== null) {
+      this.log.error(`JetStream sync failed on stream '$G > ${this.host.name}': ${err.message}`);
+      const body = Buffer.from(
+        JSON.stringify({ error: jsErr("JSStreamStoreFailedF", { err: err.message }), stream: this.host.name, seq: 0 }),
+      );
+      for (let i = 0; i < n; i++) bus.publish(b.replies[i]!, "", null, body);
+      this.host.syncFailed(err);
+    } else {
+      // Every body of the batch in one buffer, written byte by byte: no string building or
+      // UTF-8 encoding per ack; each publish gets a view (receivers copy or keep the view).
+      const pre = this.ackPrefix;
+      const buf = Buffer.allocUnsafe(n * (pre.length + MAX_SEQ_DIGITS + ACK_DUP_TAIL.length));
+      let p = 0;
+      for (let i = 0; i < n; i++) {
+        const start = p;
+        for (let k = 0; k < pre.length; k++) buf[p++] = pre[k]!;
+        p = putSeq(buf, p, b.seqs[i]!);
+        if (b.dups[i]) for (let k = 0; k < ACK_DUP_TAIL.length; k++) buf[p++] = ACK_DUP_TAIL[k]!;
+        else buf[p++] = 0x7d; // }
+        if (bus.publishRange !== undefined) bus.publishRange(b.replies[i]!, "", null, buf, start, p);
+        else bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
+      }
+    }
+    const cover = b.coverSeq;
+    b.clear();
+    if (this.spare.length < 4) this.spare.push(b);
+    // PubAcks first, then deliveries: a publisher sees its ack before any consumer's copy.
+    if (err === null && cover > this.visibleSeq) this.advanceVisible(cover);
+  };
+
+  private advanceVisible(upTo: number): void {
+    this.visibleSeq = upTo;
+    const seqs = this.unvSeqs;
+    const subjs = this.unvSubjs;
+    // unvHead moves before each notification: a delivery may store into this stream again.
+    while (this.unvHead < seqs.length && seqs[this.unvHead]! <= upTo) {
+      const k = this.unvHead++;
+      this.host.notifyStored(seqs[k]!, subjs[k]!);
+    }
+    if (this.unvRepub.length > 0) this.republishVisible(upTo);
+    let i = this.unvHead;
+    if (i === seqs.length) {
+      seqs.length = 0;
+      subjs.length = 0;
+      i = 0;
+    } else if (i > 1024 && i * 2 > seqs.length) {
+      seqs.splice(0, i);
+      subjs.splice(0, i);
+      i = 0;
+    }
+    this.unvHead = i;
+  }
+
+  private republishVisible(upTo: number): void {
+    const q = this.unvRepub;
+    let k = 0;
+    for (; k < q.length && q[k]! <= upTo; k += 2) this.host.republishStored(q[k]!, q[k + 1]!);
+    if (k === q.length) q.length = 0;
+    else if (k > 0) q.splice(0, k);
+  }
+
+  /** Wait until every queued PubAck has been answered (used before close). */
+  async drain(): Promise<void> {
+    if (this.current.replies.length > 0) this.flush();
+    if (this.inflight.length === 0) return;
+    await new Promise<void>((res) => this.host.store.sync(() => res()));
+  }
+}
+
+/** A sequence (a non-negative integer up to 2^53) in decimal at buf[p]; returns the end. */
+function putSeq(buf: Buffer, p: number, v: number): number {
+  let digits = 1;
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++;
+  let q = p + digits - 1;
+  for (let t = v; q >= p; ) {
+    const d = Math.floor(t / 10);
+    buf[q--] = 48 + t - d * 10;
+    t = d;
+  }
+  return p + digits;
+}
