@@ -106,7 +106,8 @@ export class Server extends Router implements ClientHost {
   private readonly portsFiles: string[] = [];
 
   private readonly parts: ServerParts;
-  private readonly fs: Fs | null;
+  /** The disk JetStream (and the meta group) store to; null when not wired (compose.ts). */
+  readonly fs: Fs | null;
 
   constructor(opts: ServerOptions, log: Logger, env: ServerEnv = {}) {
     super(env.clock ?? new SystemClock(), env.sched ?? systemScheduler, env.random ?? systemRandom);

@@ -36,6 +36,7 @@
 // their positions; sequential appends (the publish path) and sequential reads continue the
 // running keystream, any other position starts a new cipher at that block.
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, type Cipher, type CipherGCMTypes } from "node:crypto";
+import { systemScheduler } from "../runtime/sched.js";
 import { basename, dirname, join } from "node:path";
 import type { Fs, FsStat } from "../runtime/fs.js";
 
@@ -419,7 +420,7 @@ export class CryptFs implements Fs {
     if (this.inner.unlinkAsync !== undefined) this.inner.unlinkAsync(path, cb);
     else {
       this.inner.unlink(path);
-      setImmediate(cb, null);
+      systemScheduler.nextTurn(() => cb(null));
     }
   }
   rmrf(path: string): void {
