@@ -7,7 +7,7 @@ import { statfsSync } from "node:fs";
 import { totalmem } from "node:os";
 import type { JetStreamDeps } from "../contracts/jetstream.js";
 import type { InternalSubscription } from "../contracts/bus.js";
-import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
+import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
 import type { StreamStore } from "../storage/types.js";
 import type { StreamConfig } from "../contracts/wire.js";

@@ -437,6 +437,7 @@ export interface MetaWiring {
   clock: Clock;
   sched: Scheduler;
   random: Random;
+  /** The disk the meta group's log lives on (the composition root gives it). */
   fs: Fs;
   attach(m: MetaGroup): void;
 }

@@ -2,9 +2,8 @@
 // One coarse timer drives pings, auth timeouts and write deadlines for every client.
 
 import net from "node:net";
-import tls from "node:tls";
-import { buildTls, peerIdentities, peerRejection, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
-import { adoptAccepted, LISTEN_BACKLOG } from "../runtime/net.js";
+import { buildTls, type TlsSetup } from "./tls.js";
+import { LISTEN_BACKLOG } from "../runtime/net.js";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Client, CloseReason, type ClientHost } from "./client.js";
@@ -20,6 +19,7 @@ import { systemScheduler, type Scheduler } from "../runtime/sched.js";
 import { systemRandom, type Random } from "../runtime/random.js";
 import type { Fs } from "../runtime/fs.js";
 import { Router, type ClusterLike } from "./routing.js";
+import { Acceptor } from "./accept.js";
 
 export type { ClusterLike, RoutezOptions, ServerStats, Sender } from "./routing.js";
 
@@ -99,9 +99,7 @@ export class Server extends Router implements ClientHost {
   private listener: net.Server | null = null;
   private wsListener: WsListener | null = null;
   private nextCid = 1;
-  /** Accepted client sockets not yet closed (the listener no longer counts them). */
-  private readonly liveSockets = new Set<net.Socket>();
-  private socketsDrained: (() => void) | null = null;
+  private readonly acceptor: Acceptor = new Acceptor(this);
   private tickTimer: TimerHandle | null = null;
   private boundPort = 0;
   private shuttingDown = false;
@@ -131,7 +129,7 @@ export class Server extends Router implements ClientHost {
   /** Client sockets not yet released, closed clients' lingering ones included (what
    *  max_connections counts). */
   get socketCount(): number {
-    return this.liveSockets.size;
+    return this.acceptor.socketCount;
   }
 
   get serverName(): string {
@@ -170,7 +168,7 @@ export class Server extends Router implements ClientHost {
     if (o.websocket !== null && o.websocket.port !== 0) await this.startWebSocket();
 
     // Paused, so that accept() can move the handle into a socket with a shared read buffer.
-    const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
+    const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.acceptor.accept(s));
     this.listener = listener;
     const port = o.port < 0 ? 0 : o.port;
     await listenAny(listener, o.host, port);
@@ -312,8 +310,7 @@ export class Server extends Router implements ClientHost {
     await closed;
     // The listener does not count adopted sockets: wait for their ends (each bounded by the
     // destroy timer in Client.close).
-    if (this.liveSockets.size > 0) await new Promise<void>((r) => (this.socketsDrained = r));
-    this.socketsDrained = null;
+    await this.acceptor.drained();
     for (const f of this.portsFiles) {
       try {
         unlinkSync(f);
@@ -411,201 +408,17 @@ export class Server extends Router implements ClientHost {
     return true;
   }
 
-  // ---- connections ----
+  // ---- connections (accept.ts) ----
 
-  private accept(raw: net.Socket): void {
-    if (this.shuttingDown || this.lameDuck) {
-      raw.destroy();
-      return;
-    }
-    // max_connections 0 in a config file arrives as -1: no limit. Sockets of closed clients
-    // that are still being let go count too, so that refused peers cannot pile them up.
-    const maxConns = this.opts.maxConnections;
-    const overLimit = maxConns > 0 && this.liveSockets.size >= maxConns;
-    // Over the limit on a TLS port: the refusal goes out in plaintext after INFO, before any
-    // handshake, as nats-server checks the limit before TLS.
-    if (this.tls !== null && !overLimit) {
-      this.acceptTls(raw, this.tls);
-      return;
-    }
-    let client: Client | null = null;
-    const socket = adoptAccepted(raw, (chunk) => {
-      if (client === null) return;
-      client.onData(chunk);
-      this.flushDirty();
-    });
-    const c = this.register(socket);
-    client = c;
-    this.wire(c, socket);
-    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-    if (overLimit) {
-      // As nats-server: the INFO, then the error, then the close.
-      this.log.error(`${c.label()} - maximum connections exceeded`);
-      c.sendErr("maximum connections exceeded");
-      c.close(CloseReason.MaxConnections);
-      return;
-    }
-    this.flushDirty();
+  /** Not shutting down, not in lame duck mode: new connections are taken. */
+  get accepting(): boolean {
+    return !this.shuttingDown && !this.lameDuck;
   }
 
-  /** A new Client over socket, counted and tracked until its socket closes. */
-  private register(socket: net.Socket): Client {
-    socket.setNoDelay(true);
-    const cid = this.nextCid++;
-    const c = new Client(cid, socket, this);
-    this.clients.set(cid, c);
-    this.liveSockets.add(socket);
-    this.stats.totalConnections++;
-    this.log.debug(`${c.label()} - Client connection created`);
-    socket.on("close", () => {
-      this.liveSockets.delete(socket);
-      c.close(CloseReason.ClientClosed);
-      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
-    });
-    return c;
-  }
-
-  /** The write-side events of the socket a client talks over (the TLS socket once secure). */
-  private wire(c: Client, s: net.Socket): void {
-    s.on("drain", () => c.onDrain());
-    s.on("error", (err) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
-  }
-
-  /**
-   * A client on a TLS port, as nats-server's createClient does it:
-   * - TLS required: INFO in plaintext (tls_required), then the client starts the handshake;
-   * - allow_non_tls: INFO says tls_available, and the first byte tells (0x16: a handshake);
-   * - handshake_first: the handshake first, INFO over TLS once secure; with a fallback delay,
-   *   a client that sends nothing in that time gets the plaintext INFO instead.
-   * A client that does not finish the handshake within tls.timeout is closed.
-   */
-  private acceptTls(raw: net.Socket, t: TlsSetup): void {
-    const c = this.register(raw);
-    // connection_rate_limit: new TLS connections per second, refused in plaintext before any
-    // handshake work (nats-server's connRateCounter).
-    if (t.opts.rateLimit > 0 && !this.tlsRateAllows(t.opts.rateLimit)) {
-      raw.on("error", () => undefined);
-      c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-      c.sendErr("Connection throttling is active. Please try again later.");
-      c.close(CloseReason.MaxConnections);
-      return;
-    }
-    raw.on("error", (err) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
-    const o = this.opts;
-    const deadline = this.clock.setTimer(() => {
-      if (c.closed || c.tlsVersion !== "") return;
-      this.log.error(`${c.label()} - TLS handshake timeout`);
-      c.close(CloseReason.TlsHandshakeError);
-      raw.destroy();
-    }, t.opts.timeoutMs);
-    const sendInfo = (tlsRequired: boolean): void => {
-      c.queueString(`INFO ${this.infoJson(c, false, tlsRequired)}\r\n`);
-      this.flushDirty();
-    };
-    const plaintext = (first: Buffer | null): void => {
-      this.clock.clearTimer(deadline);
-      raw.on("data", (chunk: Buffer) => {
-        c.onData(chunk);
-        this.flushDirty();
-      });
-      if (first !== null) {
-        c.onData(first);
-        this.flushDirty();
-      }
-      raw.resume();
-    };
-    // After INFO (or before it, handshake first): wait for the first bytes and decide.
-    const sniff = (): void => {
-      raw.once("data", (first: Buffer) => {
-        raw.pause();
-        if (first[0] === 0x16) this.upgradeTls(c, raw, t, first, deadline, null);
-        else plaintext(first);
-      });
-      raw.resume();
-    };
-    if (t.opts.handshakeFirst) {
-      const fallback = t.opts.handshakeFirstFallbackMs;
-      if (fallback <= 0) {
-        this.upgradeTls(c, raw, t, null, deadline, () => sendInfo(true));
-        return;
-      }
-      const timer = this.clock.setTimer(() => {
-        raw.removeAllListeners("data");
-        raw.pause();
-        if (c.closed) return;
-        // Nothing came: a client that waits for INFO, as before 2.10.
-        sendInfo(!o.allowNonTls);
-        if (o.allowNonTls) sniff();
-        else this.upgradeTls(c, raw, t, null, deadline, null);
-      }, fallback);
-      raw.once("data", (first: Buffer) => {
-        this.clock.clearTimer(timer);
-        raw.pause();
-        this.upgradeTls(c, raw, t, first, deadline, () => sendInfo(true));
-      });
-      raw.resume();
-      return;
-    }
-    sendInfo(!o.allowNonTls);
-    if (o.allowNonTls) sniff();
-    else this.upgradeTls(c, raw, t, null, deadline, null);
-  }
-
-  private tlsRateWindowMs = 0;
-  private tlsRateCount = 0;
-
-  /** One more TLS connection in this second's window, if under limit per second. */
-  private tlsRateAllows(limit: number): boolean {
-    const now = this.nowMs();
-    if (now - this.tlsRateWindowMs >= 1000) {
-      this.tlsRateWindowMs = now;
-      this.tlsRateCount = 0;
-    }
-    if (this.tlsRateCount >= limit) return false;
-    this.tlsRateCount++;
-    return true;
-  }
-
-  /** Server-side handshake over raw (first: bytes already read from it); then the client
-   *  reads and writes through the TLS socket. */
-  private upgradeTls(c: Client, raw: net.Socket, t: TlsSetup, first: Buffer | null, deadline: TimerHandle, onSecure: (() => void) | null): void {
-    if (c.closed) return;
-    if (first !== null) raw.unshift(first);
-    const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
-    c.socket = ts;
-    ts.on("error", (err) => {
-      if (c.tlsVersion === "") this.log.error(`${c.label()} - TLS handshake error: ${err.message}`);
-      else this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(c.tlsVersion === "" ? CloseReason.TlsHandshakeError : CloseReason.ReadError);
-      raw.destroy();
-    });
-    ts.on("secure", () => {
-      this.clock.clearTimer(deadline);
-      if (c.closed) return;
-      const bad = peerRejection(ts, t.opts, t.opts.verify);
-      if (bad !== null) {
-        this.log.error(`${c.label()} - TLS handshake error: ${bad}`);
-        c.close(CloseReason.TlsHandshakeError);
-        ts.destroy();
-        return;
-      }
-      c.tlsVersion = tlsVersionName(ts);
-      c.tlsCipher = tlsCipherName(ts);
-      if (t.opts.verifyAndMap) c.certIdentities = peerIdentities(ts);
-      this.log.debug(`${c.label()} - TLS handshake complete`);
-      this.log.debug(`${c.label()} - TLS version ${c.tlsVersion}, cipher suite ${c.tlsCipher}`);
-      ts.on("drain", () => c.onDrain());
-      // One TCP read can hold several TLS records, each a 'data' event in the same turn:
-      // the writes they cause are flushed once, on setImmediate (markDirty schedules it).
-      ts.on("data", (chunk: Buffer) => c.onData(chunk));
-      if (onSecure !== null) onSecure();
-    });
+  /** A websocket connection past its upgrade: a Client like accept()'s, talking through conn
+   *  (which frames what it writes). null when refused. */
+  acceptWebSocket(conn: WsConn): Client | null {
+    return this.acceptor.acceptWebSocket(conn);
   }
 
   // ---- websocket clients (src/server/websocket.ts) ----
@@ -627,47 +440,9 @@ export class Server extends Router implements ClientHost {
     return this.wsListener?.port ?? 0;
   }
 
-  /** A websocket connection past its upgrade: a Client like accept()'s, talking through conn
-   *  (which frames what it writes). null when refused. */
   /** The TLS a client came in over: the client port's, or the websocket listener's. */
   tlsFor(c: Client): TlsSetup | null {
     return c.kind === "ws" ? (this.wsListener?.tls ?? null) : this.tls;
-  }
-
-  acceptWebSocket(conn: WsConn): Client | null {
-    if (this.shuttingDown || this.lameDuck) {
-      conn.destroy();
-      return null;
-    }
-    const maxConns = this.opts.maxConnections;
-    if (maxConns > 0 && this.clients.size >= maxConns) {
-      conn.refuse("-ERR 'maximum connections exceeded'\r\n", 1008, CloseReason.MaxConnections);
-      this.log.warn("Maximum connections exceeded");
-      return null;
-    }
-    const cid = this.nextCid++;
-    const c = new Client(cid, conn, this, "ws");
-    c.tlsVersion = conn.tlsVersion;
-    c.tlsCipher = conn.tlsCipher;
-    c.certIdentities = conn.certIdentities;
-    this.clients.set(cid, c);
-    const socket = conn.socket;
-    this.liveSockets.add(socket);
-    this.stats.totalConnections++;
-    this.log.debug(`${c.label()} - Client connection created`);
-    conn.on("drain", () => c.onDrain());
-    conn.on("error", (err: Error) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
-    conn.on("close", () => {
-      this.liveSockets.delete(socket);
-      c.close(CloseReason.ClientClosed);
-      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
-    });
-    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-    this.flushDirty();
-    return c;
   }
 
   private wsAuthOf: ServerOptions | null = null;
