@@ -24,16 +24,18 @@ export const serverParts: ServerParts = {
     } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
       const { startMetaGroup } = await import("./jscluster/meta-group.js");
       const { RoutePeerTransport } = await import("./cluster/peer-transport.js");
-      const { systemScheduler } = await import("./runtime/sched.js");
       startMetaGroup({
         serverName: server.opts.serverName,
         storeDir: server.opts.jetstream.storeDir,
         clusterOpts: opts,
         cluster: cl,
-        openChannel: (events) => new RoutePeerTransport(cl, systemScheduler, events),
+        openChannel: (events) => new RoutePeerTransport(cl, server.sched, events),
         bus: server,
         log: server.log,
         clock: server.clock,
+        sched: server.sched,
+        random: server.random,
+        fs: server.fs ?? new NodeFs(),
         attach: (m) => js.attachClusterMeta!(m),
       });
     }

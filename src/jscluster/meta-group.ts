@@ -24,10 +24,10 @@ import { jsErr } from "../contracts/errors.js";
 import { RaftHost, type GroupApp, type RaftTransport } from "../raft/host.js";
 import { EntryType, Role, type Entry } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
-import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
+import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import type { Logger } from "../runtime/log.js";
-import { systemRandom, type Random } from "../runtime/random.js";
-import { systemScheduler, type Scheduler } from "../runtime/sched.js";
+import type { Random } from "../runtime/random.js";
+import type { Scheduler } from "../runtime/sched.js";
 import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp } from "./meta.js";
 
 export const META_GROUP = "_meta_";
@@ -435,6 +435,9 @@ export interface MetaWiring {
   bus: Bus;
   log: Logger;
   clock: Clock;
+  sched: Scheduler;
+  random: Random;
+  fs: Fs;
   attach(m: MetaGroup): void;
 }
 
@@ -449,9 +452,9 @@ export function startMetaGroup(w: MetaWiring): MetaGroup {
     log: w.log,
     openChannel: w.openChannel,
     clock: w.clock,
-    sched: systemScheduler,
-    random: systemRandom,
-    fs: new NodeFs(),
+    sched: w.sched,
+    random: w.random,
+    fs: w.fs,
   });
   w.attach(m);
   m.start();
