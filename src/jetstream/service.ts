@@ -29,7 +29,7 @@ export const ACCOUNT = "$G";
 export const REOPEN_DELAY_MS = 1000;
 /** Subscribes or unsubscribes of a stream's subjects per step when they are worked on a
  *  pacer (a stream with thousands of subjects). */
-const SUBS_PER_STEP = 128;
+const SUBS_PER_STEP = 64;
 
 interface StoredMeta {
   created: string;

@@ -187,7 +187,8 @@ export abstract class Router implements Bus {
     const ps = r.psubs;
     for (let i = 0; i < ps.length; i++) {
       const sub = ps[i]!;
-      if (noEcho && sub.owner.cid === from.cid) continue;
+      // Closed (its client is being removed a slice per turn): no delivery, no interest.
+      if (sub.closed || (noEcho && sub.owner.cid === from.cid)) continue;
       // Internal subscriptions are not announced over routes: they take nothing from them.
       if (fromRoute && sub.owner.cid === 0) continue;
       if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
