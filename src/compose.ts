@@ -5,10 +5,9 @@
 // loading JetStream, the cluster or the monitor at startup.
 
 import type { Logger } from "./runtime/log.js";
-import type { Clock } from "./runtime/clock.js";
-import { SystemClock } from "./runtime/clock.js";
 import type { ServerOptions } from "./server/options.js";
-import { Server, type ServerParts } from "./server/server.js";
+import { NodeFs } from "./runtime/fs.js";
+import { Server, type ServerEnv, type ServerParts } from "./server/server.js";
 
 export const serverParts: ServerParts = {
   async jetstream(deps) {
@@ -46,7 +45,8 @@ export const serverParts: ServerParts = {
   },
 };
 
-/** A server with every part wired (what tsnats-server and the embedding API run). */
-export function createServer(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock()): Server {
-  return new Server(opts, log, clock, serverParts);
+/** A server with every part wired (what tsnats-server and the embedding API run); env
+ *  overrides its seams (a test's clock, scheduler, random). */
+export function createServer(opts: ServerOptions, log: Logger, env: Omit<ServerEnv, "parts"> = {}): Server {
+  return new Server(opts, log, { ...env, fs: env.fs ?? new NodeFs(), parts: serverParts });
 }

@@ -53,6 +53,50 @@ async function streamCreate(ctx: CaseContext): Promise<Record<string, number>> {
   }
 }
 
+/** One client sends 5,000 STREAM.INFO requests (a stream with 100 subjects) in one write;
+ *  done at the last reply. */
+async function infoBurst(ctx: CaseContext): Promise<Record<string, number>> {
+  const req = await ctx.requester();
+  const subjects = Array.from({ length: 100 }, (_, i) => `hostile.i.${i}`);
+  const cr = await req.request("$JS.API.STREAM.CREATE.HINFO", JSON.stringify({ name: "HINFO", subjects, storage: "memory" }), 60_000);
+  const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
+  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+  const c = await connectRaw(ctx.server.port, null);
+  const N = 5000;
+  const parts = ["SUB _HI.* 1\r\n"];
+  for (let i = 0; i < N; i++) parts.push(`PUB $JS.API.STREAM.INFO.HINFO _HI.${i} 0\r\n\r\n`);
+  const batch = Buffer.from(parts.join(""));
+  let got = 0;
+  let tail = "";
+  try {
+    return await underLoad(ctx.server.port, null, async () => {
+      const all = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`only ${got} of ${N} replies`)), 120_000);
+        c.s.on("data", (d: string) => {
+          const t = tail + d;
+          let i = t.indexOf("MSG _HI.");
+          let last = 0;
+          while (i >= 0) {
+            got++;
+            last = i + 8;
+            i = t.indexOf("MSG _HI.", last);
+          }
+          tail = t.slice(Math.max(last, t.length - 16));
+          if (got >= N) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      c.write(batch);
+      await all;
+    });
+  } finally {
+    c.destroy();
+    await req.request("$JS.API.STREAM.DELETE.HINFO", "", 60_000).catch(() => undefined);
+  }
+}
+
 /** (b) One client sends 100,000 SUBs in one write, then PING; done at its PONG. */
 async function subFlood(ctx: CaseContext): Promise<Record<string, number>> {
   const c = await connectRaw(ctx.server.port, null);
@@ -151,6 +195,7 @@ export const hostileSuite: SuiteDef = {
   notes: [
     "Bystander rows: one connection keeps a PING in flight (a new one 2 ms after each PONG) from 100 ms before the load until 100 ms after it; p50/p99 of its round trips. Goal: p99 at most 2x nats-server's; bar: under 50 ms.",
     "stream create: one client sends $JS.API.STREAM.CREATE.HOSTILE with 10,000 literal subjects (memory storage); load done = its reply.",
+    "STREAM.INFO burst: one client writes 5,000 $JS.API.STREAM.INFO requests for a memory stream with 100 subjects in one write; load done = the last reply.",
     "100k SUBs: one client writes 100,000 SUB lines and a PING in one write; load done = its PONG.",
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a single Node process).",
@@ -176,6 +221,7 @@ export const hostileSuite: SuiteDef = {
         run: (c) => acceptRate(c, 2000),
       },
       { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: streamCreate },
+      { name: "while one client sends 5,000 STREAM.INFO in one write", metrics: BYSTANDER_METRICS, run: infoBurst },
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },
       {
         name: "while 500 unauthenticated sockets send PUB x 1 MiB",

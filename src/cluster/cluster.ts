@@ -24,7 +24,10 @@ import type { Logger } from "../runtime/log.js";
 import type { Subscription } from "../server/subscription.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import type { SublistResult } from "../subjects/sublist.js";
-import type { ClusterLike, RoutezOptions } from "../server/server.js";
+import type { ClusterLike, RoutezOptions, Sender } from "../server/routing.js";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
+import type { Scheduler } from "../runtime/sched.js";
+import type { Random } from "../runtime/random.js";
 import { SERVER_VERSION } from "../version.js";
 import { ClientPermissions } from "../server/permissions.js";
 
@@ -38,9 +41,14 @@ export interface ClusterHost {
   readonly port: number;
   /** The websocket listener's bound port; 0 without one. */
   readonly wsPort: number;
-  readonly sublist: Sublist<Subscription>;
   readonly stats: { inMsgs: number; inBytes: number };
+  readonly clock: Clock;
+  readonly sched: Scheduler;
+  readonly random: Random;
   nowMs(): number;
+  /** The server's one routing path; a routed message (from a route) reaches local client
+   *  subscriptions only, and one local member of each queue group in queues. */
+  routeRange(from: Sender | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean, ack: AckReply | null, queues: readonly string[] | null): void;
   allocCid(): number;
   flushDirty(): void;
   /** The cluster's client URLs changed: tell clients (async INFO). */
@@ -89,8 +97,8 @@ export class Cluster implements ClusterLike {
   private readonly selfUrls = new Set<string>();
   /** URLs being dialled or waiting to be re-dialled. */
   private readonly dialing = new Set<string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private tickTimer: NodeJS.Timeout | null = null;
+  private readonly timers = new Set<TimerHandle>();
+  private tickTimer: TimerHandle | null = null;
   private stopped = false;
   private epoch = 0;
   /** Who hears tsnats peer frames and peers coming and going (peer-transport.ts). */
@@ -131,6 +139,10 @@ export class Cluster implements ClusterLike {
     return this.host.nowMs();
   }
 
+  get clock(): Clock {
+    return this.host.clock;
+  }
+
   // ---- lifecycle ----
 
   async start(): Promise<void> {
@@ -159,16 +171,16 @@ export class Cluster implements ClusterLike {
     this.boundPort = typeof addr === "object" && addr !== null ? addr.port : o.port;
     this.log.info(`Listening for route connections on ${o.host}:${this.boundPort}`);
     if (this.tlsSetup !== null) this.log.info("TLS required for route connections");
-    this.tickTimer = setInterval(() => this.tick(), 1000);
-    this.tickTimer.unref();
+    this.armTick();
     for (const u of o.routes) this.dial(u, true, 0);
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.tickTimer !== null) clearInterval(this.tickTimer);
-    for (const t of this.timers) clearTimeout(t);
+    if (this.tickTimer !== null) this.host.clock.clearTimer(this.tickTimer);
+    this.tickTimer = null;
+    for (const t of this.timers) this.host.clock.clearTimer(t);
     this.timers.clear();
     const l = this.listener;
     this.listener = null;
@@ -192,14 +204,13 @@ export class Cluster implements ClusterLike {
     // Route TLS: the handshake first, and always mutual (nats-server requires and verifies
     // the peer's certificate on routes).
     const ts = new tls.TLSSocket(raw, { isServer: true, secureContext: t.context, requestCert: true, rejectUnauthorized: true });
-    const deadline = setTimeout(() => ts.destroy(), t.opts.timeoutMs);
-    deadline.unref();
+    const deadline = this.host.clock.setTimer(() => ts.destroy(), t.opts.timeoutMs);
     ts.on("error", (err) => {
       this.log.error(`${raw.remoteAddress ?? "?"}:${raw.remotePort ?? 0} - TLS route handshake error: ${err.message}`);
       ts.destroy();
     });
     ts.once("secure", () => {
-      clearTimeout(deadline);
+      this.host.clock.clearTimer(deadline);
       // Routes are always mutual TLS, as in nats-server.
       const bad = peerRejection(ts, t.opts, true);
       if (bad !== null) {
@@ -245,7 +256,7 @@ export class Cluster implements ClusterLike {
         this.dialing.delete(key);
         return;
       }
-      this.later(backoff(attempt), () => this.dial(url, explicit, attempt + 1));
+      this.later(backoff(attempt, this.host.random), () => this.dial(url, explicit, attempt + 1));
     };
     const onUp = (s: net.Socket): void => {
       if (settled) return;
@@ -278,12 +289,21 @@ export class Cluster implements ClusterLike {
   }
 
   private later(ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
+    const t = this.host.clock.setTimer(() => {
       this.timers.delete(t);
       fn();
     }, ms);
-    t.unref();
     this.timers.add(t);
+  }
+
+  /** The cluster's one timer (pings, handshakes that never finish), every second. */
+  private armTick(): void {
+    this.tickTimer = this.host.clock.setTimer(() => {
+      this.tickTimer = null;
+      if (this.stopped) return;
+      this.tick();
+      if (!this.stopped) this.armTick();
+    }, 1000);
   }
 
   private attach(s: net.Socket, didSolicit: boolean, url: string, explicit: boolean): void {
@@ -332,7 +352,7 @@ export class Cluster implements ClusterLike {
     const explicit = r.explicit;
     // nats-server waits DEFAULT_ROUTE_RECONNECT (1 s) before re-dialling a configured route,
     // and only the jitter for an implicit one.
-    this.later(backoff(0) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
+    this.later(backoff(0, this.host.random) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
       if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
       this.dial(r.url, explicit, 0);
     });
@@ -677,7 +697,7 @@ export class Cluster implements ClusterLike {
       const name = members[0]!.queue;
       const remote = rqs.length > 0 ? findGroup(rqs, name) : null;
       const w = remote === null ? 0 : weightOf(remote);
-      const pick = Math.floor(Math.random() * (n + w));
+      const pick = this.host.random.int(n + w);
       if (pick < n || w === 0) {
         if (this.deliverQueueLocal(members, pick < n ? pick : 0, fromCid, noEcho, subject, shown, reply, hdr, buf, start, end, ack)) {
           delivered++;
@@ -685,7 +705,7 @@ export class Cluster implements ClusterLike {
         }
         if (w === 0) continue;
       }
-      this.addQueueTarget(pickWeighted(remote!, w), name, epoch);
+      this.addQueueTarget(pickWeighted(remote!, w, this.host.random), name, epoch);
     }
     // Groups with no member here.
     for (let g = 0; g < rqs.length; g++) {
@@ -693,7 +713,7 @@ export class Cluster implements ClusterLike {
       if (group.length === 0) continue;
       const name = group[0]!.queue;
       if (qsubs.length > 0 && hasGroup(qsubs, name)) continue;
-      this.addQueueTarget(pickWeighted(group, weightOf(group)), name, epoch);
+      this.addQueueTarget(pickWeighted(group, weightOf(group), this.host.random), name, epoch);
     }
     if (targets.length === 0) return delivered;
     let rep = ack !== null ? ack.toString() : reply;
@@ -755,30 +775,8 @@ export class Cluster implements ClusterLike {
         reply = reply.slice(0, at);
       }
     }
-    const res = this.host.sublist.match(subject);
-    const ps = res.psubs;
-    for (let i = 0; i < ps.length; i++) {
-      const sub = ps[i]!;
-      // Internal subscriptions are not announced over routes: they take nothing from them.
-      if (sub.owner.cid === 0) continue;
-      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
-    }
-    if (queues === null) return;
-    const qs = res.qsubs;
-    for (let g = 0; g < qs.length; g++) {
-      const members = qs[g]!;
-      const n = members.length;
-      if (n === 0 || !queues.includes(members[0]!.queue)) continue;
-      const first = n === 1 ? 0 : Math.floor(Math.random() * n);
-      for (let k = 0; k < n; k++) {
-        const sub = members[(first + k) % n]!;
-        if (sub.closed || sub.owner.cid === 0) continue;
-        if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
-        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
-        break;
-      }
-    }
+    // The one-hop rule is the router's: local client subscribers only, never a route.
+    this.host.routeRange(r, subject, reply, hdr, buf, start, end, shown, false, null, queues);
   }
 
   // ---- tsnats peers (frames of our own protocol, for Raft) ----
@@ -810,7 +808,7 @@ export class Cluster implements ClusterLike {
     this.dirty.push(r);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(this.flushBound);
+      this.host.sched.nextTurn(this.flushBound);
     }
   }
 
@@ -969,8 +967,8 @@ function weightOf(group: readonly RemoteSub[]): number {
 }
 
 /** A route of the group, each with the chance of its weight; w = weightOf(group) > 0. */
-function pickWeighted(group: readonly RemoteSub[], w: number): Route {
-  let x = Math.floor(Math.random() * w);
+function pickWeighted(group: readonly RemoteSub[], w: number, random: Random): Route {
+  let x = random.int(w);
   for (let i = 0; i < group.length; i++) {
     const s = group[i]!;
     if (x < s.weight) return s.route;
@@ -979,9 +977,9 @@ function pickWeighted(group: readonly RemoteSub[], w: number): Route {
   return group[group.length - 1]!.route;
 }
 
-function backoff(attempt: number): number {
+function backoff(attempt: number, random: Random): number {
   const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt, 8));
-  return base + Math.floor(Math.random() * 100);
+  return base + random.int(100);
 }
 
 function urlKey(u: URL): string {

@@ -127,7 +127,7 @@ export class ConsumerLedger {
   // Sequences due for redelivery, oldest first (nak and expired put them here, a redelivery
   // takes them off). Not persisted: after a restart every pending message gets a fresh ack
   // wait. Delivery drops entries that are no longer pending or have a new deadline
-  // (dropRedelivery), which changes no state an operation reads.
+  // (dropRedelivery): bookkeeping of the queue, outside the persisted state.
   private readonly rdq: number[] = [];
   private rdqHead = 0;
 

@@ -42,6 +42,7 @@ const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const MAX_SUBJECT_DETAILS = 100_000;
 const API_PREFIX = "$JS.API.";
+const EMPTY = Buffer.alloc(0);
 /** nats-server JSDefaultRequestQueueLimit: queued API requests before they are dropped. */
 export const DEFAULT_REQUEST_QUEUE_LIMIT = 10_000;
 /** Work the queues for at most this many requests per turn of the loop (and at most the
@@ -170,7 +171,7 @@ class NeedOverlapSearch extends Error {
 export class ApiRouter {
   private readonly queue = new RequestQueue("JetStream API queue");
   private readonly infoQueue = new RequestQueue("JetStream API info queue");
-  readonly pacer = new Pacer();
+  readonly pacer: Pacer;
   private readonly wireCache = new WeakMap<Stream, WireCache>();
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -185,6 +186,7 @@ export class ApiRouter {
 
   constructor(private readonly svc: JetStreamService) {
     const d = svc.deps;
+    this.pacer = new Pacer(d.clock, d.sched);
     this.ctx = {
       bus: d.bus,
       clock: d.clock,
@@ -273,14 +275,14 @@ export class ApiRouter {
   private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
-    const p = Buffer.from(payload);
-    const tokens = subject.slice(prefix.length).split(".");
-    const info = isInfoRequest(tokens);
+    const p = payload.length === 0 ? EMPTY : Buffer.from(payload);
+    const rest = subject.slice(prefix.length);
+    const info = isInfoRequest(rest);
     const q = info ? this.infoQueue : this.queue;
     // nats-server (jsAPIRoutedReqs / jsAPIRoutedInfoReqs): at its limit, everything queued in
     // that queue is dropped without a reply (the requesters time out), with a rate-limited
     // warning and an advisory. The request being handled, if any, goes on.
-    const pending = q.push({ subject, tokens, reply, hdr: h, payload: p });
+    const pending = q.push({ subject, rest, reply, hdr: h, payload: p });
     if (pending >= (info ? this.infoQueueLimit : this.queueLimit)) {
       q.clear();
       this.dropped += pending;
@@ -300,7 +302,7 @@ export class ApiRouter {
     if (!this.draining) {
       this.draining = true;
       // Started as a microtask, as before: a lone request is answered within the turn.
-      queueMicrotask(() => void this.drain());
+      this.svc.deps.sched.microtask(() => void this.drain());
     }
   }
 
@@ -320,7 +322,7 @@ export class ApiRouter {
       const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
       try {
-        await this.dispatch(r.tokens, r.reply, r.hdr, r.payload);
+        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload);
       } catch (e) {
         this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
       }
@@ -391,17 +393,18 @@ export class ApiRouter {
   }
 
   /** info(st, opts) as JSON text, the same fields in the same order, after `head` (fields
-   *  with their trailing comma, or ""). */
-  private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }): string {
+   *  with their trailing comma, or "") and before `tail` (fields, each after a comma).
+   *  withCluster false: without the cluster block (create and update replies). */
+  private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }, withCluster = true, tail = ""): string {
     const w = this.wire(st);
     let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
     if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
-    s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
+    if (withCluster) s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
     const mirror = this.svc.sourcing.mirrorInfo(st);
     if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
     const sources = this.svc.sourcing.sourcesInfo(st);
     if (sources) s += `,"sources":${JSON.stringify(sources)}`;
-    return s + `,"ts":${JSON.stringify(rfc3339Ns(this.svc.deps.clock.nowNs()))}}`;
+    return s + `,"ts":${JSON.stringify(rfc3339Ns(this.svc.deps.clock.nowNs()))}${tail}}`;
   }
 
   /** $JS.EVENT.ADVISORY.API, only built when someone listens. */
@@ -603,8 +606,9 @@ export class ApiRouter {
   /** STREAM.CREATE, in steps on the pacer: the JSON, the config check (with its search among
    *  the subjects), the search against other streams' subjects, the store and meta.json,
    *  the subscriptions a slice at a time, then the reply. */
-  private async create(name: string, payload: Buffer): Promise<Record<string, unknown>> {
+  private async create(name: string, payload: Buffer): Promise<RawBody> {
     const body = parseBody(payload, true);
+    await this.pacer.breathe();
     const pedantic = optBool(body, "pedantic");
     const raw = decodeStreamConfig(body ?? {});
     if (name !== raw.name) fail("JSStreamMismatchErr");
@@ -621,7 +625,7 @@ export class ApiRouter {
     const existing = this.svc.streams.get(name);
     if (existing !== undefined) {
       if (!sameConfig(existing.cfg, cfg)) fail("JSStreamNameExistErr");
-      return { ...this.createInfo(existing), did_create: true };
+      return this.createInfo(existing, true);
     }
     const res = this.svc.reservationError(cfg, "");
     if (res !== null) fail(res);
@@ -637,19 +641,19 @@ export class ApiRouter {
       fail("JSStreamCreateErrF", { err: (e as Error).message });
     }
     await this.pacer.breathe();
-    return { ...this.createInfo(st), did_create: true };
+    return this.createInfo(st, true);
   }
 
-  /** Create/update replies carry no cluster block (nats-server builds them without it). */
-  private createInfo(st: Stream): Record<string, unknown> {
-    const full = this.info(st);
-    const { cluster: _c, ...rest } = full;
-    return rest;
+  /** Create/update replies carry no cluster block (nats-server builds them without it);
+   *  a create's ends with did_create. */
+  private createInfo(st: Stream, didCreate: boolean): RawBody {
+    return new RawBody(this.infoJson(st, "", undefined, false, didCreate ? ',"did_create":true' : ""));
   }
 
   /** STREAM.UPDATE, in steps on the pacer as create. */
-  private async update(name: string, payload: Buffer): Promise<Record<string, unknown>> {
+  private async update(name: string, payload: Buffer): Promise<RawBody> {
     const body = parseBody(payload, true);
+    await this.pacer.breathe();
     const pedantic = optBool(body, "pedantic");
     const raw = decodeStreamConfig(body ?? {});
     if (name !== raw.name) fail("JSStreamMismatchErr");
@@ -679,7 +683,7 @@ export class ApiRouter {
     }
     await this.svc.updateStream(st, cfg, this.pacer);
     await this.pacer.breathe();
-    return this.createInfo(st);
+    return this.createInfo(st, false);
   }
 
   private streamInfo(name: string, payload: Buffer): Record<string, unknown> | RawBody {

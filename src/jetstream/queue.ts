@@ -4,8 +4,8 @@
 
 export interface QueuedRequest {
   subject: string;
-  /** The subject after "$JS.API.", split at the dots. */
-  tokens: string[];
+  /** The subject after "$JS.API.". */
+  rest: string;
   reply: string;
   hdr: Buffer | null;
   payload: Buffer;
@@ -51,19 +51,14 @@ export class RequestQueue {
 
 /** Subjects (after "$JS.API.") that go to the info queue, as nats-server's infoSubs:
  *  INFO, STREAM.NAMES, STREAM.LIST, STREAM.INFO.*, CONSUMER.NAMES.*, CONSUMER.LIST.*,
- *  CONSUMER.INFO.*.*. */
-export function isInfoRequest(t: readonly string[]): boolean {
-  const [a, b] = t;
-  switch (t.length) {
-    case 1:
-      return a === "INFO";
-    case 2:
-      return a === "STREAM" && (b === "NAMES" || b === "LIST");
-    case 3:
-      return (a === "STREAM" && b === "INFO") || (a === "CONSUMER" && (b === "NAMES" || b === "LIST"));
-    case 4:
-      return a === "CONSUMER" && b === "INFO";
-    default:
-      return false;
-  }
+ *  CONSUMER.INFO.*.*. Decided on the string (a queued request keeps no token array). */
+export function isInfoRequest(rest: string): boolean {
+  if (rest === "INFO" || rest === "STREAM.NAMES" || rest === "STREAM.LIST") return true;
+  const tail = (prefix: string): string | null => (rest.startsWith(prefix) ? rest.slice(prefix.length) : null);
+  const one = (t: string | null): boolean => t !== null && t.length > 0 && t.indexOf(".") < 0;
+  if (one(tail("STREAM.INFO.")) || one(tail("CONSUMER.NAMES.")) || one(tail("CONSUMER.LIST."))) return true;
+  const t = tail("CONSUMER.INFO.");
+  if (t === null) return false;
+  const dot = t.indexOf(".");
+  return dot > 0 && dot < t.length - 1 && t.indexOf(".", dot + 1) < 0;
 }

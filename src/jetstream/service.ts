@@ -59,7 +59,7 @@ export class JetStreamService {
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
-    this.diskFs = new NodeFs();
+    this.diskFs = deps.fs;
     const o = deps.opts;
     this.crypt =
       o.key !== "" ? new CryptFs(this.diskFs, { cipher: o.cipher === "" ? "chachapoly" : o.cipher, key: o.key, prevKey: o.prevKey }) : null;

@@ -142,20 +142,20 @@ class Reader {
     this.p += n;
     return s;
   }
-  /** A copy: frames are only valid during the receive call. */
+  /** A view into the reader's (private) copy of the frame. */
   bytes(): Uint8Array {
     const n = this.u32();
     this.need(n);
-    const x = new Uint8Array(n);
-    x.set(this.b.subarray(this.p, this.p + n));
+    const x = new Uint8Array(this.b.buffer, this.b.byteOffset + this.p, n);
     this.p += n;
     return x;
   }
 }
 
-/** Decode one frame; an Error (never a throw) if it is malformed. */
+/** Decode one frame; an Error (never a throw) if it is malformed. The frame is copied once
+ *  (a received frame is valid only during the call); entry data are views of that copy. */
 export function decodeMessage(frame: Uint8Array): GroupMessage | Error {
-  const b = Buffer.isBuffer(frame) ? frame : Buffer.from(frame.buffer, frame.byteOffset, frame.length);
+  const b = Buffer.from(frame);
   const r = new Reader(b);
   try {
     if (r.u8() !== VERSION) return new Error("raft codec: unknown version");
@@ -178,6 +178,7 @@ export function decodeMessage(frame: Uint8Array): GroupMessage | Error {
       const et = r.u64();
       const ei = r.u64();
       const ty = r.u8() as EntryType;
+      if (ty > 1) return new Error(`raft codec: unknown entry type ${ty}`);
       entries.push({ term: et, index: ei, type: ty, data: r.bytes() });
     }
     let snapshot: Snapshot | null = null;

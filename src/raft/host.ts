@@ -178,6 +178,17 @@ export class RaftHost {
     this.touch(g);
   }
 
+  /** The route to peer closed: groups it leads here start an election within ~300 ms. */
+  peerDown(peer: string): void {
+    const within = Math.max(1, Math.round(300 / this.tickMs));
+    for (const g of this.groups.values()) {
+      if (g.node.lead === peer && g.node.role === Role.Follower) {
+        g.node.leaderLost(within);
+        this.touch(g);
+      }
+    }
+  }
+
   /** Snapshot the group's app at its applied index, durably, and drop the log before it. */
   snapshot(group: string): number {
     const g = this.mustGroup(group);

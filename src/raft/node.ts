@@ -201,6 +201,18 @@ export class RaftNode {
     this.startCampaign(this.cfg.preVote ? "pre" : "elect");
   }
 
+  /**
+   * The driver saw the leader go away (its route closed): forget it, so its lease no longer
+   * makes us ignore candidates, and campaign within `withinTicks` instead of a full election
+   * timeout (the fast failover path of CLUSTERING.md §3.3).
+   */
+  leaderLost(withinTicks: number): void {
+    if (this.failed !== null || this.role !== Role.Follower || this.lead === NONE) return;
+    this.lead = NONE;
+    const left = 1 + this.cfg.random.int(Math.max(1, withinTicks));
+    this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - left);
+  }
+
   /** Append data to the log; returns its index. Only on the leader. */
   propose(data: Uint8Array): number {
     this.checkCanPropose();

@@ -91,6 +91,11 @@ export class Wal {
   private inflight = false;
   private scheduled = false;
   private closed = false;
+  /** Highest entry index per group among the buffered records (which segment they land in
+   *  is decided at flush). */
+  private bufMax = new Map<string, number>();
+  /** Highest segment number present on disk, read or not. */
+  private maxSeq = 0;
 
   private constructor(
     private readonly fs: Fs,
@@ -120,7 +125,7 @@ export class Wal {
   appendEntries(group: string, entries: Entry[]): void {
     for (const e of entries) {
       this.put({ type: RecordType.Entry, entryType: e.type, group, term: e.term, index: e.index, payload: e.data });
-      this.current().maxIndex.set(group, Math.max(this.current().maxIndex.get(group) ?? 0, e.index));
+      this.bufMax.set(group, Math.max(this.bufMax.get(group) ?? 0, e.index));
     }
   }
 
@@ -166,7 +171,7 @@ export class Wal {
     return n;
   }
 
-  /** Forget a group (its records in old segments are ignored once it is gone from them). */
+  /** The live segment files, oldest first. */
   segmentNames(): string[] {
     return this.segments.map((s) => s.name);
   }
@@ -216,6 +221,9 @@ export class Wal {
     try {
       // Everything before is durable here (one flush at a time): a safe point to rotate.
       if (this.size >= this.segmentBytes && this.bufLen > 0) this.rotate();
+      const seg = this.current();
+      for (const [g, max] of this.bufMax) seg.maxIndex.set(g, Math.max(seg.maxIndex.get(g) ?? 0, max));
+      this.bufMax.clear();
       if (this.bufLen > 0) {
         this.fs.write(this.fd, this.buf, 0, this.bufLen, this.size);
         this.size += this.bufLen;
@@ -261,7 +269,8 @@ export class Wal {
 
   /** Create the next segment (durably named) and queue the checkpoint records into buf. */
   private startSegment(): void {
-    const seq = this.segments.length > 0 ? this.current().seq + 1 : 1;
+    const seq = Math.max(this.maxSeq, this.segments.length > 0 ? this.current().seq : 0) + 1;
+    this.maxSeq = seq;
     const name = segName(seq);
     const path = join(this.dir, name);
     this.fd = this.fs.open(path, "rw");
@@ -283,6 +292,7 @@ export class Wal {
       .readdir(this.dir)
       .filter((n) => n.startsWith(SEGMENT_PREFIX) && n.endsWith(SEGMENT_SUFFIX))
       .sort();
+    for (const n of names) this.maxSeq = Math.max(this.maxSeq, Number(n.slice(SEGMENT_PREFIX.length, -SEGMENT_SUFFIX.length)) || 0);
     for (let k = 0; k < names.length; k++) {
       const name = names[k]!;
       const seq = Number(name.slice(SEGMENT_PREFIX.length, -SEGMENT_SUFFIX.length));

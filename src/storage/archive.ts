@@ -253,9 +253,19 @@ export class StoreSnapshotReader {
 
   /** The first live message with seq in [from, to] (to: at most the header's lastSeq), or null. */
   next(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    return this.read(from, to, false);
+  }
+
+  /** next() for a caller that encodes the message at once: header and data may be views of the
+   *  store's read cache (loadNextMsgTransient) instead of copies. */
+  nextTransient(from: number, to = this.state.lastSeq): SnapshotMsg | null {
+    return this.read(from, to, true);
+  }
+
+  private read(from: number, to: number, transient: boolean): SnapshotMsg | null {
     const end = Math.min(to, this.state.lastSeq);
     if (from > end) return null;
-    const m = this.store.loadNextMsg("", from);
+    const m = transient && this.store.loadNextMsgTransient !== undefined ? this.store.loadNextMsgTransient("", from) : this.store.loadNextMsg("", from);
     if (m === null || m.seq > end) return null;
     let ttlSec = 0;
     if (this.withTtl) {
@@ -321,7 +331,10 @@ export function* encodeStoreSnapshot(reader: StoreSnapshotReader, from = reader.
   const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
   let raw = recs[0]!.length;
   let msgs = 0;
-  for (const m of reader.range(from, to)) {
+  for (let s = from; ; ) {
+    const m = reader.nextTransient(s, to);
+    if (m === null) break;
+    s = m.seq + 1;
     const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
     recs.push(r);
     raw += r.length;
@@ -423,6 +436,9 @@ class TurnBudget {
   private n = 0;
   /** Turns started (the first one included). */
   turns = 1;
+  /** The longest run of work between two yields (ms, by the clock: it includes any time the
+   *  process was not running). */
+  maxSliceMs = 0;
 
   constructor(opts: SliceOptions) {
     this.clock = opts.clock ?? new SystemClock();
@@ -439,8 +455,15 @@ class TurnBudget {
 
   /** Let the rest of the loop run; the budget starts again in the next turn. */
   async yieldTurn(): Promise<void> {
+    this.endSlice();
     await new Promise<void>((res) => this.sched.nextTurn(res));
     this.restart();
+  }
+
+  /** The work of this turn ends here (an await follows). */
+  endSlice(): void {
+    const ms = this.clock.monoMs() - (this.deadline - this.budgetMs);
+    if (ms > this.maxSliceMs) this.maxSliceMs = ms;
   }
 
   /** A new budget after an await that already gave the loop away. */
@@ -480,6 +503,8 @@ export interface SnapshotStreamed {
   frames: number;
   /** Event-loop turns the snapshot was spread over. */
   turns: number;
+  /** The longest slice of work in one turn (ms). */
+  maxSliceMs: number;
 }
 
 /** The archive of encodeStoreSnapshot handed to sink frame by frame (the magic first), read a
@@ -493,12 +518,15 @@ export async function streamStoreSnapshot(
   opts: SliceOptions = {},
 ): Promise<SnapshotStreamed> {
   const budget = new TurnBudget(opts);
+  budget.endSlice();
   await sink(ARCHIVE_MAGIC);
+  budget.restart();
   const recs: Buffer[] = [encodeJsonRecord(REC_STATE, stateToJson(reader.state))];
   let raw = recs[0]!.length;
   let msgs = 0;
   let frames = 0;
   const emit = async (): Promise<void> => {
+    budget.endSlice();
     const f = await encodeFrameAsync(recs.length === 1 ? recs[0]! : Buffer.concat(recs));
     recs.length = 0;
     raw = 0;
@@ -507,7 +535,7 @@ export async function streamStoreSnapshot(
     budget.restart(); // the deflate gave the loop away
   };
   for (let s = from; ; ) {
-    const m = reader.next(s, to);
+    const m = reader.nextTransient(s, to);
     if (m === null) break;
     const r = encodeMsgRecord(m.seq, m.tsNs, m.subject, m.hdr, m.data, m.ttlSec, true);
     recs.push(r);
@@ -519,7 +547,7 @@ export async function streamStoreSnapshot(
   }
   recs.push(encodeJsonRecord(REC_END, { msgs, last_seq: reader.state.lastSeq }));
   await emit();
-  return { msgs, frames, turns: budget.turns };
+  return { msgs, frames, turns: budget.turns, maxSliceMs: budget.maxSliceMs };
 }
 
 /** StoreSnapshotDecoder for big archives: frames inflated on the thread pool, records stored a
@@ -549,6 +577,11 @@ export class StoreSnapshotRestorer {
     return this.budget.turns;
   }
 
+  /** The longest slice of work in one turn so far (ms). */
+  get maxSliceMs(): number {
+    return this.budget.maxSliceMs;
+  }
+
   /** Feed a chunk of any size; resolves once every frame it completed is stored. */
   async push(chunk: Buffer): Promise<void> {
     if (this.busy) throw new Error("StoreSnapshotRestorer.push: the previous push has not finished");
@@ -556,6 +589,7 @@ export class StoreSnapshotRestorer {
     try {
       for (const f of this.frames.push(chunk)) {
         if (this.apply.ended) throw new ArchiveError("data after the end of the snapshot");
+        this.budget.endSlice();
         const raw = await inflateAsync(f.z);
         this.budget.restart();
         checkFrame(raw, f.rawLen, f.crc);
@@ -567,6 +601,7 @@ export class StoreSnapshotRestorer {
         }
       }
     } finally {
+      this.budget.endSlice();
       this.busy = false;
     }
   }

@@ -208,25 +208,66 @@ function insert(root: TNode, s: string, index: number): TNode {
   return n;
 }
 
-/** Inserting a subject costs about this many node pairs of the join. */
+/** Inserting, or walking, one subject costs about this many node pairs of the join. */
 const INSERT_UNITS = 4;
 
+/** A subject without wildcard characters: its collisions are equal subjects and the
+ *  wildcard patterns that match it, found without putting it in a trie. */
+function plainLiteral(s: string): boolean {
+  return s.indexOf("*") < 0 && s.indexOf(">") < 0;
+}
+
+/** Pairs `li` with every pattern of the trie under n that matches the literal tokens of s
+ *  from `start` on. */
+function walkLiteral(join: Join, n: TNode, s: string, start: number, li: number): void {
+  join.tick();
+  // A '>' here takes any one or more tokens: s has at least one left.
+  if (n.gt !== null && n.gt.ends !== null) for (const e of n.gt.ends) if (!join.done) join.pair(li, e);
+  let end = s.indexOf(".", start);
+  const last = end < 0;
+  if (last) end = s.length;
+  const c = n.lit !== null ? n.lit.get(s.slice(start, end)) : undefined;
+  if (last) {
+    if (c !== undefined && c.ends !== null) for (const e of c.ends) if (!join.done) join.pair(li, e);
+    if (n.star !== null && n.star.ends !== null) for (const e of n.star.ends) if (!join.done) join.pair(li, e);
+    return;
+  }
+  if (c !== undefined) walkLiteral(join, c, s, end + 1, li);
+  if (n.star !== null) walkLiteral(join, n.star, s, end + 1, li);
+}
+
+// The phases of a search (see OverlapSearch).
+const CLASSIFY_A = 0;
+const CLASSIFY_B = 1;
+const INDEX_LITERALS = 2;
+const PROBE_LITERALS = 3;
+const WALK_A = 4;
+const WALK_B = 5;
+const JOIN_TRIES = 6;
+const FINISHED = 7;
+
 /**
- * The overlap search as a job that can be worked a slice at a time: `step(units)` inserts
- * subjects into the tries, then joins them, and stops after about `units` node pairs (a
- * subject inserted counts INSERT_UNITS); it returns true once the answer is known. With
- * `b` null the subjects of `a` are checked against each other (findOverlap), otherwise the
- * subjects of `a` against those of `b` (findCrossOverlap). step throws
- * OverlapBudgetExceeded past `budget` node pairs in all.
+ * The overlap search as a job that can be worked a slice at a time: `step(units)` does about
+ * `units` node pairs of work (a subject sorted, indexed or walked counts INSERT_UNITS) and
+ * returns true once the answer is known. With `b` null the subjects of `a` are checked
+ * against each other (findOverlap), otherwise the subjects of `a` against those of `b`
+ * (findCrossOverlap). step throws OverlapBudgetExceeded past `budget` node pairs in all.
+ *
+ * Only subjects with wildcard characters go into tries (then joined as above). Plain
+ * literal subjects (the bulk of a hostile list: 10,000 of them built a 3 MB trie) collide
+ * with the equal ones (a Map on one side) and with the patterns that match them (a walk
+ * down the other side's trie), so they cost a Map entry, not a branch of nodes.
  */
 export class OverlapSearch {
   private readonly ra = new TNode();
-  private readonly rb: TNode | null;
-  private ia = 0;
-  private ib = 0;
+  private readonly rb: TNode;
+  /** Indices (into the combined numbering: a's, then b's from a.length) of plain literals. */
+  private readonly litA: number[] = [];
+  private readonly litB: number[] = [];
+  private litMap: Map<string, number> | null = null;
+  private phase = CLASSIFY_A;
+  private k = 0;
   private readonly join: Join;
-  private started = false;
-  private finished = false;
 
   constructor(
     private readonly a: readonly string[],
@@ -234,37 +275,109 @@ export class OverlapSearch {
     budget = DEFAULT_OVERLAP_BUDGET,
     maxPairs = 1,
   ) {
-    this.rb = b === null ? null : new TNode();
+    this.rb = b === null ? this.ra : new TNode();
     this.join = new Join(budget, b === null ? maxPairs : 1);
+    if (b === null ? a.length < 2 : a.length === 0 || b.length === 0) this.phase = FINISHED;
+  }
+
+  private subject(i: number): string {
+    return i < this.a.length ? this.a[i]! : this.b![i - this.a.length]!;
+  }
+
+  private next(phase: number): void {
+    this.phase = this.join.done ? FINISHED : phase;
+    this.k = 0;
   }
 
   step(units: number): boolean {
-    if (this.finished) return true;
     const a = this.a;
     const b = this.b;
-    if (!this.started) {
-      if (b === null ? a.length < 2 : a.length === 0 || b.length === 0) return (this.finished = true);
-      let left = units;
-      while (this.ia < a.length) {
-        if (left <= 0) return false;
-        insert(this.ra, a[this.ia]!, this.ia);
-        this.ia++;
-        left -= INSERT_UNITS;
-      }
-      if (b !== null) {
-        while (this.ib < b.length) {
-          if (left <= 0) return false;
-          insert(this.rb!, b[this.ib]!, a.length + this.ib);
-          this.ib++;
-          left -= INSERT_UNITS;
+    const j = this.join;
+    let left = units;
+    while (this.phase !== FINISHED) {
+      if (left <= 0) return false;
+      switch (this.phase) {
+        case CLASSIFY_A:
+        case CLASSIFY_B: {
+          const onA = this.phase === CLASSIFY_A;
+          const list = onA ? a : b!;
+          const base = onA ? 0 : a.length;
+          const lits = onA ? this.litA : this.litB;
+          const root = onA ? this.ra : this.rb;
+          while (this.k < list.length && left > 0) {
+            const s = list[this.k]!;
+            if (plainLiteral(s)) lits.push(base + this.k);
+            else insert(root, s, base + this.k);
+            this.k++;
+            left -= INSERT_UNITS;
+          }
+          if (this.k >= list.length) this.next(onA && b !== null ? CLASSIFY_B : INDEX_LITERALS);
+          break;
         }
+        case INDEX_LITERALS: {
+          // Self: each literal against the earlier equal one. Cross: a Map of the smaller side.
+          const self = b === null;
+          const idx = self || this.litA.length <= this.litB.length ? this.litA : this.litB;
+          const m = (this.litMap ??= new Map());
+          while (this.k < idx.length && left > 0 && !j.done) {
+            const i = idx[this.k]!;
+            const s = this.subject(i);
+            const first = m.get(s);
+            if (first === undefined) m.set(s, i);
+            else if (self) j.pair(first, i);
+            this.k++;
+            left -= INSERT_UNITS;
+          }
+          if (this.k >= idx.length || j.done) this.next(self ? WALK_A : PROBE_LITERALS);
+          break;
+        }
+        case PROBE_LITERALS: {
+          const probe = this.litA.length <= this.litB.length ? this.litB : this.litA;
+          const m = this.litMap!;
+          while (this.k < probe.length && left > 0 && !j.done) {
+            const i = probe[this.k]!;
+            const other = m.get(this.subject(i));
+            if (other !== undefined) j.pair(other, i);
+            this.k++;
+            left -= INSERT_UNITS;
+          }
+          if (this.k >= probe.length || j.done) {
+            this.litMap = null;
+            this.next(WALK_A);
+          }
+          break;
+        }
+        case WALK_A:
+        case WALK_B: {
+          // a's literals down b's trie (self: a's own patterns), then b's down a's.
+          const onA = this.phase === WALK_A;
+          const lits = onA ? this.litA : this.litB;
+          const root = onA ? this.rb : this.ra;
+          const work0 = j.work;
+          while (this.k < lits.length && left > 0 && !j.done) {
+            const i = lits[this.k]!;
+            walkLiteral(j, root, this.subject(i), 0, i);
+            this.k++;
+            left -= INSERT_UNITS;
+          }
+          left -= j.work - work0;
+          if (this.k >= lits.length || j.done) {
+            if (onA && b !== null) this.next(WALK_B);
+            else {
+              this.litMap = null;
+              this.next(JOIN_TRIES);
+              if (!j.done) j.push(JOIN, this.ra, this.rb);
+            }
+          }
+          break;
+        }
+        case JOIN_TRIES:
+          if (j.run(left)) this.phase = FINISHED;
+          left = 0;
+          break;
       }
-      this.started = true;
-      this.join.push(JOIN, this.ra, this.rb ?? this.ra);
-      units = Math.max(1, left);
     }
-    this.finished = this.join.run(units);
-    return this.finished;
+    return true;
   }
 
   /** Self search: the colliding pair found (see findOverlap), or null. */

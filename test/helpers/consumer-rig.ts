@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/runtime/clock.js";
 import type { Scheduler } from "../../src/runtime/sched.js";
-import type { Bus } from "../../src/server/bus.js";
-import type { Logger } from "../../src/server/log.js";
-import type { ConsumerHook, StreamHandle } from "../../src/jetstream/contracts.js";
+import type { Bus } from "../../src/contracts/bus.js";
+import type { Logger } from "../../src/runtime/log.js";
+import type { ConsumerHook, StreamHandle } from "../../src/contracts/jetstream.js";
 import type { ConsumerEnv } from "../../src/consumer/consumer.js";
 import { checkConsumerConfig, decodeConsumerConfig, type ConsumerConfig } from "../../src/consumer/config.js";
 import { Ticker } from "../../src/consumer/wheel.js";

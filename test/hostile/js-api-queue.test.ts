@@ -14,12 +14,17 @@ import { startServer } from "../../src/index.js";
 import { RawClient } from "../helpers/core-raw.js";
 import { missedSlots, startBystander, summary } from "../helpers/bystander.js";
 
-async function boot(limit?: number) {
+async function boot(limit?: number, infoLimit?: number) {
   const dir = mkdtempSync(join(tmpdir(), "tsnats-hostile-api-"));
   const srv = await startServer({
     port: 0,
     host: "127.0.0.1",
-    jetstream: { enabled: true, storeDir: dir, ...(limit !== undefined ? { requestQueueLimit: limit } : {}) },
+    jetstream: {
+      enabled: true,
+      storeDir: dir,
+      ...(limit !== undefined ? { requestQueueLimit: limit } : {}),
+      ...(infoLimit !== undefined ? { infoQueueLimit: infoLimit } : {}),
+    },
   });
   return {
     srv,
@@ -117,6 +122,42 @@ void test("below the limit: 5000 API requests in one write are all answered in o
     assert.ok(missed <= 20, `${missed} slots missed (${summary(rtts)})`);
   } finally {
     by.close();
+    c.close();
+    await env.close();
+  }
+});
+
+void test("info requests have their own queue: worked after the others, dropped at info_queue_limit without touching the others", { timeout: 30000 }, async () => {
+  const env = await boot(undefined, 50);
+  const c = await RawClient.connect(env.srv.server.port);
+  try {
+    await c.handshake();
+    c.write("SUB $JS.EVENT.ADVISORY.API.LIMIT_REACHED 9\r\nSUB _R.* 1\r\n");
+    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
+    await c.waitForText("stream_create_response");
+    c.clear();
+    // 40 infos then a create, in one write: the create (the other queue) is answered first.
+    const create = JSON.stringify({ name: "T", subjects: ["t.>"], storage: "memory" });
+    c.write(requests(40, "$JS.API.STREAM.INFO.S") + `PUB $JS.API.STREAM.CREATE.T _R.create ${create.length}\r\n${create}\r\n`);
+    let text = await c.waitForCount("stream_info_response", 40);
+    const firstInfo = text.indexOf("stream_info_response");
+    const created = text.indexOf("stream_create_response");
+    assert.ok(created >= 0 && created < firstInfo, "the create waited behind info requests");
+    // 200 infos and a create in one write, info_queue_limit 50: infos are dropped (advisory),
+    // the create is not.
+    c.clear();
+    const create2 = JSON.stringify({ name: "U", subjects: ["u.>"], storage: "memory" });
+    c.write(requests(200, "$JS.API.STREAM.INFO.S") + `PUB $JS.API.STREAM.CREATE.U _R.create2 ${create2.length}\r\n${create2}\r\nPING\r\n`);
+    text = await c.waitFor((t) => t.includes("api_limit_reached") && t.includes("stream_create_response") && t.includes("PONG"), "the advisory and the create");
+    await new Promise((r) => setTimeout(r, 300));
+    text = c.text;
+    const replies = text.split("stream_info_response").length - 1;
+    let dropped = 0;
+    for (const m of text.matchAll(/"dropped":(\d+)/g)) dropped += Number(m[1]);
+    assert.equal(replies + dropped, 200, `${replies} replies, ${dropped} dropped`);
+    assert.ok(dropped >= 50);
+    assert.match(text, /"did_create":true/);
+  } finally {
     c.close();
     await env.close();
   }

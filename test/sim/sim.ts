@@ -5,6 +5,7 @@
 // lose unsynced writes, and bit flips in persisted entries (the node must detect them by CRC,
 // fail() and take no further part). Invariants are checked after every event; a violation
 // stops the run and names the seed, which replays exactly.
+import { decodeMessage, encodeMessage } from "../../src/raft/codec.js";
 import { RaftNode } from "../../src/raft/node.js";
 import { type Entry, EntryType, type Message, type Ready, Role, type Snapshot } from "../../src/raft/types.js";
 import { RaftError } from "../../src/raft/types.js";
@@ -22,6 +23,8 @@ export interface SimConfig {
   tickMs?: number;
   /** Log every fault and leader change. */
   verbose?: boolean;
+  /** Carry every message as a binary frame through codec.ts (as RaftHost does). */
+  codec?: boolean;
 }
 
 export interface SimStats {
@@ -411,9 +414,15 @@ export class Sim {
     }
     const copies = this.rnd.next() < this.dupRate ? 2 : 1;
     if (copies === 2) this.stats.duplicated++;
+    const frame = this.cfg.codec === true ? encodeMessage("sim", m) : null;
     for (let c = 0; c < copies; c++) {
       const delay = this.rnd.next() < 0.02 ? this.maxDelayMs * 5 : 0.1 + this.rnd.next() * this.maxDelayMs;
-      this.at(delay, () => this.deliver(m));
+      this.at(delay, () => {
+        if (frame === null) return this.deliver(m);
+        const d = decodeMessage(frame);
+        if (d instanceof Error) this.fail(`codec: ${d.message}`);
+        this.deliver(d.msg);
+      });
     }
   }
 

@@ -9,7 +9,7 @@ import { ManualClock } from "../../src/runtime/clock.js";
 import { MemoryStreamStore } from "../../src/storage/memory/stream.js";
 import { Consumer } from "../../src/consumer/consumer.js";
 import { RedeliveryWheel } from "../../src/consumer/wheel.js";
-import type { Bus, InternalSubscription } from "../../src/server/bus.js";
+import type { Bus, InternalSubscription } from "../../src/contracts/bus.js";
 import { testConsumerConfig, testConsumerEnv, testStream } from "../helpers/consumer-rig.js";
 
 function rig(cfgWire: Record<string, unknown>): { clock: ManualClock; deliveries: { atMs: number; reply: string }[]; consumer: Consumer; timers: () => number } {

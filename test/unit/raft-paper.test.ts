@@ -345,3 +345,17 @@ void test("restart: a node recovers term, vote, log and commit from storage and 
   net.tickAll(1);
   for (const id of net.ids) assert.deepEqual(normals(net, id), ["a", "b"], id);
 });
+
+void test("fast failover: followers told the leader is gone campaign within a few ticks, past its lease", () => {
+  const net = new MemNet(["n1", "n2", "n3"]);
+  electN1(net);
+  net.isolate("n1");
+  net.node("n2").leaderLost(3);
+  net.node("n3").leaderLost(3);
+  let ticks = 0;
+  while (!net.leaders().some((l) => l !== "n1") && ticks < 30) {
+    net.tickAll();
+    ticks++;
+  }
+  assert.ok(ticks <= 6, `new leader after ${ticks} ticks (the election timeout is 10-20)`);
+});

@@ -38,6 +38,13 @@ void test("simulator: regression seeds", () => {
   }
 });
 
+void test("simulator: 30 seeds with every message carried as a binary frame (codec.ts)", () => {
+  for (let s = 1; s <= 30; s++) {
+    const r = runSeed({ seed: 5000 + s, nodes: 3, faultMs: 1000, healMs: 1000, codec: true });
+    assert.equal(r.violation, null, `seed ${5000 + s}`);
+  }
+});
+
 void test("simulator: a seed replays exactly", () => {
   const a = runSeed({ seed: 42, nodes: 3, faultMs: 1000, healMs: 1000 });
   const b = runSeed({ seed: 42, nodes: 3, faultMs: 1000, healMs: 1000 });

@@ -198,3 +198,22 @@ void test("snapshot files: round trip, crash-safe replace, checksum", () => {
   b[b.length - 1]! ^= 1;
   assert.match(String(decodeSnapshot(b)), /checksum/);
 });
+
+void test("wal: after corruption the segments past it are kept untouched, new writes go to a fresh one", async () => {
+  const fs = new SimFs();
+  const w = open(fs, 256);
+  for (let i = 1; i <= 30; i++) {
+    w.appendEntries("g", [ent(1, i)]);
+    await sync(w);
+  }
+  w.close();
+  const names = w.segmentNames();
+  assert.ok(names.length >= 3);
+  const sizes = names.map((n) => fs.readFile(`${DIR}/${n}`)!.length);
+  fs.corrupt(`${DIR}/${names[0]}`, 20);
+  const w2 = open(fs, 256);
+  assert.ok(w2.corrupt !== null);
+  names.forEach((n, k) => assert.equal(fs.readFile(`${DIR}/${n}`)!.length, k === 0 ? sizes[0] : sizes[k], n));
+  const fresh = w2.segmentNames().at(-1)!;
+  assert.ok(fresh > names.at(-1)!, `${fresh} after ${names.at(-1)}`);
+});

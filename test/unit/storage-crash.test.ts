@@ -40,6 +40,9 @@ type CrashOp =
   | { op: "sync" }
   | { op: "remove"; pick: number }
   | { op: "purgeSubj"; subj: number }
+  | { op: "purgeAll" }
+  | { op: "purgeKeep"; keep: number }
+  | { op: "compact"; ahead: number }
   | { op: "turn" };
 
 const crashOpArb: fc.Arbitrary<CrashOp> = fc.oneof(
@@ -47,6 +50,10 @@ const crashOpArb: fc.Arbitrary<CrashOp> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ op: "sync" as const }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant("remove" as const), pick: fc.nat(1000) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("purgeSubj" as const), subj: fc.nat(3) }) },
+  { weight: 1, arbitrary: fc.constant({ op: "purgeAll" as const }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("purgeKeep" as const), keep: fc.integer({ min: 1, max: 30 }) }) },
+  // compact to a sequence this far back from the end (negative: past the end)
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("compact" as const), ahead: fc.integer({ min: -5, max: 60 }) }) },
   { weight: 2, arbitrary: fc.constant({ op: "turn" as const }) },
 );
 
@@ -130,6 +137,23 @@ void describe("file store crash safety (simfs)", () => {
               s.purge({ subject: `t.${o.subj}` });
               for (const [q, v] of stored) if (!removed.has(q) && v.subject === `t.${o.subj}`) removeOne(q);
               break;
+            case "purgeAll":
+              s.purge({});
+              for (const q of stored.keys()) if (!removed.has(q)) removeOne(q);
+              break;
+            case "purgeKeep": {
+              const last = s.state().lastSeq;
+              const live = [...stored.keys()].filter((q) => !removed.has(q));
+              s.purge({ keep: o.keep });
+              if (o.keep < live.length) for (const q of live) if (q < last - o.keep + 1) removeOne(q);
+              break;
+            }
+            case "compact": {
+              const to = Math.max(1, s.state().lastSeq + 1 - o.ahead);
+              s.compact(to);
+              for (const q of stored.keys()) if (!removed.has(q) && q < to) removeOne(q);
+              break;
+            }
             case "turn":
               await turn();
               break;

@@ -4,7 +4,7 @@
 // sizes that used to stall and the work limit on a hostile list.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { findCrossOverlap, findOverlap, OverlapBudgetExceeded, SupersetIndex } from "../../src/subjects/overlap.js";
+import { findCrossOverlap, findOverlap, OverlapBudgetExceeded, OverlapSearch, SupersetIndex } from "../../src/subjects/overlap.js";
 import { subjectIsSubsetMatch, subjectsCollide } from "../../src/subjects/subject.js";
 
 function prng(seed: number): () => number {
@@ -85,4 +85,46 @@ void test("a hostile list (every pair compatible until the last token) hits the 
   assert.throws(() => findOverlap(s), OverlapBudgetExceeded);
   // The same list with a big enough budget is decided (no pair collides) — small sizes only.
   assert.equal(findOverlap(s.slice(0, 400), 1e9), null);
+});
+
+void test("OverlapSearch worked a few units at a time finds what one call finds (self and cross, literal-heavy lists)", () => {
+  const rnd = prng(1414);
+  const LIT = ["a", "b", "c", "d"];
+  for (let iter = 0; iter < 3000; iter++) {
+    const n = 1 + Math.floor(rnd() * 12);
+    // Mostly plain literals (the Map and walk paths), some patterns (the trie join).
+    const s = Array.from({ length: n }, () => (rnd() < 0.7 ? Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => LIT[Math.floor(rnd() * LIT.length)]!).join(".") : randomSubject(rnd)));
+    let want: { i: number; j: number } | null = null;
+    outer: for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        if (subjectsCollide(s[i]!, s[j]!)) {
+          want = { i, j };
+          break outer;
+        }
+      }
+    }
+    const self = new OverlapSearch(s, null, 1e9, 1e9);
+    let steps = 0;
+    while (!self.step(1 + Math.floor(rnd() * 6))) steps++;
+    assert.deepEqual(self.pair, want, JSON.stringify(s));
+    assert.ok(steps < 10_000);
+    const m = Math.floor(n / 2);
+    const a = s.slice(0, m);
+    const b = s.slice(m);
+    const cross = new OverlapSearch(a, b);
+    while (!cross.step(1 + Math.floor(rnd() * 6)));
+    const hit = cross.crossIndex;
+    const any = b.some((y) => a.some((x) => subjectsCollide(x, y)));
+    assert.equal(hit >= 0, any, JSON.stringify([a, b]));
+    if (hit >= 0) assert.ok(a.some((x) => subjectsCollide(x, b[hit]!)), JSON.stringify([a, b, hit]));
+  }
+});
+
+void test("10,000 literal subjects: a duplicate is named, and a cross search finds the one colliding pattern", () => {
+  const s = Array.from({ length: 10_000 }, (_, i) => `hostile.s.${i}`);
+  assert.equal(findOverlap(s), null);
+  assert.deepEqual(findOverlap([...s, "hostile.s.17"], 1e9, 10_000), { i: 17, j: 10_000 });
+  assert.equal(findCrossOverlap(s, ["x.>", "y", "hostile.*.9999"]), 2);
+  assert.equal(findCrossOverlap(["x.>", "hostile.s.*"], s), 0);
+  assert.equal(findCrossOverlap(s, ["hostile.s"]), -1);
 });

@@ -74,7 +74,7 @@ export class BlockFiles {
   /** A name was made or removed: the next fsync round covers the directory too. */
   dirDirty = false;
   /** Highest write count a completed fsync round covered (dead blocks up to it may go). */
-  private covered = 0;
+  covered = 0;
   private unlinking = 0; // async unlinks in flight
   private closing = false;
   private readonly unlinkWaiters: (() => void)[] = [];

@@ -61,8 +61,6 @@ export class Journal {
   private readonly rounds: FsyncRound[] = [];
   private syncTimer: TimerHandle | null = null;
   private readonly idleWaiters: (() => void)[] = [];
-  /** Highest write count a completed fsync round covered (dead blocks up to it may go). */
-  private coveredWrites = 0;
 
   constructor(files: BlockFiles, clock: Clock, syncIntervalMs: number, host: JournalHost) {
     this.files = files;
@@ -173,7 +171,7 @@ export class Journal {
     for (const b of this.files.blocks) if (b.dirty) return true;
     for (const b of this.files.dying) {
       // a dead block whose last needed write happened but no completed round covers yet
-      if (b.dirty || (b.unlinkAfterWrite <= this.writes && b.unlinkAfterWrite > this.coveredWrites)) return true;
+      if (b.dirty || (b.unlinkAfterWrite <= this.writes && b.unlinkAfterWrite > this.files.covered)) return true;
     }
     return false;
   }
@@ -236,7 +234,6 @@ export class Journal {
         const b = r.blks[i]!;
         if (r.lens[i]! > b.good) b.good = r.lens[i]!;
       }
-      if (r.covered > this.coveredWrites) this.coveredWrites = r.covered;
       this.files.unlinkDead(r.covered);
       for (const cb of r.cbs) cb(null);
     }

@@ -4,7 +4,7 @@
 // read left, walking at most CK_SEQS records. Windows are replaced, never written, so a view of
 // one stays valid; those unused for READ_CACHE_IDLE_MS are given back.
 import type { Clock, TimerHandle } from "../../runtime/clock.js";
-import type { ChunkCol } from "../memory/chunkcol.js";
+import { ChunkCol } from "../memory/chunkcol.js";
 import type { Blk, BlockFiles } from "./block.js";
 import type { Journal } from "./journal.js";
 import { KIND_FLOOR, KIND_MSG, MAX_RECORD_BYTES, REC_HDR, REC_OVERHEAD, recSeq } from "./record.js";
@@ -17,6 +17,52 @@ const READ_CACHE_WINDOWS = 4;
 const SMALL_READ_BYTES = 16 * 1024; // a read that does not continue the previous window
 /** Read windows unused this long are given back (a burst of reads leaves no 1 MiB behind). */
 const READ_CACHE_IDLE_MS = 5_000;
+
+/** One checkpoint per CK_SEQS sequences: get(g) = offset of the first record stored in seq
+ *  group g (g = floor(seq / CK_SEQS)), in the block that holds it. Records of one length make
+ *  these an arithmetic run, which a ChunkCol keeps without an array (256 groups per chunk).
+ *  Groups below the first live message are never looked up again and are dropped. */
+export class Checkpoints {
+  private readonly col = new ChunkCol(CK_CHUNK_GROUPS);
+  private lastGroup = -1;
+
+  get(g: number): number {
+    return this.col.get(g);
+  }
+
+  /** A message record seq at off (firstSeq: the stream's first live sequence). */
+  note(seq: number, off: number, firstSeq: number): void {
+    const g = Math.floor(seq / CK_SEQS);
+    if (g !== this.lastGroup) {
+      this.put(g, off, firstSeq);
+      this.lastGroup = g;
+    }
+  }
+
+  /** note() for n records of length rl from offset off: seq, seq + 1, ... */
+  noteRun(seq: number, n: number, off: number, rl: number, firstSeq: number): void {
+    const last = seq + n - 1;
+    const g0 = Math.floor(seq / CK_SEQS);
+    const g1 = Math.floor(last / CK_SEQS);
+    if (g0 !== this.lastGroup) this.put(g0, off, firstSeq);
+    if (g1 > g0) {
+      // every later group of the run starts at a record boundary: one arithmetic run
+      this.col.dropBelow(Math.floor(firstSeq / CK_SEQS));
+      this.col.fillLinear(g0 + 1, g1 - g0, off + ((g0 + 1) * CK_SEQS - seq) * rl, CK_SEQS * rl);
+    }
+    this.lastGroup = g1;
+  }
+
+  put(g: number, off: number, firstSeq: number): void {
+    if (g % CK_CHUNK_GROUPS === 0) this.col.dropBelow(Math.floor(firstSeq / CK_SEQS));
+    this.col.set(g, off);
+  }
+
+  clear(): void {
+    this.col.clear();
+    this.lastGroup = -1;
+  }
+}
 
 interface CacheWin {
   blk: Blk | null;
@@ -36,7 +82,7 @@ export class ReadCache {
   private curLen = 0; // record length at curOff: the next record starts right after it
   private readonly files: BlockFiles;
   private readonly journal: Journal;
-  private readonly ckCol: ChunkCol;
+  private readonly cks: Checkpoints;
   private readonly clock: Clock;
   private readonly cache: CacheWin[] = [];
   private cacheNext = 0;
@@ -44,10 +90,10 @@ export class ReadCache {
   private readsSinceCheck = 0; // view() calls that filled a window since the idle timer last looked
   private closed = false;
 
-  constructor(files: BlockFiles, journal: Journal, ckCol: ChunkCol, clock: Clock) {
+  constructor(files: BlockFiles, journal: Journal, cks: Checkpoints, clock: Clock) {
     this.files = files;
     this.journal = journal;
-    this.ckCol = ckCol;
+    this.cks = cks;
     this.clock = clock;
     for (let k = 0; k < READ_CACHE_WINDOWS; k++) this.cache.push({ blk: null, start: 0, buf: EMPTY_BUF });
   }
@@ -145,7 +191,7 @@ export class ReadCache {
       off = seq === this.curSeq ? this.curOff : this.curOff + this.curLen;
     } else {
       const g = Math.floor(seq / CK_SEQS);
-      off = b.firstSeq <= g * CK_SEQS ? this.ckCol.get(g) : b.firstMsgOff;
+      off = b.firstSeq <= g * CK_SEQS ? this.cks.get(g) : b.firstMsgOff;
     }
     for (;;) {
       if (off + REC_HDR > b.size) break;

@@ -17,11 +17,10 @@ import type { Clock } from "../../runtime/clock.js";
 import type { Fs } from "../../runtime/fs.js";
 import { StorageType, type StoreCallbacks, type StoreLimits, type StoredMsg, type StreamStore } from "../types.js";
 import { SeqIndex, type SubjRec } from "../memory/seqindex.js";
-import { ChunkCol } from "../memory/chunkcol.js";
 import { FLAG_HDR, KIND_FLOOR, KIND_MSG, KIND_TOMB, MAX_RECORD_BYTES, REC_HDR, REC_OVERHEAD, fileStoreMsgSize, sealRecord, writeRecordHeader } from "./record.js";
 import { Blk, BlockFiles, DEFAULT_BLOCK_BYTES, type RecoveryReport } from "./block.js";
 import { Journal, type JournalHost, type SyncCb } from "./journal.js";
-import { CK_CHUNK_GROUPS, CK_SEQS, ReadCache } from "./readcache.js";
+import { Checkpoints, ReadCache } from "./readcache.js";
 import { Recovery, type RecoveryHost } from "./recovery.js";
 import { compactBlock, type CompactHost } from "./compaction.js";
 
@@ -49,11 +48,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private readonly j: Journal;
   private readonly rc: ReadCache;
 
-  // Checkpoints: ckCol.get(g) = offset of the first record stored in seq group g
-  // (g = floor(seq / CK_SEQS)), in the block that holds it. Records of one length make these
-  // an arithmetic run, which a ChunkCol keeps without an array (256 groups per chunk).
-  private readonly ckCol = new ChunkCol(CK_CHUNK_GROUPS);
-  private ckLastGroup = -1;
+  private readonly cks = new Checkpoints(); // where a read of a seq starts walking
   private tsMemoSeq = 0;
   private tsMemoNs = 0;
   private writtenFloor = -1;
@@ -70,7 +65,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       compactionsWaiting: () => this.compactQueue.length > 0,
     };
     this.j = new Journal(this.files, opts.clock, opts.syncIntervalMs ?? 0, host);
-    this.rc = new ReadCache(this.files, this.j, this.ckCol, opts.clock);
+    this.rc = new ReadCache(this.files, this.j, this.cks, opts.clock);
   }
 
   // ---- open ----
@@ -87,7 +82,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       },
       appendRun: (blk, seq, n, rec, tsNs, size, off, rl) => {
         this.indexAppendRun(seq, n, rec, tsNs, size);
-        this.noteAppendRun(blk, seq, n, off, rl, size);
+        this.cks.noteRun(seq, n, off, rl, this.firstSeq);
+        this.noteInBlock(blk, seq, n, off, size);
       },
     };
     const { report, tombs, acc } = new Recovery(this.files, host).run();
@@ -121,27 +117,8 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
 
   /** Block and checkpoint bookkeeping for a message record at off in w. */
   private noteAppend(w: Blk, seq: number, off: number, size: number): void {
-    const g = Math.floor(seq / CK_SEQS);
-    if (g !== this.ckLastGroup) {
-      this.ckPut(g, off);
-      this.ckLastGroup = g;
-    }
+    this.cks.note(seq, off, this.firstSeq);
     this.noteInBlock(w, seq, 1, off, size);
-  }
-
-  /** noteAppend of n records of length rl from offset off: seq, seq + 1, ... */
-  private noteAppendRun(w: Blk, seq: number, n: number, off: number, rl: number, size: number): void {
-    const last = seq + n - 1;
-    const g0 = Math.floor(seq / CK_SEQS);
-    const g1 = Math.floor(last / CK_SEQS);
-    if (g0 !== this.ckLastGroup) this.ckPut(g0, off);
-    if (g1 > g0) {
-      // every later group of the run starts at a record boundary: one arithmetic run
-      this.ckCol.dropBelow(Math.floor(this.firstSeq / CK_SEQS));
-      this.ckCol.fillLinear(g0 + 1, g1 - g0, off + ((g0 + 1) * CK_SEQS - seq) * rl, CK_SEQS * rl);
-    }
-    this.ckLastGroup = g1;
-    this.noteInBlock(w, seq, n, off, size);
   }
 
   /** w gains n live records seq..seq + n - 1 of limit size `size`, the first at off. */
@@ -154,12 +131,6 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     w.lastSeq = seq + n - 1;
     w.live += n;
     w.liveRecBytes += n * (size + REC_LEN_SLACK);
-  }
-
-  private ckPut(g: number, off: number): void {
-    // Groups below the first live message are never looked up again.
-    if (g % CK_CHUNK_GROUPS === 0) this.ckCol.dropBelow(Math.floor(this.firstSeq / CK_SEQS));
-    this.ckCol.set(g, off);
   }
 
   // ---- columns ----
@@ -378,8 +349,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   protected override onRemovedAll(): void {
     const files = this.files;
     this.compactQueue.length = 0;
-    this.ckCol.clear();
-    this.ckLastGroup = -1;
+    this.cks.clear();
     this.rc.dropAll();
     if (this.loading) {
       for (const b of files.blocks) {
@@ -437,7 +407,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
       const done = compactBlock(this.files, b, host);
       if (done === null) continue;
       const cks = done.cks;
-      for (let k = 0; k < cks.length; k += 2) this.ckPut(cks[k] as number, cks[k + 1] as number);
+      for (let k = 0; k < cks.length; k += 2) this.cks.put(cks[k] as number, cks[k + 1] as number, this.firstSeq);
       if (done.floorLost) this.writtenFloor = -1;
       this.rc.drop(b);
     }

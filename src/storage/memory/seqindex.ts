@@ -7,8 +7,9 @@
 // one subject and one message size keeps almost nothing per message (nats-server keeps no
 // per-message state for cold blocks).
 import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
-import { isAllFilter, isLiteralSubject, subjectMatches } from "../subjects.js";
+import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
+import { TtlHeap } from "./ttlheap.js";
 
 export class SubjRec {
   readonly id: number;
@@ -82,8 +83,7 @@ export abstract class SeqIndex {
   private readonly matchCache = new Map<string, Uint8Array>();
 
   // Min-heap of (expiry ns, seq) for messages with a TTL; stale entries are skipped on pop.
-  private readonly ttlAt: number[] = [];
-  private readonly ttlSeq: number[] = [];
+  private readonly ttl = new TtlHeap();
 
   protected limits: StoreLimits;
   protected readonly callbacks: StoreCallbacks;
@@ -169,7 +169,7 @@ export abstract class SeqIndex {
     let b = bits[id];
     if (b === 0) {
       const rec = this.byId[id];
-      b = rec !== undefined && subjectMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
+      b = rec !== undefined && filterMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
       bits[id] = b;
     }
     return b === MATCH_YES;
@@ -241,7 +241,7 @@ export abstract class SeqIndex {
     rec.last = seq;
     rec.lastStale = false;
     rec.msgs++;
-    if (ttlSec > 0) this.ttlPush(tsNs + ttlSec * 1e9, seq);
+    if (ttlSec > 0) this.ttl.push(tsNs + ttlSec * 1e9, seq, ttlSec);
     return i;
   }
 
@@ -307,13 +307,11 @@ export abstract class SeqIndex {
 
   msgTtls(from: number, to: number): Map<number, number> {
     const out = new Map<number, number>();
-    const a = this.ttlAt;
-    const q = this.ttlSeq;
-    for (let i = 0; i < q.length; i++) {
-      const seq = q[i] as number;
+    const h = this.ttl;
+    for (let i = 0; i < h.size; i++) {
+      const seq = h.seqAt(i);
       if (seq < from || seq > to || seq < this.firstSeq || seq > this.lastSeq || this.subjCol.get(seq) === 0) continue;
-      // at = ts + ttl * 1e9 rounded to a double: the difference is within a few hundred ns of it
-      out.set(seq, Math.round(((a[i] as number) - this.slotTs(seq, seq - this.base)) / 1e9));
+      out.set(seq, Math.round(h.ttlAt(i)));
     }
     return out;
   }
@@ -408,46 +406,6 @@ export abstract class SeqIndex {
     return n;
   }
 
-  // ---- TTL heap ----
-  private ttlPush(at: number, seq: number): void {
-    const a = this.ttlAt;
-    const q = this.ttlSeq;
-    let i = a.length;
-    a.push(at);
-    q.push(seq);
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if ((a[p] as number) <= at) break;
-      a[i] = a[p] as number;
-      q[i] = q[p] as number;
-      i = p;
-    }
-    a[i] = at;
-    q[i] = seq;
-  }
-
-  private ttlPop(): void {
-    const a = this.ttlAt;
-    const q = this.ttlSeq;
-    const lastAt = a.pop() as number;
-    const lastSeq = q.pop() as number;
-    const n = a.length;
-    if (n === 0) return;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const c = r < n && (a[r] as number) < (a[l] as number) ? r : l;
-      if ((a[c] as number) >= lastAt) break;
-      a[i] = a[c] as number;
-      q[i] = q[c] as number;
-      i = c;
-    }
-    a[i] = lastAt;
-    q[i] = lastSeq;
-  }
-
   // ---- operations of the StreamStore contract ----
   setLimits(l: StoreLimits): void {
     this.limits = { ...l };
@@ -468,9 +426,9 @@ export abstract class SeqIndex {
         n++;
       }
     }
-    while (this.ttlAt.length > 0 && (this.ttlAt[0] as number) <= nowNs) {
-      const seq = this.ttlSeq[0] as number;
-      this.ttlPop();
+    while (this.ttl.size > 0 && this.ttl.topAt() <= nowNs) {
+      const seq = this.ttl.topSeq();
+      this.ttl.pop();
       if (this.removeSeq(seq, true)) n++;
     }
     if (n > 0) this.afterMutation();
@@ -481,8 +439,8 @@ export abstract class SeqIndex {
   nextExpiryNs(): number {
     let t = 0;
     if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = this.slotTs(this.firstSeq, this.firstSeq - this.base) + this.limits.maxAgeMs * 1e6;
-    if (this.ttlAt.length > 0) {
-      const a = this.ttlAt[0] as number;
+    if (this.ttl.size > 0) {
+      const a = this.ttl.topAt();
       if (t === 0 || a < t) t = a;
     }
     return t;
@@ -571,7 +529,7 @@ export abstract class SeqIndex {
     }
     let best = 0;
     for (const rec of this.subjects.values()) {
-      if (subjectMatches(filter, rec.name)) best = Math.max(best, this.subjLast(rec));
+      if (filterMatches(filter, rec.name)) best = Math.max(best, this.subjLast(rec));
     }
     return best === 0 ? null : this.loadMsg(best);
   }
@@ -626,7 +584,7 @@ export abstract class SeqIndex {
 
   private countMatching(filter: string): number {
     let n = 0;
-    for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) n += rec.msgs;
+    for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
     return n;
   }
 
@@ -643,8 +601,7 @@ export abstract class SeqIndex {
     this.byId.length = 1;
     this.freeIds.length = 0;
     this.matchCache.clear();
-    this.ttlAt.length = 0;
-    this.ttlSeq.length = 0;
+    this.ttl.clear();
     this.subjCol.clear();
     this.sizeCol.clear();
     this.chunkCnt = new Uint32Array(64);
@@ -755,7 +712,7 @@ export abstract class SeqIndex {
     const out = new Map<string, SubjectState>();
     const all = isAllFilter(filter);
     for (const rec of this.subjects.values()) {
-      if (all || subjectMatches(filter, rec.name)) {
+      if (all || filterMatches(filter, rec.name)) {
         out.set(rec.name, { msgs: rec.msgs, first: this.subjFirst(rec), last: this.subjLast(rec) });
       }
     }
@@ -769,7 +726,7 @@ export abstract class SeqIndex {
     if (lastPerSubject) {
       let n = 0;
       for (const rec of this.subjects.values()) {
-        if ((all || subjectMatches(filter, rec.name)) && this.subjLast(rec) >= start) n++;
+        if ((all || filterMatches(filter, rec.name)) && this.subjLast(rec) >= start) n++;
       }
       return n;
     }
@@ -777,7 +734,7 @@ export abstract class SeqIndex {
     if (!all && !isLiteralSubject(filter) && this.subjects.size < this.lastSeq - start) {
       // A filter that matches every subject (or none) needs no scan of the range.
       let matched = 0;
-      for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) matched++;
+      for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) matched++;
       if (matched === 0) return 0;
       if (matched === this.subjects.size) return this.numPending(startSeq, ">", false);
     }
@@ -790,7 +747,7 @@ export abstract class SeqIndex {
     }
     if (start === this.firstSeq) {
       let n = 0;
-      for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) n += rec.msgs;
+      for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
       return n;
     }
     const bits = this.matchBits(filter);
