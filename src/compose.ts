@@ -6,7 +6,7 @@
 
 import type { Logger } from "./runtime/log.js";
 import type { ServerOptions } from "./server/options.js";
-import { NodeFs } from "./runtime/fs.js";
+import { NodeFs, type Fs } from "./runtime/fs.js";
 import { Server, type ServerEnv, type ServerParts } from "./server/server.js";
 
 export const serverParts: ServerParts = {
@@ -18,22 +18,25 @@ export const serverParts: ServerParts = {
     const { Cluster } = await import("./cluster/cluster.js");
     const cl = new Cluster(server, opts);
     // Clustered JetStream (a server_name is needed: it is the Raft peer id): the meta group.
-    const js = server.jetstream as { attachClusterMeta?(m: unknown): void } | null;
+    const js = server.jetstream as { attachClusterMeta?(m: unknown): void; deps?: { fs: Fs } } | null;
     if (js?.attachClusterMeta !== undefined && server.opts.serverName === "" && opts.port !== 0) {
       server.log.warn("JetStream cluster requires server_name to be set: the meta group does not run");
     } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
       const { startMetaGroup } = await import("./jscluster/meta-group.js");
       const { RoutePeerTransport } = await import("./cluster/peer-transport.js");
-      const { systemScheduler } = await import("./runtime/sched.js");
       startMetaGroup({
         serverName: server.opts.serverName,
         storeDir: server.opts.jetstream.storeDir,
         clusterOpts: opts,
         cluster: cl,
-        openChannel: (events) => new RoutePeerTransport(cl, systemScheduler, events),
+        openChannel: (events) => new RoutePeerTransport(cl, server.sched, events),
         bus: server,
         log: server.log,
         clock: server.clock,
+        sched: server.sched,
+        random: server.random,
+        // The disk JetStream writes to (not its CryptFs: the Raft WAL is not encrypted yet).
+        fs: js.deps?.fs ?? new NodeFs(),
         attach: (m) => js.attachClusterMeta!(m),
       });
     }
