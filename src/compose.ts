@@ -6,7 +6,7 @@
 
 import type { Logger } from "./runtime/log.js";
 import type { ServerOptions } from "./server/options.js";
-import { NodeFs, type Fs } from "./runtime/fs.js";
+import { NodeFs } from "./runtime/fs.js";
 import { Server, type ServerEnv, type ServerParts } from "./server/server.js";
 
 export const serverParts: ServerParts = {
@@ -18,7 +18,7 @@ export const serverParts: ServerParts = {
     const { Cluster } = await import("./cluster/cluster.js");
     const cl = new Cluster(server, opts);
     // Clustered JetStream (a server_name is needed: it is the Raft peer id): the meta group.
-    const js = server.jetstream as { attachClusterMeta?(m: unknown): void; deps?: { fs: Fs } } | null;
+    const js = server.jetstream as { attachClusterMeta?(m: unknown): void } | null;
     if (js?.attachClusterMeta !== undefined && server.opts.serverName === "" && opts.port !== 0) {
       server.log.warn("JetStream cluster requires server_name to be set: the meta group does not run");
     } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
@@ -35,8 +35,7 @@ export const serverParts: ServerParts = {
         clock: server.clock,
         sched: server.sched,
         random: server.random,
-        // The disk JetStream writes to (not its CryptFs: the Raft WAL is not encrypted yet).
-        fs: js.deps?.fs ?? new NodeFs(),
+        fs: server.fs ?? new NodeFs(),
         attach: (m) => js.attachClusterMeta!(m),
       });
     }

@@ -108,7 +108,8 @@ export class Server extends Router implements ClientHost {
   private readonly portsFiles: string[] = [];
 
   private readonly parts: ServerParts;
-  private readonly fs: Fs | null;
+  /** The file system JetStream and the cluster's Raft log use (null: not wired). */
+  readonly fs: Fs | null;
 
   constructor(opts: ServerOptions, log: Logger, env: ServerEnv = {}) {
     super(env.clock ?? new SystemClock(), env.sched ?? systemScheduler, env.random ?? systemRandom);
