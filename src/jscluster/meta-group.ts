@@ -38,6 +38,9 @@ const TAG_FWD = 0xf2;
 const BOOT_POLL_MS = 250;
 /** With no routes configured, wait this long for servers that route to us. */
 const NO_ROUTES_GRACE_MS = 3000;
+/** When the route to the leader closes, the servers after the first by name campaign this
+ *  much later. */
+const LEADER_LOST_STAGGER_MS = 50;
 /** While the bootstrap waits, say so this often. */
 const BOOT_WARN_MS = 10_000;
 /** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
@@ -155,9 +158,22 @@ export class MetaGroup implements GroupApp {
       },
       peerDown: (name) => {
         this.connected.delete(name);
-        // The route to the leader closed: do not wait out the election timeout. A pre-vote
-        // first (RaftNode.campaign), so a leader still reachable by the others keeps its term.
-        if (name === this.leader && this.peers !== null && !this.closed) this.host.campaign(META_GROUP);
+        // The route to the leader closed: do not wait out the election timeout. The first by
+        // name of the servers still connected campaigns at once (a pre-vote first, so a leader
+        // still reachable by the others keeps its term); the others a moment later. The
+        // others may still hold the old leader's lease and ignore that first pre-vote; their
+        // own campaign drops the lease, and the two pre-candidates then elect one of them.
+        // Both at once would often split the vote and wait out a timeout.
+        if (name === this.leader && this.peers !== null && !this.closed) {
+          const self = this.o.serverName;
+          const first = this.peers.filter((p) => p !== name && (p === self || this.connected.has(p)))[0];
+          if (first === self) this.host.campaign(META_GROUP);
+          else {
+            this.o.clock.setTimer(() => {
+              if (!this.closed && (this.leader === name || this.leader === "")) this.host.campaign(META_GROUP);
+            }, LEADER_LOST_STAGGER_MS);
+          }
+        }
       },
     });
     const t: RaftTransport = {
