@@ -5,10 +5,9 @@
 // loading JetStream, the cluster or the monitor at startup.
 
 import type { Logger } from "./runtime/log.js";
-import type { Clock } from "./runtime/clock.js";
-import { SystemClock } from "./runtime/clock.js";
 import type { ServerOptions } from "./server/options.js";
-import { Server, type ServerParts } from "./server/server.js";
+import { NodeFs } from "./runtime/fs.js";
+import { Server, type ServerEnv, type ServerParts } from "./server/server.js";
 
 export const serverParts: ServerParts = {
   async jetstream(deps) {
@@ -17,7 +16,30 @@ export const serverParts: ServerParts = {
   },
   async cluster(server, opts) {
     const { Cluster } = await import("./cluster/cluster.js");
-    return new Cluster(server, opts);
+    const cl = new Cluster(server, opts);
+    // Clustered JetStream (a server_name is needed: it is the Raft peer id): the meta group.
+    const js = server.jetstream as { attachClusterMeta?(m: unknown): void } | null;
+    if (js?.attachClusterMeta !== undefined && server.opts.serverName === "" && opts.port !== 0) {
+      server.log.warn("JetStream cluster requires server_name to be set: the meta group does not run");
+    } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
+      const { startMetaGroup } = await import("./jscluster/meta-group.js");
+      const { RoutePeerTransport } = await import("./cluster/peer-transport.js");
+      startMetaGroup({
+        serverName: server.opts.serverName,
+        storeDir: server.opts.jetstream.storeDir,
+        clusterOpts: opts,
+        cluster: cl,
+        openChannel: (events) => new RoutePeerTransport(cl, server.sched, events),
+        bus: server,
+        log: server.log,
+        clock: server.clock,
+        sched: server.sched,
+        random: server.random,
+        fs: server.fs ?? new NodeFs(),
+        attach: (m) => js.attachClusterMeta!(m),
+      });
+    }
+    return cl;
   },
   async monitor(server) {
     const { startMonitor } = await import("./monitor/http.js");
@@ -25,7 +47,8 @@ export const serverParts: ServerParts = {
   },
 };
 
-/** A server with every part wired (what tsnats-server and the embedding API run). */
-export function createServer(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock()): Server {
-  return new Server(opts, log, clock, serverParts);
+/** A server with every part wired (what tsnats-server and the embedding API run); env
+ *  overrides its seams (a test's clock, scheduler, random). */
+export function createServer(opts: ServerOptions, log: Logger, env: Omit<ServerEnv, "parts"> = {}): Server {
+  return new Server(opts, log, { ...env, fs: env.fs ?? new NodeFs(), parts: serverParts });
 }

@@ -15,8 +15,9 @@
 import net from "node:net";
 import tls from "node:tls";
 import { randomBytes } from "node:crypto";
-import { networkInterfaces } from "node:os";
 import { Sublist } from "../subjects/sublist.js";
+import { Interest } from "./interest.js";
+import { announcesUrls, joinHostPort, listenerUrls, redactUrl, splitHostPort, subjectPermissionJson, urlKey } from "./urls.js";
 import { Route, RemoteSub, GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, PEER_SUBJECT_PREFIX, type RouteInfo } from "./route.js";
 import { buildTls, peerRejection, pinnedOk, type TlsSetup } from "../server/tls.js";
 import type { ClusterOptions, ServerOptions } from "../server/options.js";
@@ -24,7 +25,10 @@ import type { Logger } from "../runtime/log.js";
 import type { Subscription } from "../server/subscription.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import type { SublistResult } from "../subjects/sublist.js";
-import type { ClusterLike, RoutezOptions } from "../server/server.js";
+import type { ClusterLike, RoutezOptions, Sender } from "../server/routing.js";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
+import type { Scheduler } from "../runtime/sched.js";
+import type { Random } from "../runtime/random.js";
 import { SERVER_VERSION } from "../version.js";
 import { ClientPermissions } from "../server/permissions.js";
 
@@ -38,9 +42,14 @@ export interface ClusterHost {
   readonly port: number;
   /** The websocket listener's bound port; 0 without one. */
   readonly wsPort: number;
-  readonly sublist: Sublist<Subscription>;
   readonly stats: { inMsgs: number; inBytes: number };
+  readonly clock: Clock;
+  readonly sched: Scheduler;
+  readonly random: Random;
   nowMs(): number;
+  /** The server's one routing path; a routed message (from a route) reaches local client
+   *  subscriptions only, and one local member of each queue group in queues. */
+  routeRange(from: Sender | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean, ack: AckReply | null, queues: readonly string[] | null): void;
   allocCid(): number;
   flushDirty(): void;
   /** The cluster's client URLs changed: tell clients (async INFO). */
@@ -75,10 +84,8 @@ export class Cluster implements ClusterLike {
   readonly routes = new Map<string, Route>();
   /** Every route connection, pending ones included. */
   readonly all = new Set<Route>();
-  /** The peers' interest. */
-  readonly remoteSl = new Sublist<RemoteSub>();
-  /** Our clients' interest, counted: "<subject>" or "<subject> <queue>" -> subscriptions. */
-  private readonly interest = new Map<string, number>();
+  /** Our clients' interest and the peers' (interest.ts). */
+  private readonly interest: Interest;
   private listener: net.Server | null = null;
   private boundPort = 0;
   private tlsSetup: TlsSetup | null = null;
@@ -89,15 +96,11 @@ export class Cluster implements ClusterLike {
   private readonly selfUrls = new Set<string>();
   /** URLs being dialled or waiting to be re-dialled. */
   private readonly dialing = new Set<string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private tickTimer: NodeJS.Timeout | null = null;
+  private readonly timers = new Set<TimerHandle>();
+  private tickTimer: TimerHandle | null = null;
   private stopped = false;
-  private epoch = 0;
   /** Who hears tsnats peer frames and peers coming and going (peer-transport.ts). */
   private peerListener: PeerListener | null = null;
-  /** ClusterLike.lastQueueBacklog */
-  lastQueueBacklog = 0;
-  private readonly targets: Route[] = [];
   /** Route permissions: import (what we announce) and export (what peers may announce). */
   private readonly perms: ClientPermissions | null;
 
@@ -107,6 +110,7 @@ export class Cluster implements ClusterLike {
   ) {
     this.log = host.log;
     this.perms = opts.permissions !== null ? new ClientPermissions(opts.permissions) : null;
+    this.interest = new Interest(this.routes, this.perms, host.log, host.random);
     this.dynamic = opts.name === "";
     this.name = opts.name !== "" ? opts.name : randomBytes(11).toString("base64url").toUpperCase().replace(/[^A-Z0-9]/g, "X");
   }
@@ -129,6 +133,10 @@ export class Cluster implements ClusterLike {
 
   nowMs(): number {
     return this.host.nowMs();
+  }
+
+  get clock(): Clock {
+    return this.host.clock;
   }
 
   // ---- lifecycle ----
@@ -159,16 +167,16 @@ export class Cluster implements ClusterLike {
     this.boundPort = typeof addr === "object" && addr !== null ? addr.port : o.port;
     this.log.info(`Listening for route connections on ${o.host}:${this.boundPort}`);
     if (this.tlsSetup !== null) this.log.info("TLS required for route connections");
-    this.tickTimer = setInterval(() => this.tick(), 1000);
-    this.tickTimer.unref();
+    this.armTick();
     for (const u of o.routes) this.dial(u, true, 0);
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.tickTimer !== null) clearInterval(this.tickTimer);
-    for (const t of this.timers) clearTimeout(t);
+    if (this.tickTimer !== null) this.host.clock.clearTimer(this.tickTimer);
+    this.tickTimer = null;
+    for (const t of this.timers) this.host.clock.clearTimer(t);
     this.timers.clear();
     const l = this.listener;
     this.listener = null;
@@ -192,14 +200,13 @@ export class Cluster implements ClusterLike {
     // Route TLS: the handshake first, and always mutual (nats-server requires and verifies
     // the peer's certificate on routes).
     const ts = new tls.TLSSocket(raw, { isServer: true, secureContext: t.context, requestCert: true, rejectUnauthorized: true });
-    const deadline = setTimeout(() => ts.destroy(), t.opts.timeoutMs);
-    deadline.unref();
+    const deadline = this.host.clock.setTimer(() => ts.destroy(), t.opts.timeoutMs);
     ts.on("error", (err) => {
       this.log.error(`${raw.remoteAddress ?? "?"}:${raw.remotePort ?? 0} - TLS route handshake error: ${err.message}`);
       ts.destroy();
     });
     ts.once("secure", () => {
-      clearTimeout(deadline);
+      this.host.clock.clearTimer(deadline);
       // Routes are always mutual TLS, as in nats-server.
       const bad = peerRejection(ts, t.opts, true);
       if (bad !== null) {
@@ -245,7 +252,7 @@ export class Cluster implements ClusterLike {
         this.dialing.delete(key);
         return;
       }
-      this.later(backoff(attempt), () => this.dial(url, explicit, attempt + 1));
+      this.later(backoff(attempt, this.host.random), () => this.dial(url, explicit, attempt + 1));
     };
     const onUp = (s: net.Socket): void => {
       if (settled) return;
@@ -278,12 +285,21 @@ export class Cluster implements ClusterLike {
   }
 
   private later(ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
+    const t = this.host.clock.setTimer(() => {
       this.timers.delete(t);
       fn();
     }, ms);
-    t.unref();
     this.timers.add(t);
+  }
+
+  /** The cluster's one timer (pings, handshakes that never finish), every second. */
+  private armTick(): void {
+    this.tickTimer = this.host.clock.setTimer(() => {
+      this.tickTimer = null;
+      if (this.stopped) return;
+      this.tick();
+      if (!this.stopped) this.armTick();
+    }, 1000);
   }
 
   private attach(s: net.Socket, didSolicit: boolean, url: string, explicit: boolean): void {
@@ -316,8 +332,7 @@ export class Cluster implements ClusterLike {
     r.closeReason = reason;
     r.shut();
     this.all.delete(r);
-    for (const rs of r.remoteSubs.values()) this.remoteSl.remove(rs);
-    r.remoteSubs.clear();
+    this.interest.dropRoute(r);
     const wasRegistered = r.registered && this.routes.get(r.remoteId) === r;
     if (wasRegistered) {
       this.routes.delete(r.remoteId);
@@ -332,7 +347,7 @@ export class Cluster implements ClusterLike {
     const explicit = r.explicit;
     // nats-server waits DEFAULT_ROUTE_RECONNECT (1 s) before re-dialling a configured route,
     // and only the jitter for an implicit one.
-    this.later(backoff(0) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
+    this.later(backoff(0, this.host.random) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
       if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
       this.dial(r.url, explicit, 0);
     });
@@ -511,7 +526,7 @@ export class Cluster implements ClusterLike {
     r.registered = true;
     if (info.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") this.peerListener?.peerUp(r.remoteName);
     this.log.debug(`${r.label()} - Registering remote route "${id}"`);
-    this.sendSubsTo(r);
+    this.interest.sendAllTo(r);
     if (this.routes.size > 1) {
       // Tell the others about the new server: each then connects to it.
       const fwd = { ...info };
@@ -552,37 +567,37 @@ export class Cluster implements ClusterLike {
     this.dial(u.toString(), false, 0);
   }
 
-  private sendSubsTo(r: Route): void {
-    if (this.interest.size === 0) return;
-    let s = "";
-    for (const [key, n] of this.interest) {
-      const sp = key.indexOf(" ");
-      s += sp < 0 ? `RS+ $G ${key}\r\n` : `RS+ $G ${key} ${n}\r\n`;
-    }
-    r.queueRaw(Buffer.from(s, "latin1"));
+  // ---- interest (interest.ts) ----
+
+  /** A client subscription came (+1) or went (-1): RS+/RS- to every route. */
+  localInterest(sub: Subscription, delta: 1 | -1): void {
+    this.interest.localInterest(sub, delta);
   }
 
-  // ---- interest ----
+  remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void {
+    this.interest.remoteSub(r, acc, subject, queue, weight);
+  }
 
-  /** A client subscription came or went: announce the changes of interest to every route
-   *  (RS+ when a subject gains its first subscription, RS- when it loses its last; a queue
-   *  group's weight on every change). */
-  localInterest(sub: Subscription, delta: 1 | -1): void {
-    // Interest in a subject we may not import is never announced (nats-server canImport).
-    if (this.perms !== null && !this.perms.pubAllowed(sub.subject, 0)) return;
-    const q = sub.queue;
-    const key = q === "" ? sub.subject : `${sub.subject} ${q}`;
-    const was = this.interest.get(key) ?? 0;
-    const now = was + delta;
-    if (now <= 0) {
-      if (was <= 0) return;
-      this.interest.delete(key);
-      this.broadcast(`RS- $G ${key}\r\n`);
-      return;
-    }
-    this.interest.set(key, now);
-    if (q !== "") this.broadcast(`RS+ $G ${key} ${now}\r\n`);
-    else if (was === 0) this.broadcast(`RS+ $G ${key}\r\n`);
+  remoteUnsub(r: Route, acc: string, subject: string, queue: string): void {
+    this.interest.remoteUnsub(r, acc, subject, queue);
+  }
+
+  hasRemoteInterest(subject: string): boolean {
+    return this.routes.size > 0 && this.interest.hasRemoteInterest(subject);
+  }
+
+  /** A message published here, after its local plain subscribers (Interest.forward). */
+  forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number {
+    return this.interest.forward(fromCid, noEcho, subject, reply, hdr, buf, start, end, shown, ack, qsubs);
+  }
+
+  get lastQueueBacklog(): number {
+    return this.interest.lastQueueBacklog;
+  }
+
+  /** The peers' interest (routez). */
+  get remoteSl(): Sublist<RemoteSub> {
+    return this.interest.remoteSl;
   }
 
   lameDuck(): void {
@@ -591,145 +606,6 @@ export class Cluster implements ClusterLike {
     const line = `INFO ${JSON.stringify(info)}\r\n`;
     for (const r of this.routes.values()) r.queueString(line);
     this.flushRoutes();
-  }
-
-  private broadcast(line: string): void {
-    if (this.routes.size === 0) return;
-    const b = Buffer.from(line, "latin1");
-    for (const r of this.routes.values()) r.queueRaw(b);
-  }
-
-  remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void {
-    if (acc !== GLOBAL_ACCOUNT) {
-      // nats-server always announces its system account's subscriptions; tsnats has no
-      // other account, so there is nothing to route for them.
-      return;
-    }
-    // A peer may only subscribe to what we export (nats-server canExport).
-    if (this.perms !== null && !this.perms.canSubscribe(subject, "")) {
-      this.log.debug(`${r.label()} - Can not export "${subject}", ignoring remote subscription request`);
-      return;
-    }
-    const key = queue === "" ? subject : `${subject} ${queue}`;
-    const old = r.remoteSubs.get(key);
-    if (old !== undefined) {
-      if (queue !== "") old.weight = Math.max(1, weight);
-      return;
-    }
-    const rs = new RemoteSub(r, subject, queue, queue === "" ? 0 : Math.max(1, weight));
-    try {
-      this.remoteSl.insert(rs);
-    } catch {
-      this.log.debug(`${r.label()} - invalid remote subscription ${JSON.stringify(subject)}`);
-      return;
-    }
-    r.remoteSubs.set(key, rs);
-  }
-
-  remoteUnsub(r: Route, acc: string, subject: string, queue: string): void {
-    if (acc !== GLOBAL_ACCOUNT) return;
-    const key = queue === "" ? subject : `${subject} ${queue}`;
-    const rs = r.remoteSubs.get(key);
-    if (rs === undefined) return;
-    r.remoteSubs.delete(key);
-    this.remoteSl.remove(rs);
-  }
-
-  /** Whether any route has interest in subject. */
-  hasRemoteInterest(subject: string): boolean {
-    if (this.routes.size === 0) return false;
-    const r = this.remoteSl.match(subject);
-    return r.psubs.length > 0 || r.qsubs.length > 0;
-  }
-
-  // ---- messages ----
-
-  /**
-   * A message published on this server, after its local plain subscribers had it: queue
-   * groups cluster-wide (one member: a local one or a route, weighted as nats-server does),
-   * then one copy per route with interest. shown: the subject local subscribers see (a
-   * JetStream delivery matches its deliver subject; a route gets "<reply>@<shown>", as
-   * nats-server sends it). Returns the deliveries made (a route counts once).
-   */
-  forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number {
-    const rr = this.remoteSl.match(subject);
-    let delivered = 0;
-    this.lastQueueBacklog = 0;
-    const epoch = ++this.epoch;
-    const targets = this.targets;
-    targets.length = 0;
-    const rps = rr.psubs;
-    for (let i = 0; i < rps.length; i++) {
-      const r = rps[i]!.route;
-      if (r.pickEpoch !== epoch) {
-        r.pickEpoch = epoch;
-        r.pickPlain = false;
-        r.pickQueues.length = 0;
-        targets.push(r);
-      }
-      r.pickPlain = true;
-    }
-    const rqs = rr.qsubs;
-    for (let g = 0; g < qsubs.length; g++) {
-      const members = qsubs[g]!;
-      const n = members.length;
-      if (n === 0) continue;
-      const name = members[0]!.queue;
-      const remote = rqs.length > 0 ? findGroup(rqs, name) : null;
-      const w = remote === null ? 0 : weightOf(remote);
-      const pick = Math.floor(Math.random() * (n + w));
-      if (pick < n || w === 0) {
-        if (this.deliverQueueLocal(members, pick < n ? pick : 0, fromCid, noEcho, subject, shown, reply, hdr, buf, start, end, ack)) {
-          delivered++;
-          continue;
-        }
-        if (w === 0) continue;
-      }
-      this.addQueueTarget(pickWeighted(remote!, w), name, epoch);
-    }
-    // Groups with no member here.
-    for (let g = 0; g < rqs.length; g++) {
-      const group = rqs[g]!;
-      if (group.length === 0) continue;
-      const name = group[0]!.queue;
-      if (qsubs.length > 0 && hasGroup(qsubs, name)) continue;
-      this.addQueueTarget(pickWeighted(group, weightOf(group)), name, epoch);
-    }
-    if (targets.length === 0) return delivered;
-    let rep = ack !== null ? ack.toString() : reply;
-    if (shown !== subject && rep.length > 0) rep = `${rep}@${shown}`;
-    for (let i = 0; i < targets.length; i++) {
-      const r = targets[i]!;
-      r.sendMsg(subject, rep, r.pickQueues.length > 0 ? r.pickQueues : null, hdr, buf, start, end);
-      delivered++;
-    }
-    targets.length = 0;
-    return delivered;
-  }
-
-  private addQueueTarget(r: Route, name: string, epoch: number): void {
-    if (r.pickEpoch !== epoch) {
-      r.pickEpoch = epoch;
-      r.pickPlain = false;
-      r.pickQueues.length = 0;
-      this.targets.push(r);
-    }
-    r.pickQueues.push(name);
-  }
-
-  /** One member of a local queue group, from index first on (Server.routeRange's rules). */
-  private deliverQueueLocal(members: readonly Subscription[], first: number, fromCid: number, noEcho: boolean, subject: string, shown: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): boolean {
-    const n = members.length;
-    for (let k = 0; k < n; k++) {
-      const sub = members[(first + k) % n]!;
-      if (sub.closed || (noEcho && sub.owner.cid === fromCid)) continue;
-      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
-      const b = sub.owner.pendingBytes();
-      if (b > this.lastQueueBacklog) this.lastQueueBacklog = b;
-      return true;
-    }
-    return false;
   }
 
   /** A message from a route: local subscribers only, never another route. */
@@ -755,30 +631,8 @@ export class Cluster implements ClusterLike {
         reply = reply.slice(0, at);
       }
     }
-    const res = this.host.sublist.match(subject);
-    const ps = res.psubs;
-    for (let i = 0; i < ps.length; i++) {
-      const sub = ps[i]!;
-      // Internal subscriptions are not announced over routes: they take nothing from them.
-      if (sub.owner.cid === 0) continue;
-      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
-    }
-    if (queues === null) return;
-    const qs = res.qsubs;
-    for (let g = 0; g < qs.length; g++) {
-      const members = qs[g]!;
-      const n = members.length;
-      if (n === 0 || !queues.includes(members[0]!.queue)) continue;
-      const first = n === 1 ? 0 : Math.floor(Math.random() * n);
-      for (let k = 0; k < n; k++) {
-        const sub = members[(first + k) % n]!;
-        if (sub.closed || sub.owner.cid === 0) continue;
-        if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
-        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
-        break;
-      }
-    }
+    // The one-hop rule is the router's: local client subscribers only, never a route.
+    this.host.routeRange(r, subject, reply, hdr, buf, start, end, shown, false, null, queues);
   }
 
   // ---- tsnats peers (frames of our own protocol, for Raft) ----
@@ -810,7 +664,7 @@ export class Cluster implements ClusterLike {
     this.dirty.push(r);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(this.flushBound);
+      this.host.sched.nextTurn(this.flushBound);
     }
   }
 
@@ -939,99 +793,8 @@ export class Cluster implements ClusterLike {
   }
 }
 
-function subjectPermissionJson(p: { allow: string[] | null; deny: string[] }): Record<string, string[]> {
-  const o: Record<string, string[]> = {};
-  if (p.allow !== null) o["allow"] = p.allow;
-  if (p.deny.length > 0) o["deny"] = p.deny;
-  return o;
-}
 
-function findGroup(groups: readonly (readonly RemoteSub[])[], name: string): readonly RemoteSub[] | null {
-  for (let i = 0; i < groups.length; i++) {
-    const g = groups[i]!;
-    if (g.length > 0 && g[0]!.queue === name) return g;
-  }
-  return null;
-}
-
-function hasGroup(groups: readonly (readonly Subscription[])[], name: string): boolean {
-  for (let i = 0; i < groups.length; i++) {
-    const g = groups[i]!;
-    if (g.length > 0 && g[0]!.queue === name) return true;
-  }
-  return false;
-}
-
-function weightOf(group: readonly RemoteSub[]): number {
-  let w = 0;
-  for (let i = 0; i < group.length; i++) w += group[i]!.weight;
-  return w;
-}
-
-/** A route of the group, each with the chance of its weight; w = weightOf(group) > 0. */
-function pickWeighted(group: readonly RemoteSub[], w: number): Route {
-  let x = Math.floor(Math.random() * w);
-  for (let i = 0; i < group.length; i++) {
-    const s = group[i]!;
-    if (x < s.weight) return s.route;
-    x -= s.weight;
-  }
-  return group[group.length - 1]!.route;
-}
-
-function backoff(attempt: number): number {
+function backoff(attempt: number, random: Random): number {
   const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt, 8));
-  return base + Math.floor(Math.random() * 100);
-}
-
-function urlKey(u: URL): string {
-  return u.host.toLowerCase();
-}
-
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "xxxxx";
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
-
-export function joinHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-function splitHostPort(s: string, defPort: number): { host: string; port: number } {
-  const v6 = /^\[([^\]]*)\](?::(\d+))?$/.exec(s);
-  if (v6) return { host: v6[1]!, port: v6[2] !== undefined ? Number(v6[2]) : defPort };
-  const i = s.lastIndexOf(":");
-  if (i < 0) return { host: s, port: defPort };
-  return { host: s.slice(0, i), port: Number(s.slice(i + 1)) || defPort };
-}
-
-/** A peer's client-facing URLs matter to our clients: it announced some. */
-function announcesUrls(info: RouteInfo | null | undefined): boolean {
-  return (info?.connect_urls ?? []).length > 0 || (info?.ws_connect_urls ?? []).length > 0;
-}
-
-/** The "host:port" URLs a listener is announced with (nats-server getConnectURLs): the
- *  advertise setting when given (its port defaulting to the bound one), else the bound
- *  address, or every non-loopback interface address when bound to 0.0.0.0 / ::. */
-function listenerUrls(advertise: string, host: string, port: number): string[] {
-  if (advertise !== "") {
-    const hp = splitHostPort(advertise, port);
-    return [joinHostPort(hp.host, hp.port)];
-  }
-  if (host !== "0.0.0.0" && host !== "::") return [joinHostPort(host, port)];
-  const out: string[] = [];
-  for (const list of Object.values(networkInterfaces())) {
-    for (const a of list ?? []) {
-      if (a.internal) continue;
-      if (a.family === "IPv6" && a.address.startsWith("fe80")) continue;
-      out.push(joinHostPort(a.address, port));
-    }
-  }
-  if (out.length === 0) out.push(joinHostPort("127.0.0.1", port));
-  return out;
+  return base + random.int(100);
 }

@@ -6,9 +6,12 @@
 
 import type net from "node:net";
 import { RouteParser, type RouteParserHandler } from "./route-parser.js";
-import type { Cluster } from "./cluster.js";
+import { Conn, Origin, type OriginKind } from "../server/conn.js";
+import type { Clock } from "../runtime/clock.js";
+import type { Logger } from "../runtime/log.js";
 
-const INITIAL_OUT_BYTES = 32 * 1024;
+/** The first outbound buffer of a route (routes carry bursts: no small start). */
+const FIRST_OUT_BYTES = 32 * 1024;
 const PING = Buffer.from("PING\r\n");
 const PONG = Buffer.from("PONG\r\n");
 /** Control lines on a route: INFO carries every client URL of the peer, so more than a
@@ -60,7 +63,28 @@ export interface RouteInfo {
   [k: string]: unknown;
 }
 
-export class Route implements RouteParserHandler {
+/** What a Route needs of its cluster (cluster.ts implements it). */
+export interface RouteHost {
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly traceEnabled: boolean;
+  readonly maxPendingBytes: number;
+  nowMs(): number;
+  markDirty(r: Route): void;
+  closeRoute(r: Route, reason: string, detail: string): void;
+  processConnect(r: Route, json: string): void;
+  processInfo(r: Route, info: RouteInfo): void;
+  remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void;
+  remoteUnsub(r: Route, acc: string, subject: string, queue: string): void;
+  inbound(r: Route, acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number, size: number): void;
+}
+
+export class Route extends Conn implements RouteParserHandler {
+  /** Routed messages it brings in follow the one-hop rule (Router.routeRange). */
+  readonly origin: OriginKind = Origin.Route;
+  /** Routes never ask for no-responders replies, and take their own messages back. */
+  readonly noResponders = false;
+  readonly echo = true;
   readonly parser: RouteParser;
   readonly startMs: number;
   host: string;
@@ -102,11 +126,7 @@ export class Route implements RouteParserHandler {
   rttMs = 0;
   private rttStartMs = 0;
 
-  // outbound
-  private out: Buffer = Buffer.allocUnsafe(INITIAL_OUT_BYTES);
-  private outLen = 0;
-  dirty = false;
-  closed = false;
+  // outbound (the buffer and flush are Conn's)
   private lastSubject = "";
   private lastHdr = false;
   private lastPrefix: Buffer | null = null;
@@ -120,12 +140,13 @@ export class Route implements RouteParserHandler {
 
   constructor(
     readonly rid: number,
-    public socket: net.Socket,
-    private readonly cluster: Cluster,
+    socket: net.Socket,
+    private readonly cluster: RouteHost,
     readonly didSolicit: boolean,
     url: string,
     explicit: boolean,
   ) {
+    super(socket, FIRST_OUT_BYTES);
     const now = cluster.nowMs();
     this.startMs = now;
     this.lastActivityMs = now;
@@ -138,6 +159,28 @@ export class Route implements RouteParserHandler {
     this.connectDone = didSolicit;
     this.parser = new RouteParser(this, { maxControlLineBytes: ROUTE_MAX_CONTROL_LINE, maxPayloadBytes: ROUTE_MAX_PAYLOAD });
   }
+
+  /** The connection id (routes and clients share the counter). */
+  get cid(): number {
+    return this.rid;
+  }
+
+  declare socket: net.Socket;
+
+  protected nowMs(): number {
+    return this.cluster.nowMs();
+  }
+
+  protected scheduleFlush(): void {
+    this.cluster.markDirty(this);
+  }
+
+  // Route output is traced by queueString (control lines), not per flush.
+  protected tracingOut(): boolean {
+    return false;
+  }
+
+  protected traceOut(): void {}
 
   label(): string {
     return `${this.host}:${this.port} - rid:${this.rid}`;
@@ -190,7 +233,7 @@ export class Route implements RouteParserHandler {
   onPong(): void {
     this.pingsOut = 0;
     if (this.rttStartMs > 0) {
-      this.rttMs = performance.now() - this.rttStartMs;
+      this.rttMs = this.cluster.clock.monoMs() - this.rttStartMs;
       this.rttStartMs = 0;
     }
   }
@@ -223,10 +266,6 @@ export class Route implements RouteParserHandler {
 
   onError(reason: string): void {
     this.cluster.closeRoute(this, "Protocol Violation", reason);
-  }
-
-  pendingBytes(): number {
-    return this.outLen + this.socket.writableLength;
   }
 
   // ---- outbound ----
@@ -287,15 +326,7 @@ export class Route implements RouteParserHandler {
     if (p + this.socket.writableLength > this.cluster.maxPendingBytes) this.cluster.closeRoute(this, "Slow Consumer (Pending Bytes)", "slow route: pending bytes over max_pending");
   }
 
-  queueRaw(b: Buffer): void {
-    if (this.closed) return;
-    if (this.outLen + b.length > this.out.length) this.grow(b.length);
-    b.copy(this.out, this.outLen);
-    this.outLen += b.length;
-    this.markDirty();
-  }
-
-  queueString(s: string): void {
+  override queueString(s: string): void {
     if (this.cluster.traceEnabled) this.cluster.log.trace(`${this.label()} - ->> [${s.trimEnd().slice(0, 200)}]`);
     this.queueRaw(Buffer.from(s, "utf8"));
   }
@@ -303,32 +334,8 @@ export class Route implements RouteParserHandler {
   sendPing(): void {
     this.pingsOut++;
     this.lastPingMs = this.cluster.nowMs();
-    if (this.rttStartMs === 0) this.rttStartMs = performance.now();
+    if (this.rttStartMs === 0) this.rttStartMs = this.cluster.clock.monoMs();
     this.queueRaw(PING);
-  }
-
-  private grow(need: number): void {
-    let cap = this.out.length * 2;
-    while (cap < this.outLen + need) cap *= 2;
-    const next = Buffer.allocUnsafe(cap);
-    this.out.copy(next, 0, 0, this.outLen);
-    this.out = next;
-  }
-
-  private markDirty(): void {
-    if (!this.dirty) {
-      this.dirty = true;
-      this.cluster.markDirty(this);
-    }
-  }
-
-  flush(): void {
-    this.dirty = false;
-    if (this.closed || this.outLen === 0) return;
-    const chunk = this.out.subarray(0, this.outLen);
-    this.outLen = 0;
-    this.socket.write(chunk);
-    if (this.socket.writableLength !== 0) this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, 1024 * 1024)));
   }
 
   /** Close the socket after what is buffered (an -ERR) has gone out. */
@@ -336,12 +343,7 @@ export class Route implements RouteParserHandler {
     if (this.closed) return;
     this.closed = true;
     this.parser.stop();
-    const s = this.socket;
-    if (this.outLen > 0 && !s.destroyed) s.write(this.out.subarray(0, this.outLen));
-    this.outLen = 0;
-    if (!s.destroyed) {
-      s.end(() => s.destroy());
-      setTimeout(() => s.destroy(), 1000).unref();
-    }
+    this.writeRemaining();
+    this.release(this.cluster.clock);
   }
 }

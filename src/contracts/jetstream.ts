@@ -3,6 +3,8 @@
 
 import type { Bus } from "./bus.js";
 import type { Clock } from "../runtime/clock.js";
+import type { Scheduler } from "../runtime/sched.js";
+import type { Fs } from "../runtime/fs.js";
 import type { Logger } from "../runtime/log.js";
 import type { JetStreamOptions } from "./options.js";
 import type { StreamStore } from "../storage/types.js";
@@ -10,6 +12,10 @@ import type { StreamStore } from "../storage/types.js";
 export interface JetStreamDeps {
   bus: Bus;
   clock: Clock;
+  /** Turns of the loop and microtasks (runtime/sched.ts). */
+  sched: Scheduler;
+  /** The disk JetStream stores to (encryption at rest wraps it). */
+  fs: Fs;
   log: Logger;
   opts: JetStreamOptions;
   serverId: string;

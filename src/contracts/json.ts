@@ -30,15 +30,17 @@ function unsafeNumbers(text: string): number[] {
   while (i < n) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // A string: skip to its closing quote, honouring escapes.
-      i++;
-      while (i < n) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i += 2;
-        else if (d === 0x22) break;
-        else i++;
+      // A string: skip to its closing quote (one not escaped: after an even run of
+      // backslashes) with indexOf, not a character at a time (a stream create with 10,000
+      // subjects is ~200 KB of strings, and a cold loop over it cost milliseconds).
+      let q = text.indexOf('"', i + 1);
+      while (q > 0) {
+        let bs = 0;
+        for (let k = q - 1; text.charCodeAt(k) === 0x5c; k--) bs++;
+        if ((bs & 1) === 0) break;
+        q = text.indexOf('"', q + 1);
       }
-      i++;
+      i = q < 0 ? n : q + 1;
       continue;
     }
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {

@@ -4,6 +4,7 @@
 
 import type { Bus } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
+import type { Scheduler } from "../runtime/sched.js";
 import type { Logger } from "../runtime/log.js";
 import type { JetStreamOptions } from "../contracts/options.js";
 import type { StreamHandle } from "../contracts/jetstream.js";
@@ -13,6 +14,8 @@ import type { Fs } from "../runtime/fs.js";
 export interface ConsumerApiContext {
   readonly bus: Bus;
   readonly clock: Clock;
+  /** Deferred work of consumers (the delivery after a batch of acks). */
+  readonly sched: Scheduler;
   readonly log: Logger;
   readonly opts: JetStreamOptions;
   readonly serverName: string;

@@ -171,7 +171,7 @@ class NeedOverlapSearch extends Error {
 export class ApiRouter {
   private readonly queue = new RequestQueue("JetStream API queue");
   private readonly infoQueue = new RequestQueue("JetStream API info queue");
-  readonly pacer = new Pacer();
+  readonly pacer: Pacer;
   private readonly wireCache = new WeakMap<Stream, WireCache>();
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -186,9 +186,11 @@ export class ApiRouter {
 
   constructor(private readonly svc: JetStreamService) {
     const d = svc.deps;
+    this.pacer = new Pacer(d.clock, d.sched);
     this.ctx = {
       bus: d.bus,
       clock: d.clock,
+      sched: d.sched,
       log: d.log,
       opts: d.opts,
       serverName: d.serverName,
@@ -301,7 +303,7 @@ export class ApiRouter {
     if (!this.draining) {
       this.draining = true;
       // Started as a microtask, as before: a lone request is answered within the turn.
-      queueMicrotask(() => void this.drain());
+      this.svc.deps.sched.microtask(() => void this.drain());
     }
   }
 

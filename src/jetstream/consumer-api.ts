@@ -118,6 +118,7 @@ function envFor(ctx: ConsumerApiContext): ConsumerEnv {
   return {
     bus: ctx.bus,
     clock: ctx.clock,
+    sched: ctx.sched,
     log: ctx.log,
     ticker: cs.ticker,
     serverName: ctx.serverName,

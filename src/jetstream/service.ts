@@ -7,7 +7,7 @@ import { statfsSync } from "node:fs";
 import { totalmem } from "node:os";
 import type { JetStreamDeps } from "../contracts/jetstream.js";
 import type { InternalSubscription } from "../contracts/bus.js";
-import { NodeFs, writeFileAtomicSync, type Fs } from "../runtime/fs.js";
+import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
 import type { StreamStore } from "../storage/types.js";
 import type { StreamConfig } from "../contracts/wire.js";
@@ -29,7 +29,7 @@ export const ACCOUNT = "$G";
 export const REOPEN_DELAY_MS = 1000;
 /** Subscribes or unsubscribes of a stream's subjects per step when they are worked on a
  *  pacer (a stream with thousands of subjects). */
-const SUBS_PER_STEP = 128;
+const SUBS_PER_STEP = 64;
 
 interface StoredMeta {
   created: string;
@@ -54,10 +54,12 @@ export class JetStreamService {
   private readonly directSubs = new Map<string, InternalSubscription[]>();
   /** Streams whose store stopped, waiting to be reopened: name -> timer. */
   private readonly reopening = new Map<string, TimerHandle>();
+  /** The cluster's meta group on this server (src/jscluster/meta-group.ts), if clustered. */
+  private clusterMeta: { jszInfo(): Record<string, unknown>; close(): void } | null = null;
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
-    this.diskFs = new NodeFs();
+    this.diskFs = deps.fs;
     const o = deps.opts;
     this.crypt =
       o.key !== "" ? new CryptFs(this.diskFs, { cipher: o.cipher === "" ? "chachapoly" : o.cipher, key: o.key, prevKey: o.prevKey }) : null;
@@ -124,9 +126,16 @@ export class JetStreamService {
     }
   }
 
+  /** Clustered JetStream: the meta group reports in /jsz and stops with this service. */
+  attachClusterMeta(m: { jszInfo(): Record<string, unknown>; close(): void }): void {
+    this.clusterMeta = m;
+  }
+
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    this.clusterMeta?.close();
+    this.clusterMeta = null;
     for (const s of this.apiSubs) s.unsubscribe();
     this.apiSubs = [];
     if (this.domain !== "") this.deps.bus.mapSubjects?.("", null);
@@ -530,6 +539,7 @@ export class JetStreamService {
       messages,
       bytes,
     };
+    if (this.clusterMeta !== null) o["meta_cluster"] = this.clusterMeta.jszInfo();
     const wantAccounts = opts?.["accounts"] === true || opts?.["streams"] === true || opts?.["consumers"] === true;
     if (wantAccounts) {
       const streamDetail = opts?.["streams"] === true || opts?.["consumers"] === true;

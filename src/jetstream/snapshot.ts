@@ -28,6 +28,7 @@
 // Memory streams have nothing on disk to restore into; both directions refuse them.
 
 import { join } from "node:path";
+import type { TimerHandle } from "../runtime/clock.js";
 import { randomName } from "./ids.js";
 import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
@@ -135,7 +136,7 @@ class SnapshotSender {
   /** Compressed bytes waiting to go out. */
   private out: Buffer[] = [];
   private outLen = 0;
-  private ackTimer: NodeJS.Timeout | null = null;
+  private ackTimer: TimerHandle | null = null;
   private scheduled = false;
   private finished = false;
   private readonly startedNs: number;
@@ -171,11 +172,12 @@ class SnapshotSender {
     this.out.push(MAGIC);
     this.outLen += MAGIC.length;
     // Give the receiver a moment to subscribe, as nats-server does, then go regardless.
-    const deadline = Date.now() + INTEREST_GRACE_MS;
+    const clock = this.svc.deps.clock;
+    const deadline = clock.nowMs() + INTEREST_GRACE_MS;
     const wait = (): void => {
       if (this.finished) return;
-      if (this.bus.hasInterest(this.req.deliverSubject) || Date.now() >= deadline) this.schedule();
-      else setTimeout(wait, 10);
+      if (this.bus.hasInterest(this.req.deliverSubject) || clock.nowMs() >= deadline) this.schedule();
+      else clock.setTimer(wait, 10, true);
     };
     wait();
   }
@@ -187,7 +189,7 @@ class SnapshotSender {
   private schedule(): void {
     if (this.scheduled || this.finished) return;
     this.scheduled = true;
-    setImmediate(() => {
+    this.svc.deps.sched.nextTurn(() => {
       this.scheduled = false;
       this.pump();
     });
@@ -275,15 +277,15 @@ class SnapshotSender {
 
   private armAckTimer(): void {
     if (this.ackTimer !== null || this.finished) return;
-    this.ackTimer = setTimeout(() => {
+    this.ackTimer = this.svc.deps.clock.setTimer(() => {
       this.ackTimer = null;
       this.end(408, "No Flow Response", "no flow response");
-    }, ACK_TIMEOUT_MS);
+    }, ACK_TIMEOUT_MS, true);
   }
 
   private clearAckTimer(): void {
     if (this.ackTimer === null) return;
-    clearTimeout(this.ackTimer);
+    this.svc.deps.clock.clearTimer(this.ackTimer);
     this.ackTimer = null;
   }
 
@@ -318,7 +320,7 @@ class RestoreReceiver {
   private store: FileStreamStore | null = null;
   private readonly consumers: Array<Record<string, unknown>> = [];
   private end: Record<string, unknown> | null = null;
-  private idle: NodeJS.Timeout | null = null;
+  private idle: TimerHandle | null = null;
   private done = false;
   private bytes = 0;
   private readonly tmpDir: string;
@@ -370,11 +372,11 @@ class RestoreReceiver {
   }
 
   private armIdle(): void {
-    if (this.idle !== null) clearTimeout(this.idle);
-    this.idle = setTimeout(() => {
+    if (this.idle !== null) this.svc.deps.clock.clearTimer(this.idle);
+    this.idle = this.svc.deps.clock.setTimer(() => {
       this.idle = null;
       this.fail(new RestoreFailure(`restore for stream '$G > ${this.cfg.name}' is stalled`), "");
-    }, RESTORE_IDLE_MS);
+    }, RESTORE_IDLE_MS, true);
   }
 
   private onChunk(reply: string, payload: Buffer): void {
@@ -444,7 +446,7 @@ class RestoreReceiver {
   }
 
   private complete(reply: string): void {
-    if (this.idle !== null) clearTimeout(this.idle);
+    if (this.idle !== null) this.svc.deps.clock.clearTimer(this.idle);
     this.idle = null;
     if (this.end === null) {
       this.fail(new RestoreFailure(this.bytes === 0 ? "snapshot is empty" : "snapshot is truncated"), reply);
@@ -487,7 +489,7 @@ class RestoreReceiver {
   private fail(err: Error, reply: string): void {
     if (this.done) return;
     this.done = true;
-    if (this.idle !== null) clearTimeout(this.idle);
+    if (this.idle !== null) this.svc.deps.clock.clearTimer(this.idle);
     this.idle = null;
     this.sub?.unsubscribe();
     this.sub = null;
@@ -557,7 +559,7 @@ export class Snapshots {
       state,
       client: {},
     });
-    setImmediate(() => sender.start());
+    this.svc.deps.sched.nextTurn(() => sender.start());
     return { config, state };
   }
 

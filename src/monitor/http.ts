@@ -58,11 +58,13 @@ class CpuMeter {
 export class MonitorRouter {
   readonly reqStats: Record<string, number> = {};
   private readonly cpu = new CpuMeter();
-  readonly lag = new LoopLagMeter();
+  readonly lag: LoopLagMeter;
   httpPort = 0;
   httpsPort = 0;
 
-  constructor(private readonly server: Server) {}
+  constructor(private readonly server: Server) {
+    this.lag = new LoopLagMeter(server.clock);
+  }
 
   private snap(needs: SnapshotNeeds): ServerSnap {
     return snapshot(this.server, needs, { httpPort: this.httpPort, httpsPort: this.httpsPort, cpuPercent: this.cpu.sample(), httpReqStats: this.reqStats, loopLag: this.lag.read() });

@@ -10,7 +10,8 @@
 // reading always spans between one and two windows of recent history; `max_ms_since_start`
 // never resets.
 
-import { createHistogram, performance, type RecordableHistogram } from "node:perf_hooks";
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
 
 const RESOLUTION_MS = 10;
 export const LOOP_LAG_WINDOW_MS = 30_000;
@@ -35,30 +36,40 @@ export class LoopLagMeter {
   private prev: RecordableHistogram = createHistogram();
   private windowStart: number;
   private maxEverNs = 0;
-  private last = performance.now();
-  private readonly timer: NodeJS.Timeout;
+  private last: number;
+  private timer: TimerHandle | null = null;
+  private stopped = false;
 
-  constructor(private readonly now: () => number = () => Date.now()) {
-    this.windowStart = this.now();
-    this.timer = setInterval(() => this.tick(), RESOLUTION_MS);
-    this.timer.unref();
+  constructor(private readonly clock: Clock) {
+    this.windowStart = clock.nowMs();
+    this.last = clock.monoMs();
+    this.arm();
+  }
+
+  private arm(): void {
+    this.timer = this.clock.setTimer(() => {
+      this.timer = null;
+      if (this.stopped) return;
+      this.tick();
+      this.arm();
+    }, RESOLUTION_MS);
   }
 
   /** Records how late this tick is; rotates the window. */
   tick(): void {
-    const t = performance.now();
+    const t = this.clock.monoMs();
     const lateNs = Math.round((t - this.last - RESOLUTION_MS) * NS_PER_MS);
     this.last = t;
     // record() takes integers >= 1; on time counts as 1 ns.
     this.live.record(lateNs >= 1 ? lateNs : 1);
-    if (this.now() - this.windowStart >= LOOP_LAG_WINDOW_MS) this.rotate();
+    if (this.clock.nowMs() - this.windowStart >= LOOP_LAG_WINDOW_MS) this.rotate();
   }
 
   private rotate(): void {
     if (this.live.count > 0) this.maxEverNs = Math.max(this.maxEverNs, this.live.max);
     this.prev = this.live;
     this.live = createHistogram();
-    this.windowStart = this.now();
+    this.windowStart = this.clock.nowMs();
   }
 
   read(): LoopLag {
@@ -68,7 +79,7 @@ export class LoopLagMeter {
       h.add(this.live);
       this.maxEverNs = Math.max(this.maxEverNs, this.live.max);
     }
-    const covered = this.now() - this.windowStart + (this.prev.count > 0 ? LOOP_LAG_WINDOW_MS : 0);
+    const covered = this.clock.nowMs() - this.windowStart + (this.prev.count > 0 ? LOOP_LAG_WINDOW_MS : 0);
     if (h.count === 0) return { ...NO_LOOP_LAG, window_ms: covered, max_ms_since_start: round3(this.maxEverNs) };
     return {
       window_ms: covered,
@@ -81,6 +92,8 @@ export class LoopLagMeter {
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer !== null) this.clock.clearTimer(this.timer);
+    this.timer = null;
   }
 }

@@ -1,5 +1,9 @@
-// /routez, and endpoints for features tsnats does not have yet (leafnodes, gateways,
-// accounts): valid, empty nats-server shapes so tools that poll them keep working.
+// /routez, and endpoints for features tsnats does not have (leaf nodes, gateways, accounts).
+// /leafz and /gatewayz answer exactly what nats-server answers when leaf nodes or gateways
+// are not configured (Server.Leafz with no leaf connections, Server.Gatewayz with the
+// gateway disabled: no name, host or port), which is always true of tsnats: the config
+// refuses remotes and gateways and opens no leaf-node or gateway port (it warns so). Tools
+// that poll them keep working and are told, truthfully, that there is nothing there.
 
 import { goDuration, rfc3339, uptime } from "./format.js";
 import type { ServerSnap } from "./snapshot.js";

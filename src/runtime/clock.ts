@@ -9,7 +9,8 @@ export interface Clock {
   nowNs(): number;
   /** Monotonic milliseconds, for intervals. */
   monoMs(): number;
-  setTimer(fn: () => void, ms: number): TimerHandle;
+  /** fn after ms. The real clock's timers do not keep the process alive unless keepAlive. */
+  setTimer(fn: () => void, ms: number, keepAlive?: boolean): TimerHandle;
   clearTimer(h: TimerHandle): void;
 }
 
@@ -31,13 +32,13 @@ export class SystemClock implements Clock {
   monoMs(): number {
     return performance.now();
   }
-  setTimer(fn: () => void, ms: number): TimerHandle {
+  setTimer(fn: () => void, ms: number, keepAlive = false): TimerHandle {
     const id = nextId++;
     const t = setTimeout(() => {
       this.timers.delete(id);
       fn();
     }, ms);
-    t.unref?.();
+    if (!keepAlive) t.unref?.();
     this.timers.set(id, t);
     return { id };
   }

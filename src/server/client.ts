@@ -9,8 +9,14 @@ import { redactSecrets } from "./redact.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { mapCertUser } from "./tls.js";
-import type { Server } from "./server.js";
 import type { AckReply } from "../protocol/ackreply.js";
+import type { Logger } from "../runtime/log.js";
+import type { Clock } from "../runtime/clock.js";
+import type { Scheduler } from "../runtime/sched.js";
+import type { Sublist } from "../subjects/sublist.js";
+import type { AuthorizationOptions, ServerOptions } from "./options.js";
+import type { TlsSetup } from "./tls.js";
+import { Conn, Origin, type ConnSocket, type OriginKind } from "./conn.js";
 
 const PONG = Buffer.from("PONG\r\n");
 const PING = Buffer.from("PING\r\n");
@@ -21,14 +27,6 @@ const SYS_GROUP = "_sys_";
 // PONG), doubled as deliveries need; a client that got nothing for a tick of the server's
 // timer gives it back (releaseIdleBuffer), so an idle connection holds no outbound buffer.
 const FIRST_OUT_BYTES = 1024;
-// A socket that kept the last buffer (backpressure) is given a new one of at least this.
-const INITIAL_OUT_BYTES = 32 * 1024;
-const NO_OUT = Buffer.alloc(0);
-// A buffer handed to a socket that could not take it at once is replaced by one of at most
-// this size (a burst that grew the buffer need not pin that much per client).
-const MAX_REALLOC_OUT_BYTES = 1024 * 1024;
-// A closed connection's socket is destroyed at the latest this long after close().
-const CLOSE_LINGER_MS = 1000;
 // SUB and UNSUB a connection may send in one turn of the event loop before its parser
 // yields until the next (Client.spendOp): a burst of 100k in one write otherwise ran ~300 ms
 // without a break, as Node reads a socket up to 32 times in a row.
@@ -36,23 +34,8 @@ export const OPS_PER_TURN = 1000;
 // Trace only: the longest unfinished line kept between reads to be redacted whole.
 const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
-/** What a Client needs of its transport: a net.Socket, a tls.TLSSocket, or a WebSocket
- *  adapter (src/server/websocket.ts) that frames what is written. */
-export interface ClientConn {
-  write(data: Buffer | string): boolean;
-  /** cb (when the transport has one): everything written has been handed to the peer. */
-  end(cb?: () => void): void;
-  destroy(): void;
-  /** Stop reading (a closed connection takes no more input, a yielded parser waits for a
-   *  later turn); optional for adapters. */
-  pause?(): void;
-  /** Read again after pause() (a yielded parser is done). */
-  resume?(): void;
-  readonly writableLength: number;
-  readonly destroyed: boolean;
-  readonly remoteAddress?: string | undefined;
-  readonly remotePort?: number | undefined;
-}
+/** What a Client needs of its transport (see ConnSocket). */
+export type ClientConn = ConnSocket;
 
 export const CloseReason = {
   ClientClosed: "Client Closed",
@@ -73,7 +56,40 @@ export const CloseReason = {
 } as const;
 export type CloseReason = (typeof CloseReason)[keyof typeof CloseReason];
 
-export class Client implements ParserHandler, SubOwner {
+/** What a Client needs of the server (src/server/server.ts implements it). */
+export interface ClientHost {
+  readonly opts: ServerOptions;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly sched: Scheduler;
+  readonly traceEnabled: boolean;
+  readonly stats: { inMsgs: number; inBytes: number; outMsgs: number; outBytes: number; slowConsumers: number };
+  readonly sublist: Sublist<Subscription>;
+  /** Turns of the event loop in which some client spent its operation budget. */
+  readonly turn: number;
+  nowMs(): number;
+  armTurn(): void;
+  authRequired(): boolean;
+  authRequiredFor(c: Client): boolean;
+  authFor(c: Client): AuthorizationOptions;
+  noAuthUserFor(c: Client): string;
+  tlsFor(c: Client): TlsSetup | null;
+  infoJson(c: Client | null, ldm?: boolean, tlsRequired?: boolean): string;
+  mappedSubject(subject: string): string | null;
+  routeRange(from: Client | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean, ack: AckReply | null, queues: readonly string[] | null): void;
+  routeAck(buf: Buffer, s0: number, s1: number, reply: string, pstart: number, pend: number): boolean;
+  /** A subscription enters (+1) or leaves (-1) the index; routes hear of it. */
+  updateSub(sub: Subscription, delta: 1 | -1): void;
+  /** A closed connection's subscriptions (already marked closed) leave, in slices. */
+  dropSubs(subs: Subscription[]): void;
+  markDirty(c: Client): void;
+  flushDirty(): void;
+  clientClosed(c: Client): void;
+}
+
+export class Client extends Conn implements ParserHandler, SubOwner {
+  /** Where messages it publishes come from (routeRange's one-hop rule). */
+  readonly origin: OriginKind = Origin.Client;
   readonly parser: Parser;
   readonly subs = new Map<string, Subscription>();
   readonly startMs: number;
@@ -121,25 +137,17 @@ export class Client implements ParserHandler, SubOwner {
   rttMs = 0;
   private rttStartMs = 0;
 
-  // outbound
-  private out: Buffer = NO_OUT;
-  private outLen = 0;
-  /** Set by flush(), cleared by releaseIdleBuffer(): bytes went out since the last tick. */
-  private outUsed = false;
-  dirty = false;
-  writeBlockedSinceMs = 0;
-
-  closed = false;
   closeReason: CloseReason | "" = "";
   stopMs = 0;
 
   constructor(
     readonly cid: number,
-    public socket: ClientConn,
-    private readonly server: Server,
+    socket: ClientConn,
+    private readonly server: ClientHost,
     /** "ws": a websocket client (src/server/websocket.ts), with the websocket authorization. */
     readonly kind: "client" | "ws" = "client",
   ) {
+    super(socket, FIRST_OUT_BYTES);
     const now = server.nowMs();
     this.startMs = now;
     this.lastActivityMs = now;
@@ -165,9 +173,16 @@ export class Client implements ParserHandler, SubOwner {
   private readYielded = false;
   private readonly resumeBound = (): void => this.resumeRead();
 
-  /** Pending outbound bytes: our buffer plus what the socket still holds. */
-  pendingBytes(): number {
-    return this.outLen + this.socket.writableLength;
+  protected nowMs(): number {
+    return this.server.nowMs();
+  }
+
+  protected scheduleFlush(): void {
+    this.server.markDirty(this);
+  }
+
+  protected tracingOut(): boolean {
+    return this.server.traceEnabled;
   }
 
   onData(chunk: Buffer): void {
@@ -197,7 +212,7 @@ export class Client implements ParserHandler, SubOwner {
     if (this.readYielded || this.closed) return;
     this.readYielded = true;
     this.socket.pause?.();
-    setImmediate(this.resumeBound);
+    this.server.sched.nextTurn(this.resumeBound);
   }
 
   private resumeRead(): void {
@@ -208,7 +223,7 @@ export class Client implements ParserHandler, SubOwner {
     if (this.closed) return;
     if (again) {
       this.readYielded = true;
-      setImmediate(this.resumeBound);
+      this.server.sched.nextTurn(this.resumeBound);
       return;
     }
     this.socket.resume?.();
@@ -352,7 +367,7 @@ export class Client implements ParserHandler, SubOwner {
     // Mappings (the JetStream domain's) only concern $ subjects; permissions were checked
     // on the subject as published, as nats-server does.
     if (reserved) subject = this.server.mappedSubject(subject) ?? subject;
-    this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false, null);
+    this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false, null, null);
   }
 
   /** A plain PUB whose subject buf[s0, s1) starts with "$JS.ACK." (see Server.routeAck); true
@@ -402,8 +417,7 @@ export class Client implements ParserHandler, SubOwner {
     const sub = new Subscription(this, subject, queue, sid);
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
     this.subs.set(sid, sub);
-    this.server.sublist.insert(sub);
-    this.server.subInterest(sub, 1);
+    this.server.updateSub(sub, 1);
     if (this.verbose) this.queueRaw(OK);
   }
 
@@ -536,8 +550,7 @@ export class Client implements ParserHandler, SubOwner {
     if (sub.closed) return;
     sub.closed = true;
     this.subs.delete(sub.sid);
-    this.server.sublist.remove(sub);
-    this.server.subInterest(sub, -1);
+    this.server.updateSub(sub, -1);
   }
 
   deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void {
@@ -605,26 +618,6 @@ export class Client implements ParserHandler, SubOwner {
     if (p + this.socket.writableLength > this.server.opts.maxPendingBytes) this.slowConsumer(CloseReason.SlowConsumerPending);
   }
 
-  private grow(need: number): void {
-    let cap = this.out.length === 0 ? FIRST_OUT_BYTES : this.out.length * 2;
-    while (cap < this.outLen + need) cap *= 2;
-    const next = Buffer.allocUnsafe(cap);
-    this.out.copy(next, 0, 0, this.outLen);
-    this.out = next;
-  }
-
-  queueRaw(b: Buffer): void {
-    if (this.closed) return;
-    if (this.outLen + b.length > this.out.length) this.grow(b.length);
-    b.copy(this.out, this.outLen);
-    this.outLen += b.length;
-    this.markDirty();
-  }
-
-  queueString(s: string): void {
-    this.queueRaw(Buffer.from(s, "utf8"));
-  }
-
   sendErr(text: string): void {
     if (this.server.traceEnabled) this.server.log.trace(`${this.label()} - ->> [-ERR '${text}']`);
     this.queueString(`-ERR '${text}'\r\n`);
@@ -637,43 +630,9 @@ export class Client implements ParserHandler, SubOwner {
     this.queueRaw(PING);
   }
 
-  private markDirty(): void {
-    if (!this.dirty) {
-      this.dirty = true;
-      this.server.markDirty(this);
-    }
-  }
-
-  /** Hand the buffered bytes to the socket. Called by the server's flush. */
-  flush(): void {
-    this.dirty = false;
-    if (this.closed || this.outLen === 0) return;
-    const chunk = this.out.subarray(0, this.outLen);
-    this.outLen = 0;
-    this.outUsed = true;
-    if (this.server.traceEnabled) this.traceOut(chunk);
-    const socket = this.socket;
-    const ok = socket.write(chunk);
-    // Nothing left in the socket means the kernel took the bytes during write(): the buffer
-    // is ours again. Otherwise the socket holds on to it and we continue in a new one.
-    if (socket.writableLength !== 0) this.out = Buffer.allocUnsafe(Math.max(INITIAL_OUT_BYTES, Math.min(this.out.length, MAX_REALLOC_OUT_BYTES)));
-    if (!ok && this.writeBlockedSinceMs === 0) this.writeBlockedSinceMs = this.server.nowMs();
-  }
-
-  /** The server's timer, once per tick: a client that sent nothing since the last call lets
-   *  its outbound buffer go (the next queued bytes allocate a small one again). */
-  releaseIdleBuffer(): void {
-    if (this.outUsed) this.outUsed = false;
-    else if (this.outLen === 0 && this.out !== NO_OUT) this.out = NO_OUT;
-  }
-
-  private traceOut(chunk: Buffer): void {
+  protected traceOut(chunk: Buffer): void {
     const text = chunk.toString("latin1", 0, Math.min(chunk.length, 4096));
     for (const line of text.split("\r\n")) if (line.length > 0) this.server.log.trace(`${this.label()} - ->> [${line.length > 200 ? line.slice(0, 200) + "..." : line}]`);
-  }
-
-  onDrain(): void {
-    this.writeBlockedSinceMs = 0;
   }
 
   slowConsumer(reason: CloseReason): void {
@@ -682,12 +641,7 @@ export class Client implements ParserHandler, SubOwner {
     this.server.log.warn(`${this.label()} - Slow Consumer Detected: ${reason === CloseReason.SlowConsumerPending ? "MaxPending of " + String(this.server.opts.maxPendingBytes) + " Exceeded" : "WriteDeadline of " + String(this.server.opts.writeDeadlineMs) + "ms Exceeded"}`);
     // nats-server closes without -ERR; tsnats still tries a best-effort -ERR so a client
     // that does read learns why (it bypasses the outbound bound on purpose).
-    this.outLen = 0;
-    try {
-      this.socket.write("-ERR 'Slow Consumer'\r\n");
-    } catch {
-      /* socket already broken */
-    }
+    this.writeBypassing("-ERR 'Slow Consumer'\r\n");
     this.close(reason);
   }
 
@@ -695,43 +649,20 @@ export class Client implements ParserHandler, SubOwner {
   close(reason: CloseReason): void {
     if (this.closed) return;
     // Push out what is buffered (an -ERR, a PONG) before closing.
-    if (this.outLen > 0 && !this.socket.destroyed) {
-      this.socket.write(this.out.subarray(0, this.outLen));
-      this.outLen = 0;
-    }
-    this.out = NO_OUT;
+    this.writeRemaining();
     this.closed = true;
     this.closeReason = reason;
     this.stopMs = this.server.nowMs();
     this.parser.stop();
-    // Nothing is delivered to a closed subscription; past OPS_PER_TURN they leave the
-    // Sublist OPS_PER_TURN per turn (a connection with 100k subscriptions took ~70 ms).
-    if (this.subs.size <= OPS_PER_TURN) {
-      for (const sub of this.subs.values()) {
-        sub.closed = true;
-        this.server.sublist.remove(sub);
-      }
-    } else {
-      const list = [...this.subs.values()];
-      for (const sub of list) sub.closed = true;
-      this.dropSubs(list, 0);
-    }
+    // Nothing is delivered to a closed subscription; routes hear at once that the interest
+    // is gone; they leave the index OPS_PER_TURN per turn (Server.dropSubs).
+    const list = [...this.subs.values()];
+    for (const sub of list) sub.closed = true;
+    this.server.dropSubs(list);
     this.server.clientClosed(this);
-    const s = this.socket;
-    if (!s.destroyed) {
-      // Read nothing more (a peer that ignores the -ERR could push any amount), and let the
-      // socket go once the last bytes are out: until then it counts against max_connections.
-      s.pause?.();
-      s.end(() => s.destroy());
-      // Do not wait forever for a peer that never reads.
-      setTimeout(() => s.destroy(), CLOSE_LINGER_MS).unref();
-    }
-  }
-
-  private dropSubs(list: Subscription[], from: number): void {
-    const end = Math.min(list.length, from + OPS_PER_TURN);
-    for (let i = from; i < end; i++) this.server.sublist.remove(list[i]!);
-    if (end < list.length) setImmediate(() => this.dropSubs(list, end));
+    // Read nothing more (a peer that ignores the -ERR could push any amount), and let the
+    // socket go once the last bytes are out: until then it counts against max_connections.
+    this.release(this.server.clock);
   }
 
   infoFor(): string {

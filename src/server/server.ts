@@ -2,34 +2,27 @@
 // One coarse timer drives pings, auth timeouts and write deadlines for every client.
 
 import net from "node:net";
-import tls from "node:tls";
-import { buildTls, peerIdentities, peerRejection, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
-import { adoptAccepted, inReadBuffer, LISTEN_BACKLOG } from "../runtime/net.js";
-import { randomBytes } from "node:crypto";
+import { buildTls, type TlsSetup } from "./tls.js";
+import { LISTEN_BACKLOG } from "../runtime/net.js";
 import { writeFileSync, unlinkSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { Sublist, type SublistResult } from "../subjects/sublist.js";
-import { Client, CloseReason } from "./client.js";
+import { Client, CloseReason, type ClientHost } from "./client.js";
 import { newServerId } from "./serverid.js";
-import { Subscription, type SubOwner } from "./subscription.js";
 import { authRequired, permissionsOf, userStillExists } from "./auth.js";
-import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "../contracts/bus.js";
-import type { AckReply } from "../protocol/ackreply.js";
 import type { Logger } from "../runtime/log.js";
 import type { AuthorizationOptions, ClusterOptions, ServerOptions } from "./options.js";
 import type { JetStreamDeps } from "../contracts/jetstream.js";
 import { WsListener, validateWebSocketOptions, type WsConn } from "./websocket.js";
 import { SERVER_VERSION, PROTO_VERSION, JS_API_LEVEL, TSNATS_VERSION } from "../version.js";
-import { SystemClock, type Clock } from "../runtime/clock.js";
+import { SystemClock, type Clock, type TimerHandle } from "../runtime/clock.js";
+import { systemScheduler, type Scheduler } from "../runtime/sched.js";
+import { systemRandom, type Random } from "../runtime/random.js";
+import type { Fs } from "../runtime/fs.js";
+import { Router, type ClusterLike } from "./routing.js";
+import { Acceptor } from "./accept.js";
 
-export interface ServerStats {
-  inMsgs: number;
-  outMsgs: number;
-  inBytes: number;
-  outBytes: number;
-  slowConsumers: number;
-  totalConnections: number;
-}
+export type { ClusterLike, RoutezOptions, ServerStats, Sender } from "./routing.js";
+
 
 /** What the server needs from its JetStream service (src/jetstream/service.ts). */
 export interface JetStreamLike {
@@ -39,35 +32,6 @@ export interface JetStreamLike {
   accountInfo(): object;
 }
 
-export interface RoutezOptions {
-  subs: boolean;
-}
-
-/** What the server needs from its cluster routes (src/cluster/cluster.ts). */
-export interface ClusterLike {
-  /** At least one route is registered: publishes consult forward(). */
-  readonly active: boolean;
-  readonly name: string;
-  readonly port: number;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** After local plain delivery: queue groups cluster-wide and the copies to routes; the
-   *  deliveries made. */
-  forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number;
-  /** The largest outbound backlog among the local queue members the last forward() chose. */
-  readonly lastQueueBacklog: number;
-  /** A client subscription was added (+1) or removed (-1). */
-  localInterest(sub: Subscription, delta: 1 | -1): void;
-  hasRemoteInterest(subject: string): boolean;
-  /** Hand what routes have buffered to their sockets. */
-  flushRoutes(): void;
-  /** This server enters lame duck mode: peers drop its client URLs. */
-  lameDuck(): void;
-  /** connect_urls for clients. */
-  clientUrls(websocket?: boolean): string[];
-  varz(): Record<string, unknown>;
-  routez(opts: RoutezOptions): Record<string, unknown>;
-}
 
 /** The optional parts a server is built with (src/compose.ts wires them): each is made
  *  only when its options ask for it. */
@@ -75,6 +39,16 @@ export interface ServerParts {
   jetstream?: (deps: JetStreamDeps) => Promise<JetStreamLike>;
   cluster?: (server: Server, opts: ClusterOptions) => Promise<ClusterLike>;
   monitor?: (server: Server) => Promise<MonitorLike>;
+}
+
+/** What a server is built with: its seams (real ones by default) and its optional parts. */
+export interface ServerEnv {
+  clock?: Clock;
+  sched?: Scheduler;
+  random?: Random;
+  /** The disk JetStream stores to (compose.ts gives the real one). */
+  fs?: Fs;
+  parts?: ServerParts;
 }
 
 /** What the server needs from the monitoring HTTP listener (src/monitor/http.ts). */
@@ -106,62 +80,17 @@ export interface ClosedClientInfo {
 }
 
 const MAX_CLOSED_CLIENTS = 10_000;
-const NO_RESPONDERS_HDR = "NATS/1.0 503\r\n";
 
-/** JetStream deliveries pause (deliverAs returns true) past this many queued bytes. */
-const DELIVER_BACKLOG_PAUSE_BYTES = 1024 * 1024;
-
-/** A consumer's ack subscription that plain client acks may reach without routing. */
-interface AckRoute {
-  readonly prefix: string; // "$JS.ACK.<stream>.<consumer>."
-  readonly key: Buffer; // the bytes of prefix after "$JS.ACK."
-  readonly sub: Subscription;
-  readonly onBytes: AckBytesHandler;
-  gen: number; // sublist.gen when sole was decided
-  sole: boolean; // sub is the only subscription any prefix... subject matches
-}
-
-const ACK_PFX_LEN = "$JS.ACK.".length;
-
-class InternalOwner implements SubOwner {
-  readonly cid = 0;
-  readonly echo = true;
-  constructor(
-    private readonly handler: InternalHandler,
-    private readonly borrow: boolean,
-  ) {}
-  deliverMsg(sub: Subscription, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null): void {
-    if (sub.closed) return;
-    sub.delivered++;
-    if (ack !== null) reply = ack.toString();
-    // A client's message lies in the shared read buffer, which the next read overwrites, and
-    // internal handlers may keep what they get, unless they borrow (copy what they keep).
-    if (!this.borrow && inReadBuffer(buf)) {
-      this.handler(subject, reply, hdr === null ? null : Buffer.from(hdr), Buffer.from(buf.subarray(start, end)));
-      return;
-    }
-    this.handler(subject, reply, hdr, start === 0 && end === buf.length ? buf : buf.subarray(start, end));
-  }
-  pendingBytes(): number {
-    return 0;
-  }
-}
-
-export class Server implements Bus {
-  readonly sublist = new Sublist<Subscription>();
+export class Server extends Router implements ClientHost {
   readonly clients = new Map<number, Client>();
   readonly closedClients: ClosedClientInfo[] = [];
-  readonly stats: ServerStats = { inMsgs: 0, outMsgs: 0, inBytes: 0, outBytes: 0, slowConsumers: 0, totalConnections: 0 };
   readonly serverId: string;
   readonly startMs: number;
-  readonly clock: Clock;
   opts: ServerOptions;
   log: Logger;
   traceEnabled: boolean;
   jetstream: JetStreamLike | null = null;
   monitor: MonitorLike | null = null;
-  /** Cluster routes; null without a cluster block. */
-  cluster: ClusterLike | null = null;
   lameDuck = false;
   configLoadMs: number;
   /** TLS for the client port (and https monitoring); null = plaintext. Rebuilt on reload. */
@@ -170,33 +99,23 @@ export class Server implements Bus {
   private listener: net.Server | null = null;
   private wsListener: WsListener | null = null;
   private nextCid = 1;
-  private dirtyClients: Client[] = [];
-  /** Accepted client sockets not yet closed (the listener no longer counts them). */
-  private readonly liveSockets = new Set<net.Socket>();
-  private socketsDrained: (() => void) | null = null;
-  private flushScheduled = false;
-  private tickTimer: NodeJS.Timeout | null = null;
+  private readonly acceptor: Acceptor = new Acceptor(this);
+  private tickTimer: TimerHandle | null = null;
   private boundPort = 0;
   private shuttingDown = false;
   private readonly portsFiles: string[] = [];
-  private readonly flushBound = (): void => this.flushDirty();
-  /** Turns of the event loop in which some client spent its operation budget
-   *  (Client.spendOp): advanced on setImmediate, after the reads of the turn. */
-  turn = 0;
-  private turnArmed = false;
-  private readonly nextTurnBound = (): void => {
-    this.turnArmed = false;
-    this.turn++;
-  };
-  private nuidPrefix = randomBytes(6).toString("hex");
 
   private readonly parts: ServerParts;
+  /** The file system JetStream and the cluster's Raft log use (null: not wired). */
+  readonly fs: Fs | null;
 
-  constructor(opts: ServerOptions, log: Logger, clock: Clock = new SystemClock(), parts: ServerParts = {}) {
-    this.parts = parts;
+  constructor(opts: ServerOptions, log: Logger, env: ServerEnv = {}) {
+    super(env.clock ?? new SystemClock(), env.sched ?? systemScheduler, env.random ?? systemRandom);
+    const clock = this.clock;
+    this.parts = env.parts ?? {};
+    this.fs = env.fs ?? null;
     this.opts = opts;
     this.log = log;
-    this.clock = clock;
     this.traceEnabled = opts.trace && log.traceEnabled;
     this.serverId = newServerId();
     this.startMs = clock.nowMs();
@@ -210,7 +129,7 @@ export class Server implements Bus {
   /** Client sockets not yet released, closed clients' lingering ones included (what
    *  max_connections counts). */
   get socketCount(): number {
-    return this.liveSockets.size;
+    return this.acceptor.socketCount;
   }
 
   get serverName(): string {
@@ -249,7 +168,7 @@ export class Server implements Bus {
     if (o.websocket !== null && o.websocket.port !== 0) await this.startWebSocket();
 
     // Paused, so that accept() can move the handle into a socket with a shared read buffer.
-    const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.accept(s));
+    const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.acceptor.accept(s));
     this.listener = listener;
     const port = o.port < 0 ? 0 : o.port;
     await listenAny(listener, o.host, port);
@@ -266,16 +185,17 @@ export class Server implements Bus {
     this.log.info("Server is ready");
     const wsAuthMs = o.websocket?.authorization?.timeoutMs || o.authorization.timeoutMs;
     const tickMs = Math.max(20, Math.min(1000, Math.floor(o.pingIntervalMs / 4), Math.floor(o.authorization.timeoutMs / 4), Math.floor(wsAuthMs / 4)));
-    this.tickTimer = setInterval(() => this.tick(), tickMs);
-    this.tickTimer.unref();
+    this.armTick(tickMs);
   }
 
   private async startJetStream(): Promise<void> {
     const make = this.parts.jetstream;
-    if (make === undefined) throw new Error("JetStream is enabled but not wired into this server (build it with src/compose.ts)");
+    if (make === undefined || this.fs === null) throw new Error("JetStream is enabled but not wired into this server (build it with src/compose.ts)");
     const js = await make({
       bus: this,
       clock: this.clock,
+      sched: this.sched,
+      fs: this.fs,
       log: this.log,
       opts: this.opts.jetstream,
       serverId: this.serverId,
@@ -315,12 +235,6 @@ export class Server implements Bus {
   /** A connection id (clients and routes share the counter, as in nats-server). */
   allocCid(): number {
     return this.nextCid++;
-  }
-
-  /** A client subscription came (+1) or went (-1): routes hear about the interest. */
-  subInterest(sub: Subscription, delta: 1 | -1): void {
-    const cl = this.cluster;
-    if (cl !== null) cl.localInterest(sub, delta);
   }
 
   /** A server joined or left the cluster: clients that take async INFO (protocol 1) get
@@ -372,7 +286,8 @@ export class Server implements Bus {
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
-    if (this.tickTimer) clearInterval(this.tickTimer);
+    if (this.tickTimer !== null) this.clock.clearTimer(this.tickTimer);
+    this.tickTimer = null;
     const l = this.listener;
     this.listener = null;
     const closed = l ? new Promise<void>((r) => l.close(() => r())) : Promise.resolve();
@@ -395,8 +310,7 @@ export class Server implements Bus {
     await closed;
     // The listener does not count adopted sockets: wait for their ends (each bounded by the
     // destroy timer in Client.close).
-    if (this.liveSockets.size > 0) await new Promise<void>((r) => (this.socketsDrained = r));
-    this.socketsDrained = null;
+    await this.acceptor.drained();
     for (const f of this.portsFiles) {
       try {
         unlinkSync(f);
@@ -435,13 +349,13 @@ export class Server implements Bus {
     this.flushDirty();
     const dur = this.opts.lameDuckDurationMs;
     const grace = Math.min(this.opts.lameDuckGracePeriodMs, dur);
-    await sleep(grace);
+    await this.sleep(grace);
     const list = [...this.clients.values()];
     const spread = Math.max(0, dur - grace);
     const step = list.length > 0 ? spread / list.length : 0;
     for (const c of list) {
       c.close(CloseReason.LameDuck);
-      if (step >= 1) await sleep(step);
+      if (step >= 1) await this.sleep(step);
     }
     await this.shutdown();
   }
@@ -494,202 +408,17 @@ export class Server implements Bus {
     return true;
   }
 
-  // ---- connections ----
+  // ---- connections (accept.ts) ----
 
-  private accept(raw: net.Socket): void {
-    if (this.shuttingDown || this.lameDuck) {
-      raw.destroy();
-      return;
-    }
-    // max_connections 0 in a config file arrives as -1: no limit. Sockets of closed clients
-    // that are still being let go count too, so that refused peers cannot pile them up.
-    const maxConns = this.opts.maxConnections;
-    const overLimit = maxConns > 0 && this.liveSockets.size >= maxConns;
-    // Over the limit on a TLS port: the refusal goes out in plaintext after INFO, before any
-    // handshake, as nats-server checks the limit before TLS.
-    if (this.tls !== null && !overLimit) {
-      this.acceptTls(raw, this.tls);
-      return;
-    }
-    let client: Client | null = null;
-    const socket = adoptAccepted(raw, (chunk) => {
-      if (client === null) return;
-      client.onData(chunk);
-      this.flushDirty();
-    });
-    const c = this.register(socket);
-    client = c;
-    this.wire(c, socket);
-    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-    if (overLimit) {
-      // As nats-server: the INFO, then the error, then the close.
-      this.log.error(`${c.label()} - maximum connections exceeded`);
-      c.sendErr("maximum connections exceeded");
-      c.close(CloseReason.MaxConnections);
-      return;
-    }
-    this.flushDirty();
+  /** Not shutting down, not in lame duck mode: new connections are taken. */
+  get accepting(): boolean {
+    return !this.shuttingDown && !this.lameDuck;
   }
 
-  /** A new Client over socket, counted and tracked until its socket closes. */
-  private register(socket: net.Socket): Client {
-    socket.setNoDelay(true);
-    const cid = this.nextCid++;
-    const c = new Client(cid, socket, this);
-    this.clients.set(cid, c);
-    this.liveSockets.add(socket);
-    this.stats.totalConnections++;
-    this.log.debug(`${c.label()} - Client connection created`);
-    socket.on("close", () => {
-      this.liveSockets.delete(socket);
-      c.close(CloseReason.ClientClosed);
-      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
-    });
-    return c;
-  }
-
-  /** The write-side events of the socket a client talks over (the TLS socket once secure). */
-  private wire(c: Client, s: net.Socket): void {
-    s.on("drain", () => c.onDrain());
-    s.on("error", (err) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
-  }
-
-  /**
-   * A client on a TLS port, as nats-server's createClient does it:
-   * - TLS required: INFO in plaintext (tls_required), then the client starts the handshake;
-   * - allow_non_tls: INFO says tls_available, and the first byte tells (0x16: a handshake);
-   * - handshake_first: the handshake first, INFO over TLS once secure; with a fallback delay,
-   *   a client that sends nothing in that time gets the plaintext INFO instead.
-   * A client that does not finish the handshake within tls.timeout is closed.
-   */
-  private acceptTls(raw: net.Socket, t: TlsSetup): void {
-    const c = this.register(raw);
-    // connection_rate_limit: new TLS connections per second, refused in plaintext before any
-    // handshake work (nats-server's connRateCounter).
-    if (t.opts.rateLimit > 0 && !this.tlsRateAllows(t.opts.rateLimit)) {
-      raw.on("error", () => undefined);
-      c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-      c.sendErr("Connection throttling is active. Please try again later.");
-      c.close(CloseReason.MaxConnections);
-      return;
-    }
-    raw.on("error", (err) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
-    const o = this.opts;
-    const deadline = setTimeout(() => {
-      if (c.closed || c.tlsVersion !== "") return;
-      this.log.error(`${c.label()} - TLS handshake timeout`);
-      c.close(CloseReason.TlsHandshakeError);
-      raw.destroy();
-    }, t.opts.timeoutMs);
-    deadline.unref();
-    const sendInfo = (tlsRequired: boolean): void => {
-      c.queueString(`INFO ${this.infoJson(c, false, tlsRequired)}\r\n`);
-      this.flushDirty();
-    };
-    const plaintext = (first: Buffer | null): void => {
-      clearTimeout(deadline);
-      raw.on("data", (chunk: Buffer) => {
-        c.onData(chunk);
-        this.flushDirty();
-      });
-      if (first !== null) {
-        c.onData(first);
-        this.flushDirty();
-      }
-      raw.resume();
-    };
-    // After INFO (or before it, handshake first): wait for the first bytes and decide.
-    const sniff = (): void => {
-      raw.once("data", (first: Buffer) => {
-        raw.pause();
-        if (first[0] === 0x16) this.upgradeTls(c, raw, t, first, deadline, null);
-        else plaintext(first);
-      });
-      raw.resume();
-    };
-    if (t.opts.handshakeFirst) {
-      const fallback = t.opts.handshakeFirstFallbackMs;
-      if (fallback <= 0) {
-        this.upgradeTls(c, raw, t, null, deadline, () => sendInfo(true));
-        return;
-      }
-      const timer = setTimeout(() => {
-        raw.removeAllListeners("data");
-        raw.pause();
-        if (c.closed) return;
-        // Nothing came: a client that waits for INFO, as before 2.10.
-        sendInfo(!o.allowNonTls);
-        if (o.allowNonTls) sniff();
-        else this.upgradeTls(c, raw, t, null, deadline, null);
-      }, fallback);
-      raw.once("data", (first: Buffer) => {
-        clearTimeout(timer);
-        raw.pause();
-        this.upgradeTls(c, raw, t, first, deadline, () => sendInfo(true));
-      });
-      raw.resume();
-      return;
-    }
-    sendInfo(!o.allowNonTls);
-    if (o.allowNonTls) sniff();
-    else this.upgradeTls(c, raw, t, null, deadline, null);
-  }
-
-  private tlsRateWindowMs = 0;
-  private tlsRateCount = 0;
-
-  /** One more TLS connection in this second's window, if under limit per second. */
-  private tlsRateAllows(limit: number): boolean {
-    const now = this.nowMs();
-    if (now - this.tlsRateWindowMs >= 1000) {
-      this.tlsRateWindowMs = now;
-      this.tlsRateCount = 0;
-    }
-    if (this.tlsRateCount >= limit) return false;
-    this.tlsRateCount++;
-    return true;
-  }
-
-  /** Server-side handshake over raw (first: bytes already read from it); then the client
-   *  reads and writes through the TLS socket. */
-  private upgradeTls(c: Client, raw: net.Socket, t: TlsSetup, first: Buffer | null, deadline: NodeJS.Timeout, onSecure: (() => void) | null): void {
-    if (c.closed) return;
-    if (first !== null) raw.unshift(first);
-    const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
-    c.socket = ts;
-    ts.on("error", (err) => {
-      if (c.tlsVersion === "") this.log.error(`${c.label()} - TLS handshake error: ${err.message}`);
-      else this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(c.tlsVersion === "" ? CloseReason.TlsHandshakeError : CloseReason.ReadError);
-      raw.destroy();
-    });
-    ts.on("secure", () => {
-      clearTimeout(deadline);
-      if (c.closed) return;
-      const bad = peerRejection(ts, t.opts, t.opts.verify);
-      if (bad !== null) {
-        this.log.error(`${c.label()} - TLS handshake error: ${bad}`);
-        c.close(CloseReason.TlsHandshakeError);
-        ts.destroy();
-        return;
-      }
-      c.tlsVersion = tlsVersionName(ts);
-      c.tlsCipher = tlsCipherName(ts);
-      if (t.opts.verifyAndMap) c.certIdentities = peerIdentities(ts);
-      this.log.debug(`${c.label()} - TLS handshake complete`);
-      this.log.debug(`${c.label()} - TLS version ${c.tlsVersion}, cipher suite ${c.tlsCipher}`);
-      ts.on("drain", () => c.onDrain());
-      // One TCP read can hold several TLS records, each a 'data' event in the same turn:
-      // the writes they cause are flushed once, on setImmediate (markDirty schedules it).
-      ts.on("data", (chunk: Buffer) => c.onData(chunk));
-      if (onSecure !== null) onSecure();
-    });
+  /** A websocket connection past its upgrade: a Client like accept()'s, talking through conn
+   *  (which frames what it writes). null when refused. */
+  acceptWebSocket(conn: WsConn): Client | null {
+    return this.acceptor.acceptWebSocket(conn);
   }
 
   // ---- websocket clients (src/server/websocket.ts) ----
@@ -711,47 +440,9 @@ export class Server implements Bus {
     return this.wsListener?.port ?? 0;
   }
 
-  /** A websocket connection past its upgrade: a Client like accept()'s, talking through conn
-   *  (which frames what it writes). null when refused. */
   /** The TLS a client came in over: the client port's, or the websocket listener's. */
   tlsFor(c: Client): TlsSetup | null {
     return c.kind === "ws" ? (this.wsListener?.tls ?? null) : this.tls;
-  }
-
-  acceptWebSocket(conn: WsConn): Client | null {
-    if (this.shuttingDown || this.lameDuck) {
-      conn.destroy();
-      return null;
-    }
-    const maxConns = this.opts.maxConnections;
-    if (maxConns > 0 && this.clients.size >= maxConns) {
-      conn.refuse("-ERR 'maximum connections exceeded'\r\n", 1008, CloseReason.MaxConnections);
-      this.log.warn("Maximum connections exceeded");
-      return null;
-    }
-    const cid = this.nextCid++;
-    const c = new Client(cid, conn, this, "ws");
-    c.tlsVersion = conn.tlsVersion;
-    c.tlsCipher = conn.tlsCipher;
-    c.certIdentities = conn.certIdentities;
-    this.clients.set(cid, c);
-    const socket = conn.socket;
-    this.liveSockets.add(socket);
-    this.stats.totalConnections++;
-    this.log.debug(`${c.label()} - Client connection created`);
-    conn.on("drain", () => c.onDrain());
-    conn.on("error", (err: Error) => {
-      this.log.debug(`${c.label()} - Client connection error: ${err.message}`);
-      c.close(CloseReason.ReadError);
-    });
-    conn.on("close", () => {
-      this.liveSockets.delete(socket);
-      c.close(CloseReason.ClientClosed);
-      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
-    });
-    c.queueString(`INFO ${this.infoJson(c)}\r\n`);
-    this.flushDirty();
-    return c;
   }
 
   private wsAuthOf: ServerOptions | null = null;
@@ -796,8 +487,6 @@ export class Server implements Bus {
   }
 
   clientClosed(c: Client): void {
-    // Routes hear that the closed client's subscriptions are gone.
-    if (this.cluster !== null) for (const sub of c.subs.values()) this.cluster.localInterest(sub, -1);
     if (!this.clients.delete(c.cid)) return;
     this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
     this.closedClients.push({
@@ -870,243 +559,21 @@ export class Server implements Bus {
     return JSON.stringify(info);
   }
 
-  // ---- routing ----
-
-  /** Largest outbound backlog among the receivers of the last probing route (deliverAs). */
-  private routeBacklogBytes = 0;
-  /** Subject mapping of client publishes (mapSubjects): "" none. */
-  private mapPrefix = "";
-  private mapFn: ((subject: string) => string | null) | null = null;
-
-  /** Route one message to every matching subscription (one member per queue group).
-   *  probe: record the receivers' largest outbound backlog in routeBacklogBytes. */
-  route(from: Client | null, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, shown = subject, probe = false): void {
-    this.routeRange(from, subject, reply, hdr, payload, 0, payload.length, shown, probe, null);
-  }
-
-  /** route() with the payload as buf[start, end): client publishes hand in the read buffer,
-   *  so no view is made per message. */
-  routeRange(from: Client | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean, ack: AckReply | null): void {
-    const r: SublistResult<Subscription> = this.sublist.match(subject);
-    let delivered = 0;
-    const noEcho = from !== null && !from.echo;
-    const ps = r.psubs;
-    for (let i = 0; i < ps.length; i++) {
-      const sub = ps[i]!;
-      // Closed (its client is being removed a slice per turn): no delivery, no interest.
-      if (sub.closed || (noEcho && sub.owner === from)) continue;
-      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
-      delivered++;
-      if (probe) this.probeBacklog(sub);
-    }
-    const qs = r.qsubs;
-    // With routes, queue groups are picked cluster-wide and routes get their copies.
-    const cl = this.cluster;
-    if (cl !== null && cl.active) {
-      delivered += cl.forward(from !== null ? from.cid : 0, noEcho, subject, reply, hdr, buf, start, end, shown, ack, qs);
-      if (probe && cl.lastQueueBacklog > this.routeBacklogBytes) this.routeBacklogBytes = cl.lastQueueBacklog;
-      if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
-      return;
-    }
-    for (let g = 0; g < qs.length; g++) {
-      const members = qs[g]!;
-      const n = members.length;
-      if (n === 0) continue;
-      const first = n === 1 ? 0 : Math.floor(Math.random() * n);
-      for (let k = 0; k < n; k++) {
-        const sub = members[(first + k) % n]!;
-        if (sub.closed || (noEcho && sub.owner === from)) continue;
-        // A member whose subscribe deny covers the subject passes it to the next one.
-        if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
-        sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
-        delivered++;
-        if (probe) this.probeBacklog(sub);
-        break;
-      }
-    }
-    if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from, subject, reply);
-  }
-
-  private probeBacklog(sub: Subscription): void {
-    const b = sub.owner.pendingBytes();
-    if (b > this.routeBacklogBytes) this.routeBacklogBytes = b;
-  }
-
-  private noResponders(from: Client, subject: string, reply: string): void {
-    const r = this.sublist.match(reply);
-    let target: Subscription | undefined;
-    for (const s of r.psubs) if (s.owner === from) target = s;
-    if (!target) for (const q of r.qsubs) for (const s of q) if (s.owner === from) target = s;
-    if (!target) return;
-    // nats-server 2.12 adds the original subject as Nats-Subject; older clients ignore it.
-    const hdr = Buffer.from(`${NO_RESPONDERS_HDR}Nats-Subject: ${subject}\r\n\r\n`, "latin1");
-    from.deliverMsg(target, reply, "", hdr, EMPTY, 0, 0, null);
-  }
-
-  markDirty(c: Client): void {
-    this.dirtyClients.push(c);
-    this.scheduleFlush();
-  }
-
-  flushDirty(): void {
-    this.flushScheduled = false;
-    // Routes that a client's read gave messages go out with the clients' writes, not a turn
-    // later.
-    if (this.cluster !== null) this.cluster.flushRoutes();
-    const list = this.dirtyClients;
-    if (list.length === 0) return;
-    this.dirtyClients = [];
-    for (let i = 0; i < list.length; i++) list[i]!.flush();
-  }
-
-  // ---- Bus (internal clients) ----
-
-  private readonly ackRoutes = new Map<string, AckRoute>(); // by AckRoute.key as a string
-  private lastAck: AckRoute | null = null;
-
-  subscribeAck(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler): InternalSubscription {
-    const owner = new InternalOwner(handler, false);
-    const subject = prefix + ">";
-    const sub = new Subscription(owner, subject, "", "0");
-    this.sublist.insert(sub);
-    const keyStr = prefix.slice(ACK_PFX_LEN);
-    const route: AckRoute = { prefix, key: Buffer.from(keyStr, "utf8"), sub, onBytes, gen: -1, sole: false };
-    this.ackRoutes.set(keyStr, route);
-    return {
-      subject,
-      unsubscribe: (): void => {
-        if (sub.closed) return;
-        sub.closed = true;
-        this.sublist.remove(sub);
-        if (this.ackRoutes.get(keyStr) === route) this.ackRoutes.delete(keyStr);
-        if (this.lastAck === route) this.lastAck = null;
-      },
-    };
-  }
-
-  /** A client's plain PUB to buf[s0, s1), which starts with "$JS.ACK.", handed straight to
-   *  the consumer when its ack subscription is the only one the subject can match (what
-   *  routing would do, minus the subject string and the lookup). False: route it normally. */
-  routeAck(buf: Buffer, s0: number, s1: number, reply: string, pstart: number, pend: number): boolean {
-    const ks = s0 + ACK_PFX_LEN;
-    let r = this.lastAck;
-    if (r === null || !bytesAt(buf, ks, s1, r.key)) {
-      const d1 = buf.indexOf(0x2e, ks);
-      if (d1 < 0 || d1 >= s1) return false;
-      const d2 = buf.indexOf(0x2e, d1 + 1);
-      if (d2 < 0 || d2 >= s1) return false;
-      r = this.ackRoutes.get(buf.toString("utf8", ks, d2 + 1)) ?? null;
-      if (r === null) return false;
-      this.lastAck = r;
-    }
-    const sl = this.sublist;
-    if (r.gen !== sl.gen) {
-      r.sole = sl.soleSubscriberUnder(r.prefix.slice(0, -1), r.sub);
-      r.gen = sl.gen;
-    }
-    const start = ks + r.key.length;
-    if (!r.sole || r.sub.closed || start >= s1) return false;
-    if (!r.onBytes(buf, start, s1, reply, buf, pstart, pend)) return false;
-    r.sub.delivered++;
-    return true;
-  }
-
-  subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false): InternalSubscription {
-    const owner = new InternalOwner(handler, borrow);
-    const sub = new Subscription(owner, subject, queue, "0");
-    this.sublist.insert(sub);
-    const list = this.sublist;
-    return {
-      subject,
-      unsubscribe(): void {
-        if (sub.closed) return;
-        sub.closed = true;
-        list.remove(sub);
-      },
-    };
-  }
-
-  publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
-    this.publishRange(subject, reply, hdr, payload, 0, payload.length);
-  }
-
-  mapSubjects(prefix: string, map: ((subject: string) => string | null) | null): void {
-    this.mapPrefix = map === null ? "" : prefix;
-    this.mapFn = map;
-  }
-
-  /** The subject a client's publish to `subject` is routed as, or null to leave it. */
-  mappedSubject(subject: string): string | null {
-    if (this.mapFn === null || !subject.startsWith(this.mapPrefix)) return null;
-    return this.mapFn(subject);
-  }
-
-  publishRange(subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
-    this.routeRange(null, subject, reply, hdr, buf, start, end, subject, false, null);
-    this.scheduleFlush();
-  }
-
-  /** A client started spending its budget in this turn: move `turn` on after the reads. */
-  armTurn(): void {
-    if (this.turnArmed) return;
-    this.turnArmed = true;
-    setImmediate(this.nextTurnBound);
-  }
-
-  /** Flush dirty clients on the next turn (routing from outside a client's read). */
-  private scheduleFlush(): void {
-    if (!this.flushScheduled && this.dirtyClients.length > 0) {
-      this.flushScheduled = true;
-      setImmediate(this.flushBound);
-    }
-  }
-
-  deliverAs(deliverSubject: string, msgSubject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean {
-    return this.deliverVia(deliverSubject, msgSubject, reply, null, hdr, payload);
-  }
-
-  /** deliverAs with the reply subject given by ack (written by each client connection
-   *  straight into its outbound buffer). */
-  deliverAck(deliverSubject: string, msgSubject: string, ack: AckReply, hdr: Buffer | null, payload: Buffer): boolean {
-    return this.deliverVia(deliverSubject, msgSubject, "", ack, hdr, payload);
-  }
-
-  private deliverVia(deliverSubject: string, msgSubject: string, reply: string, ack: AckReply | null, hdr: Buffer | null, payload: Buffer): boolean {
-    this.routeBacklogBytes = 0;
-    this.routeRange(null, deliverSubject, reply, hdr, payload, 0, payload.length, msgSubject, true, ack);
-    this.scheduleFlush();
-    // Well before the slow-consumer bound (a quarter of it at most), and small enough that
-    // the outbound buffer stays a size the socket takes in one go.
-    return this.routeBacklogBytes > Math.min(this.opts.maxPendingBytes / 4, DELIVER_BACKLOG_PAUSE_BYTES);
-  }
-
-  hasInterest(subject: string): boolean {
-    const r = this.sublist.match(subject);
-    // Subscriptions marked closed (still in the sublist for a few turns) do not count.
-    for (const s of r.psubs) if (!s.closed) return true;
-    for (const g of r.qsubs) for (const s of g) if (!s.closed) return true;
-    return this.cluster !== null && this.cluster.hasRemoteInterest(subject);
-  }
-
-  hasQueueInterest(subject: string, queue: string): boolean {
-    const qs = this.sublist.match(subject).qsubs;
-    for (let g = 0; g < qs.length; g++) {
-      const members = qs[g]!;
-      for (let k = 0; k < members.length; k++) {
-        const s = members[k]!;
-        if (s.queue === queue && !s.closed) return true;
-      }
-    }
-    return false;
-  }
-
-  /** A unique inbox prefix for internal requests. */
-  newInbox(): string {
-    return `_INBOX.${this.nuidPrefix}${randomBytes(6).toString("hex")}`;
-  }
-
   // ---- the one timer ----
+
+  private armTick(ms: number): void {
+    this.tickTimer = this.clock.setTimer(() => {
+      this.tickTimer = null;
+      if (this.shuttingDown) return;
+      this.tick();
+      if (!this.shuttingDown) this.armTick(ms);
+    }, ms);
+  }
+
+  /** Lame duck's pauses: kept alive (the process waits for them). */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((r) => this.clock.setTimer(r, ms, true));
+  }
 
   private tick(): void {
     const now = this.nowMs();
@@ -1143,7 +610,6 @@ export class Server implements Bus {
   }
 }
 
-const EMPTY = Buffer.alloc(0);
 
 /**
  * Listen on host:port. "0.0.0.0" means every address, as in nats-server (Go listens on both
@@ -1169,14 +635,4 @@ export async function listenAny(l: net.Server, host: string, port: number): Prom
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
-/** Whether buf[at, end) starts with key. */
-function bytesAt(buf: Buffer, at: number, end: number, key: Buffer): boolean {
-  const n = key.length;
-  if (at + n > end) return false;
-  for (let i = 0; i < n; i++) if (buf[at + i] !== key[i]) return false;
-  return true;
-}

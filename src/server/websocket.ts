@@ -24,8 +24,20 @@ import tls from "node:tls";
 import { adoptAccepted, LISTEN_BACKLOG } from "../runtime/net.js";
 import { buildTls, peerIdentities, peerRejection, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
 import { CloseReason, type Client, type ClientConn } from "./client.js";
-import type { Server } from "./server.js";
+import { CLOSE_LINGER_MS } from "./conn.js";
+import type { Logger } from "../runtime/log.js";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { ServerOptions, WebSocketOptions } from "./options.js";
+
+/** What the websocket side needs of the server (server.ts implements it). */
+export interface WsHost {
+  readonly log: Logger;
+  readonly opts: ServerOptions;
+  readonly clock: Clock;
+  flushDirty(): void;
+  /** A connection past its upgrade becomes a Client; null when refused. */
+  acceptWebSocket(conn: WsConn): Client | null;
+}
 
 const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -480,7 +492,7 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
   client: Client | null = null;
   private decoder: WsFrameDecoder | null = null;
   private head: Buffer | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: TimerHandle | null = null;
   private compress = false;
   private closeSent = false;
   /** The close frame end() sends: set by a peer's close (the echo) or a protocol error. */
@@ -495,7 +507,7 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
 
   constructor(
     raw: net.Socket,
-    private readonly server: Server,
+    private readonly server: WsHost,
     private readonly listener: WsListener,
   ) {
     super();
@@ -522,18 +534,17 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
     this.socket.setNoDelay(true);
     const w = server.opts.websocket!;
     if (w.handshakeTimeoutMs > 0) {
-      this.timer = setTimeout(() => {
+      this.timer = server.clock.setTimer(() => {
         this.server.log.debug(`${this.remote()} - websocket handshake error: handshake timeout`);
         this.socket.destroy();
       }, w.handshakeTimeoutMs);
-      this.timer.unref();
     }
     this.socket.on("drain", () => this.emit("drain"));
     this.socket.on("error", (err) => {
       if (this.client !== null) this.emit("error", err);
     });
     this.socket.on("close", () => {
-      if (this.timer !== null) clearTimeout(this.timer);
+      if (this.timer !== null) this.server.clock.clearTimer(this.timer);
       this.listener.forget(this);
       if (this.client !== null) this.emit("close");
     });
@@ -628,7 +639,7 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
     this.closeStatus = status;
     this.closeBody = reason;
     this.end();
-    setTimeout(() => this.socket.destroy(), 1000).unref();
+    this.server.clock.setTimer(() => this.socket.destroy(), CLOSE_LINGER_MS);
   }
 
   // ---- reading ----
@@ -700,10 +711,10 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
 
   private handshakeError(status: number, reason: string): void {
     this.server.log.error(`${this.remote()} - websocket handshake error: ${reason}`);
-    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.timer !== null) this.server.clock.clearTimer(this.timer);
     this.head = null;
     this.socket.end(httpError(status));
-    setTimeout(() => this.socket.destroy(), 1000).unref();
+    this.server.clock.setTimer(() => this.socket.destroy(), CLOSE_LINGER_MS);
   }
 
   /** RFC 6455 4.2.1, in nats-server's order (wsUpgrade). */
@@ -728,7 +739,7 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
     if (this.compress) res += PMC_RESPONSE;
     if (noMasking) res += "Nats-No-Masking: true\r\n";
     this.socket.write(res + "\r\n");
-    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.timer !== null) this.server.clock.clearTimer(this.timer);
     this.timer = null;
     const o = this.server.opts;
     const maxMessage = Math.max(8 * 1024 * 1024, 2 * o.maxPayloadBytes + o.maxControlLineBytes);
@@ -748,7 +759,7 @@ export class WsListener {
   private boundPort = 0;
 
   private constructor(
-    private readonly server: Server,
+    private readonly server: WsHost,
     private readonly tcp: net.Server,
     readonly opts: WebSocketOptions,
   ) {
@@ -760,7 +771,7 @@ export class WsListener {
     return this.boundPort;
   }
 
-  static async start(server: Server, opts: WebSocketOptions): Promise<WsListener> {
+  static async start(server: WsHost, opts: WebSocketOptions): Promise<WsListener> {
     const srv = net.createServer({ noDelay: true, pauseOnConnect: true });
     const l = new WsListener(server, srv, opts);
     srv.on("connection", (raw: net.Socket) => l.accept(raw));

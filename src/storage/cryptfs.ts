@@ -143,10 +143,13 @@ export class CryptFs implements Fs {
   private readonly kek: Buffer;
   private readonly prevKek: Buffer | null;
   private readonly files = new Map<number, OpenFile>();
+  /** Names are not encrypted: unlinking off the loop is the inner Fs's, when it has it. */
+  readonly unlinkAsync?: (path: string, cb: (err: Error | null) => void) => void;
 
   constructor(inner: Fs, opts: CryptFsOptions) {
     if (opts.key === "") throw new Error("CryptFs needs a key");
     this.inner = inner;
+    if (inner.unlinkAsync !== undefined) this.unlinkAsync = (path, cb) => inner.unlinkAsync!(path, cb);
     this.cipher = opts.cipher;
     this.kek = deriveKek(opts.key);
     this.prevKek = opts.prevKey !== undefined && opts.prevKey !== "" ? deriveKek(opts.prevKey) : null;
@@ -414,13 +417,6 @@ export class CryptFs implements Fs {
   }
   unlink(path: string): void {
     this.inner.unlink(path);
-  }
-  unlinkAsync(path: string, cb: (err: Error | null) => void): void {
-    if (this.inner.unlinkAsync !== undefined) this.inner.unlinkAsync(path, cb);
-    else {
-      this.inner.unlink(path);
-      setImmediate(cb, null);
-    }
   }
   rmrf(path: string): void {
     this.inner.rmrf(path);

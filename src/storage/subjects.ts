@@ -1,36 +1,14 @@
-// Subject filter matching for the stores, without splitting into token arrays: filters are
-// tested against every distinct subject in a stream, so this must not allocate.
+// Subject helpers for the stores, without splitting into token arrays: filters are tested
+// against every distinct subject in a stream, so nothing here allocates.
 
 const DOT = 46;
 const STAR = 42;
 const GT = 62;
 
-/** True when filter ("" or ">" = everything, `*` one token, `>` one or more tail tokens) matches subject. */
-export function subjectMatches(filter: string, subject: string): boolean {
-  if (filter === "" || filter === ">" || filter === subject) return true;
-  const fl = filter.length;
-  const sl = subject.length;
-  let fi = 0;
-  let si = 0;
-  for (;;) {
-    if (si > sl) return false; // filter has tokens left, subject has none
-    let fe = filter.indexOf(".", fi);
-    if (fe < 0) fe = fl;
-    let se = subject.indexOf(".", si);
-    if (se < 0) se = sl;
-    const flen = fe - fi;
-    if (flen === 1 && filter.charCodeAt(fi) === GT) return true;
-    if (!(flen === 1 && filter.charCodeAt(fi) === STAR)) {
-      if (flen !== se - si) return false;
-      for (let k = 0; k < flen; k++) {
-        if (filter.charCodeAt(fi + k) !== subject.charCodeAt(si + k)) return false;
-      }
-    }
-    fi = fe + 1;
-    si = se + 1;
-    if (fi > fl) return si > sl;
-  }
-}
+// The one filter match lives in src/subjects/subject.ts (filterMatches: "" matches every
+// subject). subjectMatches here is its old name for the stores (same meaning), kept so that
+// other branches compile; new code imports filterMatches.
+export { filterMatches, filterMatches as subjectMatches } from "../subjects/subject.js";
 
 /** True when the subject has no `*` or `>` token. "" counts as a wildcard (matches all). */
 export function isLiteralSubject(s: string): boolean {

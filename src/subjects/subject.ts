@@ -86,6 +86,13 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   }
 }
 
+/** A stream or consumer filter against a literal subject: "" (no filter) matches every
+ *  subject, anything else as subjectMatches (where "" is no pattern and matches nothing).
+ *  The one filter match of the stores, streams and consumers. */
+export function filterMatches(filter: string, subject: string): boolean {
+  return filter === "" || subjectMatches(filter, subject);
+}
+
 function nextDot(s: string, from: number): number {
   const i = s.indexOf(".", from);
   return i < 0 ? s.length : i;

@@ -13,12 +13,9 @@ const ROOT = join(fileURLToPath(new URL(".", import.meta.url)), "..", "..", ".."
 /** Cycles that exist today and are being removed on other branches. Each entry is the sorted
  *  list of files of one strongly connected component. Remove an entry when its cycle goes. */
 const KNOWN_CYCLES: string[][] = [
-  // src/consumer is being split on another branch (issue 15, consumer ledger); it removes this.
-  ["src/consumer/priority.ts", "src/consumer/waiting.ts"],
-  // Being removed on this branch (issue 15):
-  ["src/cluster/cluster.ts", "src/cluster/route.ts"],
+  // src/jetstream is reworked on another branch (stream-create pacing; the archive codec
+  // leaves snapshot.ts): the service's type is imported back by api.ts and snapshot.ts.
   ["src/jetstream/api.ts", "src/jetstream/service.ts", "src/jetstream/snapshot.ts"],
-  ["src/server/client.ts", "src/server/server.ts", "src/server/websocket.ts"],
 ];
 
 /** Layer imports that exist today but the table does not allow (being removed, issue 15). */

@@ -4,6 +4,8 @@ import type { Bus, InternalHandler, InternalSubscription } from "../../src/serve
 import { subjectMatches } from "../../src/subjects/subject.js";
 import { JetStreamService } from "../../src/jetstream/service.js";
 import { SystemClock, type Clock } from "../../src/runtime/clock.js";
+import { systemScheduler } from "../../src/runtime/sched.js";
+import { NodeFs } from "../../src/runtime/fs.js";
 import { nullLogger } from "../../src/server/log.js";
 import { defaultOptions, type JetStreamOptions } from "../../src/server/options.js";
 import { parseHeaders, encodeHeaders, type ParsedHeaders } from "../../src/protocol/headers.js";
@@ -114,6 +116,8 @@ export async function startJs(opts: Partial<JetStreamOptions> = {}, clock: Clock
     new JetStreamService({
       bus,
       clock,
+      sched: systemScheduler,
+      fs: new NodeFs(),
       log: nullLogger,
       opts: { ...defaultOptions().jetstream, enabled: true, storeDir, ...opts },
       serverId: "SERVERID",

@@ -13,21 +13,15 @@
 // number is taken as seconds with a warning (nats-server's backward-compatible reading);
 // max_connections 0 means unlimited and is mapped to -1.
 
-import { defaultClusterOptions, defaultWebSocketOptions, type AuthorizationOptions, type OptionsPatch, type UserEntry } from "../options.js";
-import {
-  ConfigError,
-  type ConfigMap,
-  type ConfigPos,
-  type ConfigValue,
-  parseConfigFile,
-  positionOf,
-  wasUsedAsVariable,
-} from "./parser.js";
-import { parseDurationMs } from "./duration.js";
+import { defaultWebSocketOptions, type AuthorizationOptions, type OptionsPatch, type UserEntry } from "../options.js";
+import { ConfigError, type ConfigMap, parseConfigFile } from "./parser.js";
 import { permissionsBlock } from "./permissions.js";
-import type { Permissions } from "../permissions.js";
 import { tlsBlock } from "./tls.js";
 import { isValidPublicUserKey } from "../auth.js";
+import { Ctx, describe, hostPort, isMap, set, stringList } from "./ctx.js";
+import { cluster, routeUrlProblem } from "./cluster.js";
+
+export { routeUrlProblem };
 
 export class ConfigProblems extends Error {
   readonly code = "CONFIG_ERROR";
@@ -122,141 +116,17 @@ const REFUSED_USER: ReadonlyMap<string, string> = new Map([
   ["proxy_required", "trusted proxies are not supported by tsnats"],
 ]);
 
-class Ctx {
-  readonly errors: ConfigError[] = [];
-  readonly warnings: string[] = [];
-  constructor(readonly file: string) {}
 
-  pos(container: object, key: string | number): ConfigPos {
-    return positionOf(container, key) ?? { file: this.file, line: 0, col: 0 };
-  }
-  error(container: object, key: string | number, reason: string): void {
-    this.errors.push(new ConfigError(this.pos(container, key), reason));
-  }
-  warn(container: object, key: string | number, reason: string): void {
-    this.warnings.push(new ConfigError(this.pos(container, key), reason).message);
-  }
-  unknown(map: ConfigMap, key: string): void {
-    if (!wasUsedAsVariable(map, key)) this.error(map, key, `unknown field "${key}"`);
-  }
-  ignored(map: ConfigMap, key: string, where: string): void {
-    this.warn(map, key, `field "${where}${key}" is not supported by tsnats and is ignored`);
-  }
-  /** A setting tsnats does not implement: a startup error, never a warning. */
-  refused(map: ConfigMap, key: string, where: string, why: string): void {
-    this.error(map, key, `field "${where}${key}" is not supported: ${why}; refusing to start rather than ignore it`);
-  }
-
-  // ---- typed readers: undefined (after recording an error) on a wrong type ----
-  str(m: ConfigMap, k: string): string | undefined {
-    const v = m[k];
-    if (typeof v === "string") return v;
-    // A secret of the wrong type (pass: 12345) is not echoed back into the error (or the log).
-    this.error(m, k, `expected a string for "${k}", got ${SECRET_FIELD.test(k) ? typeName(v) : describe(v)}`);
-    return undefined;
-  }
-  int(m: ConfigMap, k: string): number | undefined {
-    const v = m[k];
-    if (typeof v === "number" && Number.isInteger(v)) return v;
-    this.error(m, k, `expected an integer for "${k}", got ${describe(v)}`);
-    return undefined;
-  }
-  bool(m: ConfigMap, k: string): boolean | undefined {
-    const v = m[k];
-    if (typeof v === "boolean") return v;
-    this.error(m, k, `expected a boolean for "${k}", got ${describe(v)}`);
-    return undefined;
-  }
-  /** An integer (already unit-expanded by the parser) or a size string like "1GB". */
-  size(m: ConfigMap, k: string): number | undefined {
-    const v = m[k];
-    if (typeof v === "number" && Number.isInteger(v)) return v;
-    if (typeof v === "string") {
-      const n = parseSizeString(v);
-      if (n !== undefined) return n;
-    }
-    this.error(m, k, `expected a size for "${k}" (like 1024, 1K, 1MB), got ${describe(v)}`);
-    return undefined;
-  }
-  /** A duration string, or a number of seconds (with nats-server's warning). */
-  durationMs(m: ConfigMap, k: string): number | undefined {
-    const v = m[k];
-    if (typeof v === "string") {
-      try {
-        return parseDurationMs(v);
-      } catch (err) {
-        this.error(m, k, `error parsing ${k}: ${(err as Error).message}`);
-        return undefined;
-      }
-    }
-    if (typeof v === "number") {
-      this.warn(m, k, `invalid use of field "${k}": ${k} should be converted to a duration`);
-      return v * 1000;
-    }
-    this.error(m, k, `expected a duration for "${k}" (like "2s"), got ${describe(v)}`);
-    return undefined;
-  }
-  map(m: ConfigMap, k: string): ConfigMap | undefined {
-    const v = m[k];
-    if (isMap(v)) return v;
-    this.error(m, k, `expected a map for "${k}", got ${describe(v)}`);
-    return undefined;
-  }
-}
-
-function isMap(v: ConfigValue | undefined): v is ConfigMap {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 /** nats-server's connection types (jwt.ConnectionType*): tsnats has STANDARD and WEBSOCKET
  *  clients; the others name connections it does not accept, so a user limited to them
  *  cannot connect at all (as intended). */
 const CONNECTION_TYPES: ReadonlySet<string> = new Set(["STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS", "IN_PROCESS"]);
 
-/** Fields whose values are secrets: errors name their type only. */
-const SECRET_FIELD = /^(pass|password|token|auth_token|key|ek|encryption_key|prev_key|prev_ek|prev_encryption_key|seed|nkey_seed)$/i;
 
-function typeName(v: ConfigValue | undefined): string {
-  if (Array.isArray(v)) return "an array";
-  if (isMap(v)) return "a map";
-  return typeof v;
-}
 
-function describe(v: ConfigValue | undefined): string {
-  if (Array.isArray(v)) return "an array";
-  if (isMap(v)) return "a map";
-  if (typeof v === "string") return `string "${v}"`;
-  return `${typeof v} ${String(v)}`;
-}
 
-// Size given as a string ("1G", "512M"): nats-server's getStorageSize reads the letter as a
-// power of 1024 (unlike an unquoted 1G, which the parser reads as 10^9). "1GB"/"1GiB" are
-// accepted too, with the same binary meaning.
-function parseSizeString(s: string): number | undefined {
-  const m = /^\s*(\d+)\s*(?:([kmgtpe])(b|i|ib)?)?\s*$/i.exec(s);
-  if (!m) return undefined;
-  const powers: Record<string, number> = { k: 1, m: 2, g: 3, t: 4, p: 5, e: 6 };
-  const p = m[2] ? (powers[m[2].toLowerCase()] ?? 0) : 0;
-  return Number(m[1]) * 1024 ** p;
-}
 
-/** "host:port", "[v6]:port", ":port" or a bare port number. */
-function hostPort(ctx: Ctx, m: ConfigMap, k: string): { host?: string; port?: number } {
-  const v = m[k];
-  if (typeof v === "number" && Number.isInteger(v)) return { port: v };
-  if (typeof v !== "string") {
-    ctx.error(m, k, `expected "host:port" for "${k}", got ${describe(v)}`);
-    return {};
-  }
-  const r = /^\[([^\]]*)\]:(-?\d+)$/.exec(v) ?? /^([^:]*):(-?\d+)$/.exec(v);
-  if (!r) {
-    ctx.error(m, k, `could not parse address string "${v}" for "${k}": expected "host:port"`);
-    return {};
-  }
-  const out: { host?: string; port?: number } = { port: Number(r[2]) };
-  if (r[1]) out.host = r[1];
-  return out;
-}
 
 export function toOptions(tree: ConfigMap, opts: { file?: string } = {}): ToOptionsResult {
   const ctx = new Ctx(opts.file ?? "config");
@@ -277,9 +147,6 @@ export function loadConfigFile(
   return { ...r, tree };
 }
 
-function set<K extends keyof OptionsPatch>(patch: OptionsPatch, key: K, v: OptionsPatch[K] | undefined): void {
-  if (v !== undefined) patch[key] = v;
-}
 
 function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void {
   switch (k.toLowerCase()) {
@@ -410,153 +277,6 @@ function topLevel(ctx: Ctx, m: ConfigMap, k: string, patch: OptionsPatch): void 
       return ctx.unknown(m, k);
     }
   }
-}
-
-/** cluster { ... } (nats-server parseCluster, with 2.10's pool_size and compression): routes
- *  to other servers. What tsnats does not implement (route pooling, pinned accounts,
- *  compression, a route ping interval) is a startup error naming the field. */
-function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {
-  const m = ctx.map(parent, key);
-  if (!m) return;
-  const c = { ...defaultClusterOptions(), ...patch.cluster };
-  for (const k of Object.keys(m)) {
-    const lk = k.toLowerCase();
-    switch (lk) {
-      case "name": {
-        const s = ctx.str(m, k);
-        if (s !== undefined && /\s/.test(s)) ctx.error(m, k, "cluster name cannot contain spaces or new lines");
-        else if (s !== undefined) c.name = s;
-        break;
-      }
-      case "listen": {
-        const hp = hostPort(ctx, m, k);
-        if (hp.host !== undefined) c.host = hp.host;
-        if (hp.port !== undefined) c.port = hp.port;
-        break;
-      }
-      case "port":
-        c.port = ctx.int(m, k) ?? c.port;
-        break;
-      case "host":
-      case "net":
-        c.host = ctx.str(m, k) ?? c.host;
-        break;
-      case "authorization": {
-        const am = ctx.map(m, k);
-        if (!am) break;
-        for (const ak of Object.keys(am)) {
-          switch (ak.toLowerCase()) {
-            case "user":
-            case "username":
-              c.user = ctx.str(am, ak) ?? c.user;
-              break;
-            case "pass":
-            case "password":
-              c.password = ctx.str(am, ak) ?? c.password;
-              break;
-            case "timeout": {
-              const v = am[ak];
-              if (typeof v === "number") c.authTimeoutMs = v * 1000;
-              else c.authTimeoutMs = ctx.durationMs(am, ak) ?? c.authTimeoutMs;
-              break;
-            }
-            case "users":
-              ctx.error(am, ak, "Cluster authorization does not allow multiple users");
-              break;
-            case "token":
-              ctx.error(am, ak, "Cluster authorization does not support tokens");
-              break;
-            case "permissions":
-            case "default_permissions": {
-              // nats-server: used unless the cluster block has permissions of its own.
-              const p = routePermissions(ctx, am, ak);
-              if (p !== undefined && !Object.keys(m).some((x) => x.toLowerCase() === "permissions")) c.permissions = p;
-              break;
-            }
-            default:
-              ctx.unknown(am, ak);
-          }
-        }
-        break;
-      }
-      case "routes": {
-        const list = stringList(ctx, m, k, "routes");
-        if (list === undefined) break;
-        list.forEach((u, i) => {
-          const bad = routeUrlProblem(u);
-          if (bad !== null) ctx.error(Array.isArray(m[k]) ? (m[k] as object) : m, Array.isArray(m[k]) ? i : k, `error parsing route url [${JSON.stringify(u)}]: ${bad}`);
-        });
-        c.routes = list;
-        break;
-      }
-      case "tls": {
-        const t = tlsBlock(ctx, m, k, false);
-        if (t !== undefined) c.tls = t;
-        break;
-      }
-      case "cluster_advertise":
-      case "advertise":
-        c.advertise = ctx.str(m, k) ?? c.advertise;
-        break;
-      case "no_advertise":
-        c.noAdvertise = ctx.bool(m, k) ?? c.noAdvertise;
-        break;
-      case "connect_retries":
-        c.connectRetries = ctx.int(m, k) ?? c.connectRetries;
-        break;
-      case "pool_size": {
-        // nats-server 2.9 has no pool; 2.10's pool_size -1 (or 1) turns pooling off.
-        const n = ctx.int(m, k);
-        if (n !== undefined && n > 1) ctx.refused(m, k, `${key}.`, `route pooling (pool_size ${n}) is not supported by tsnats yet; use pool_size: -1`);
-        break;
-      }
-      case "compression": {
-        const v = m[k];
-        const off = v === false || (typeof v === "string" && /^(off|disabled|false|not supported)$/i.test(v)) || (isMap(v) && typeof v["mode"] === "string" && /^(off|disabled)$/i.test(v["mode"]));
-        if (!off) ctx.refused(m, k, `${key}.`, "route compression is not supported by tsnats yet; use compression: off");
-        break;
-      }
-      case "accounts":
-        ctx.refused(m, k, `${key}.`, "pinned accounts need route pooling and accounts, which tsnats does not support yet");
-        break;
-      case "permissions": {
-        const p = routePermissions(ctx, m, k);
-        if (p !== undefined) c.permissions = p;
-        break;
-      }
-      case "ping_interval":
-      case "ping_max":
-        ctx.refused(m, k, `${key}.`, "a route ping interval of its own is not supported by tsnats yet (routes use the server's)");
-        break;
-      default:
-        ctx.unknown(m, k);
-    }
-  }
-  patch.cluster = c;
-}
-
-/** permissions { import, export } of a cluster block (publish and subscribe are the same
- *  fields to nats-server); allow_responses makes no sense there. */
-function routePermissions(ctx: Ctx, m: ConfigMap, k: string): Permissions | undefined {
-  const p = permissionsBlock(ctx, m, k);
-  if (p === undefined || p === null) return undefined;
-  if (p.response !== null) {
-    ctx.error(m, k, "Cluster permissions do not support dynamic responses");
-    return undefined;
-  }
-  return p;
-}
-
-/** Why a route URL is not usable, or null. */
-export function routeUrlProblem(u: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(u);
-  } catch {
-    return "not a URL";
-  }
-  if (url.hostname === "" || url.port === "") return "expected scheme://host:port";
-  return null;
 }
 
 /**
@@ -930,21 +650,6 @@ function websocket(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch
   patch.websocket = ws;
 }
 
-/** A string or an array of strings (nats-server parseStringArray). */
-function stringList(ctx: Ctx, m: ConfigMap, k: string, what: string): string[] | undefined {
-  const v = m[k];
-  if (typeof v === "string") return [v];
-  if (!Array.isArray(v)) {
-    ctx.error(m, k, `error parsing ${what}: expected a string or an array of strings, got ${describe(v)}`);
-    return undefined;
-  }
-  const out: string[] = [];
-  v.forEach((x, i) => {
-    if (typeof x === "string") out.push(x);
-    else ctx.error(v, i, `error parsing ${what}: unsupported type in array ${describe(x)}`);
-  });
-  return out;
-}
 
 /** The websocket block's authorization: user, password, token, timeout (nats-server
  *  parseSimpleAuth; no users list). */

@@ -1,6 +1,7 @@
 // In-memory ConsumerStore: keeps the last state given to update(); load() hands out a copy
 // so the consumer cannot alias what the store holds.
 import type { ConsumerState, ConsumerStore } from "../types.js";
+import { systemScheduler } from "../../runtime/sched.js";
 
 export function cloneConsumerState(s: ConsumerState): ConsumerState {
   return {
@@ -22,7 +23,7 @@ export class MemoryConsumerStore implements ConsumerStore {
     this.current = cloneConsumerState(state);
   }
   sync(cb: (err: Error | null) => void): void {
-    setImmediate(cb, null);
+    systemScheduler.nextTurn(() => cb(null));
   }
   writeConfig(json: string): void {
     this.config = json;

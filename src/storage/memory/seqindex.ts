@@ -7,7 +7,7 @@
 // one subject and one message size keeps almost nothing per message (nats-server keeps no
 // per-message state for cold blocks).
 import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
-import { isAllFilter, isLiteralSubject, subjectMatches } from "../subjects.js";
+import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
 import { TtlHeap } from "./ttlheap.js";
 
@@ -169,7 +169,7 @@ export abstract class SeqIndex {
     let b = bits[id];
     if (b === 0) {
       const rec = this.byId[id];
-      b = rec !== undefined && subjectMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
+      b = rec !== undefined && filterMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
       bits[id] = b;
     }
     return b === MATCH_YES;
@@ -529,7 +529,7 @@ export abstract class SeqIndex {
     }
     let best = 0;
     for (const rec of this.subjects.values()) {
-      if (subjectMatches(filter, rec.name)) best = Math.max(best, this.subjLast(rec));
+      if (filterMatches(filter, rec.name)) best = Math.max(best, this.subjLast(rec));
     }
     return best === 0 ? null : this.loadMsg(best);
   }
@@ -584,7 +584,7 @@ export abstract class SeqIndex {
 
   private countMatching(filter: string): number {
     let n = 0;
-    for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) n += rec.msgs;
+    for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
     return n;
   }
 
@@ -712,7 +712,7 @@ export abstract class SeqIndex {
     const out = new Map<string, SubjectState>();
     const all = isAllFilter(filter);
     for (const rec of this.subjects.values()) {
-      if (all || subjectMatches(filter, rec.name)) {
+      if (all || filterMatches(filter, rec.name)) {
         out.set(rec.name, { msgs: rec.msgs, first: this.subjFirst(rec), last: this.subjLast(rec) });
       }
     }
@@ -726,7 +726,7 @@ export abstract class SeqIndex {
     if (lastPerSubject) {
       let n = 0;
       for (const rec of this.subjects.values()) {
-        if ((all || subjectMatches(filter, rec.name)) && this.subjLast(rec) >= start) n++;
+        if ((all || filterMatches(filter, rec.name)) && this.subjLast(rec) >= start) n++;
       }
       return n;
     }
@@ -734,7 +734,7 @@ export abstract class SeqIndex {
     if (!all && !isLiteralSubject(filter) && this.subjects.size < this.lastSeq - start) {
       // A filter that matches every subject (or none) needs no scan of the range.
       let matched = 0;
-      for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) matched++;
+      for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) matched++;
       if (matched === 0) return 0;
       if (matched === this.subjects.size) return this.numPending(startSeq, ">", false);
     }
@@ -747,7 +747,7 @@ export abstract class SeqIndex {
     }
     if (start === this.firstSeq) {
       let n = 0;
-      for (const rec of this.subjects.values()) if (subjectMatches(filter, rec.name)) n += rec.msgs;
+      for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
       return n;
     }
     const bits = this.matchBits(filter);

@@ -2,6 +2,7 @@
 // (copied: the caller's buffers may be views into a reused socket read buffer).
 import { StorageType, type StoreCallbacks, type StoreLimits, type StoredMsg, type StreamStore } from "../types.js";
 import { SeqIndex } from "./seqindex.js";
+import { systemScheduler } from "../../runtime/sched.js";
 
 /** nats-server memStoreMsgSize: subject + headers + payload + 16 (seq and timestamp). */
 export function memStoreMsgSize(subjectBytes: number, hdrBytes: number, dataBytes: number): number {
@@ -93,7 +94,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
   sync(cb: (err: Error | null) => void): void {
     // one Immediate per batch of callers, not per message
     this.syncQ.push(cb);
-    if (this.syncQ.length === 1) setImmediate(this.drainFn);
+    if (this.syncQ.length === 1) systemScheduler.nextTurn(this.drainFn);
   }
 
   private drain(): void {

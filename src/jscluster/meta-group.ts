@@ -1,0 +1,479 @@
+// The meta group running on a server (CLUSTERING.md §1.2, §3.8, §3.9): one RaftHost per
+// server with its WAL under <store_dir>/_raft, Raft frames carried by RoutePeerTransport over
+// the routes, and the `_meta_` group whose state machine is MetaState. Every JetStream server
+// of the cluster votes; peer ids are server names.
+//
+// Bootstrap (nats-server bootstrapRaftNode takes the boot size from the configured routes):
+// the group starts once this server plus the tsnats JetStream servers it has heard from over
+// routes reach the expected size: the configured routes (this server's own route URL left
+// out) plus one, at least what has been seen. A server with no routes configured waits a grace
+// period for peers to route to it. The peer set is written to <dir>/meta-peers.json before the
+// group starts, so a restart starts the same group at once from its WAL. Peers of a started
+// group are fixed: adding or removing meta peers is membership change (issue 18).
+//
+// Frames on the peer transport are told apart by their first byte: Raft frames (codec
+// VERSION 1) go to the RaftHost; HELLO says "a JetStream server named X" (sent to each tsnats
+// peer until it answers); FWD carries a $JS.API.META request from a follower to the meta
+// leader, which answers the requester's reply subject itself (the reply routes back over
+// the routes like any publish).
+
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
+import { jsErr } from "../contracts/errors.js";
+import { RaftHost, type GroupApp, type RaftTransport } from "../raft/host.js";
+import { EntryType, Role, type Entry } from "../raft/types.js";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
+import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
+import type { Logger } from "../runtime/log.js";
+import type { Random } from "../runtime/random.js";
+import type { Scheduler } from "../runtime/sched.js";
+import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp } from "./meta.js";
+
+export const META_GROUP = "_meta_";
+const PEERS_FILE = "meta-peers.json";
+const TAG_HELLO = 0xf1;
+const TAG_FWD = 0xf2;
+/** How often the bootstrap looks at who it has heard from (and says hello again). */
+const BOOT_POLL_MS = 250;
+/** With no routes configured, wait this long for servers that route to us. */
+const NO_ROUTES_GRACE_MS = 3000;
+/** When the route to the leader closes, the servers after the first by name campaign this
+ *  much later. */
+const LEADER_LOST_STAGGER_MS = 50;
+/** While the bootstrap waits, say so this often. */
+const BOOT_WARN_MS = 10_000;
+/** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
+const CURRENT_WINDOW_MS = 10_000;
+/** A stepdown is answered once leadership moved, or with an error after this long. */
+const STEPDOWN_TIMEOUT_MS = 3000;
+
+export const META_STEPDOWN_SUBJECT = "$JS.API.META.LEADER.STEPDOWN";
+const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
+
+/** The channel to other tsnats servers by name (RoutePeerTransport over the routes, made by
+ *  the composition root): frames are views valid only during the call. */
+export interface PeerChannel {
+  send(peer: string, frame: Uint8Array): void;
+  /** Peers reachable now. */
+  peers(): string[];
+  close(): void;
+}
+
+export interface PeerEvents {
+  frame(from: string, frame: Buffer): void;
+  peerUp?(name: string): void;
+  peerDown?(name: string): void;
+}
+
+export interface MetaGroupOptions {
+  serverName: string;
+  /** The cluster's name now (a dynamic name may change once). */
+  clusterName: () => string;
+  /** This server's route listen port (known once the cluster started). */
+  clusterPort: () => number;
+  /** Configured route URLs. */
+  routes: readonly string[];
+  /** The Raft directory (WAL, snapshots, meta-peers.json). */
+  dir: string;
+  bus: Bus;
+  log: Logger;
+  openChannel: (events: PeerEvents) => PeerChannel;
+  clock: Clock;
+  sched: Scheduler;
+  random: Random;
+  fs: Fs;
+  tickMs?: number;
+  electionTicks?: number;
+  heartbeatTicks?: number;
+}
+
+/** nats-server's PeerInfo in /jsz meta_cluster.replicas. */
+interface ReplicaInfo {
+  name: string;
+  current: boolean;
+  offline?: boolean;
+  active: number;
+  peer: string;
+}
+
+const HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** The 8-character peer id nats-server shows for a server name (its getHash: the first bytes
+ *  of SHA-256 of the name, each mod 62 in [0-9A-Za-z]), so /jsz agrees with nats-server's. */
+export function serverHash(name: string): string {
+  const b = createHash("sha256").update(name).digest();
+  let s = "";
+  for (let i = 0; i < 8; i++) s += HASH_DIGITS[b[i]! % 62];
+  return s;
+}
+
+/** The number of servers the configured routes name, this one included. */
+export function expectedClusterSize(routes: readonly string[], ownPort: number): number {
+  const others = new Set<string>();
+  for (const r of routes) {
+    let u: URL;
+    try {
+      u = new URL(r);
+    } catch {
+      continue;
+    }
+    const host = u.hostname === "localhost" || u.hostname === "0.0.0.0" || u.hostname === "[::1]" ? "127.0.0.1" : u.hostname;
+    const port = Number(u.port);
+    if (ownPort > 0 && port === ownPort && (host === "127.0.0.1" || host === "::1")) continue;
+    others.add(`${host}:${port}`);
+  }
+  return others.size + 1;
+}
+
+export class MetaGroup implements GroupApp {
+  state = new MetaState();
+  private readonly transport: PeerChannel;
+  private readonly host: RaftHost;
+  private raftReceive: ((from: string, frame: Uint8Array) => void) | null = null;
+  /** tsnats JetStream servers heard from (HELLO), ever. */
+  private readonly jsPeers = new Set<string>();
+  /** Monotonic ms of the last frame from each peer. */
+  private readonly lastSeen = new Map<string, number>();
+  private readonly connected = new Set<string>();
+  private peers: string[] | null = null;
+  private leader = "";
+  private bootTimer: TimerHandle | null = null;
+  private readonly startedMs: number;
+  private closed = false;
+  private sub: InternalSubscription | null = null;
+  private pendingStepdowns: Array<{ reply: string; timer: TimerHandle }> = [];
+  /** Changes applied since start, for tests and logs. */
+  applied = 0;
+  /** Called with each applied op's change (increment 2 hooks stream creation here). */
+  onChange: ((op: MetaOp, change: MetaChange) => void) | null = null;
+
+  constructor(private readonly o: MetaGroupOptions) {
+    this.startedMs = o.clock.monoMs();
+    this.transport = o.openChannel({
+      frame: (from, frame) => this.frame(from, frame),
+      peerUp: (name) => {
+        this.connected.add(name);
+        this.sendHello(name);
+      },
+      peerDown: (name) => {
+        this.connected.delete(name);
+        // The route to the leader closed: do not wait out the election timeout. The first by
+        // name of the servers still connected campaigns at once (a pre-vote first, so a leader
+        // still reachable by the others keeps its term); the others a moment later. The
+        // others may still hold the old leader's lease and ignore that first pre-vote; their
+        // own campaign drops the lease, and the two pre-candidates then elect one of them.
+        // Both at once would often split the vote and wait out a timeout.
+        if (name === this.leader && this.peers !== null && !this.closed) {
+          const self = this.o.serverName;
+          const first = this.peers.filter((p) => p !== name && (p === self || this.connected.has(p)))[0];
+          if (first === self) this.host.campaign(META_GROUP);
+          else {
+            this.o.clock.setTimer(() => {
+              if (!this.closed && (this.leader === name || this.leader === "")) this.host.campaign(META_GROUP);
+            }, LEADER_LOST_STAGGER_MS);
+          }
+        }
+      },
+    });
+    const t: RaftTransport = {
+      send: (peer, frame) => this.transport.send(peer, frame),
+      onReceive: (h) => (this.raftReceive = h),
+    };
+    o.fs.mkdirp(o.dir);
+    this.host = new RaftHost({
+      id: o.serverName,
+      fs: o.fs,
+      dir: o.dir,
+      clock: o.clock,
+      sched: o.sched,
+      random: o.random,
+      transport: t,
+      tickMs: o.tickMs,
+      electionTicks: o.electionTicks,
+      heartbeatTicks: o.heartbeatTicks,
+    });
+  }
+
+  /** Start: at once from meta-peers.json, else once enough peers were heard from. */
+  start(): void {
+    this.sub = this.o.bus.subscribe(META_STEPDOWN_SUBJECT, (_s, reply) => this.stepdownRequest(reply));
+    const saved = this.o.fs.readFile(join(this.o.dir, PEERS_FILE));
+    if (saved !== null) {
+      const peers = JSON.parse(saved.toString("utf8")) as unknown;
+      if (!Array.isArray(peers) || !peers.every((p) => typeof p === "string") || !peers.includes(this.o.serverName)) {
+        throw new Error(`${join(this.o.dir, PEERS_FILE)} does not hold this server's meta peers`);
+      }
+      this.startGroup(peers as string[], false);
+      return;
+    }
+    let lastWarn = this.startedMs;
+    const poll = (): void => {
+      this.bootTimer = null;
+      if (this.closed || this.peers !== null) return;
+      for (const p of this.transport.peers()) if (!this.jsPeers.has(p)) this.sendHello(p);
+      const seen = this.jsPeers.size + 1;
+      const expected = Math.max(this.expectedSize(), seen);
+      const routesConfigured = this.o.routes.length > 0;
+      const now = this.o.clock.monoMs();
+      if (seen >= expected && (routesConfigured || now - this.startedMs >= NO_ROUTES_GRACE_MS)) {
+        this.startGroup([this.o.serverName, ...this.jsPeers], true);
+        return;
+      }
+      if (now - lastWarn >= BOOT_WARN_MS) {
+        lastWarn = now;
+        this.o.log.warn(`JetStream cluster meta group waiting for peers: heard from [${[this.o.serverName, ...this.jsPeers].sort().join(", ")}], expecting ${expected} JetStream servers (the configured routes and this one)`);
+      }
+      this.bootTimer = this.o.clock.setTimer(poll, BOOT_POLL_MS);
+    };
+    this.bootTimer = this.o.clock.setTimer(poll, BOOT_POLL_MS);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.bootTimer !== null) this.o.clock.clearTimer(this.bootTimer);
+    for (const p of this.pendingStepdowns) this.o.clock.clearTimer(p.timer);
+    this.pendingStepdowns = [];
+    this.sub?.unsubscribe();
+    this.transport.close();
+    this.host.close();
+  }
+
+  expectedSize(): number {
+    return expectedClusterSize(this.o.routes, this.o.clusterPort());
+  }
+
+  get started(): boolean {
+    return this.peers !== null;
+  }
+
+  get leaderName(): string {
+    return this.leader;
+  }
+
+  get isLeader(): boolean {
+    return this.peers !== null && this.leader === this.o.serverName;
+  }
+
+  /** Propose an op (leader only; throws otherwise). */
+  propose(op: MetaOp): number {
+    return this.host.propose(META_GROUP, encodeMetaOp(op));
+  }
+
+  private startGroup(peers: string[], fresh: boolean): void {
+    const sorted = [...new Set(peers)].sort();
+    if (fresh) writeFileAtomicSync(this.o.fs, this.o.dir, PEERS_FILE, Buffer.from(JSON.stringify(sorted)));
+    this.peers = sorted;
+    this.host.addGroup(META_GROUP, sorted, this);
+    this.host.start();
+    this.o.log.info(`JetStream cluster meta group ${fresh ? "bootstrapped" : "recovered"} with peers [${sorted.join(", ")}] (fixed: meta membership changes are not supported yet)`);
+  }
+
+  // ---- frames ----
+
+  private sendHello(peer: string): void {
+    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true }));
+    const f = Buffer.allocUnsafe(1 + body.length);
+    f[0] = TAG_HELLO;
+    body.copy(f, 1);
+    this.transport.send(peer, f);
+  }
+
+  private frame(from: string, frame: Buffer): void {
+    if (this.closed || frame.length === 0) return;
+    this.lastSeen.set(from, this.o.clock.monoMs());
+    const tag = frame[0]!;
+    if (tag === TAG_HELLO) {
+      if (!this.jsPeers.has(from)) {
+        this.jsPeers.add(from);
+        // It may not have heard from us yet.
+        this.sendHello(from);
+      }
+      return;
+    }
+    if (tag === TAG_FWD) {
+      let req: { reply?: unknown; subject?: unknown };
+      try {
+        req = JSON.parse(frame.subarray(1).toString("utf8")) as typeof req;
+      } catch {
+        return;
+      }
+      if (req.subject === META_STEPDOWN_SUBJECT && typeof req.reply === "string") this.stepdownRequest(req.reply, true);
+      return;
+    }
+    this.raftReceive?.(from, frame);
+  }
+
+  // ---- GroupApp ----
+
+  apply(entries: Entry[]): void {
+    for (const e of entries) {
+      if (e.type !== EntryType.Normal || e.data.length === 0) continue;
+      const op = decodeMetaOp(e.data);
+      const change = this.state.apply(op);
+      this.applied++;
+      this.onChange?.(op, change);
+    }
+  }
+
+  snapshot(): Uint8Array {
+    return this.state.snapshot();
+  }
+
+  restore(data: Uint8Array): void {
+    this.state = MetaState.restore(data);
+  }
+
+  onLeaderChange(leader: string): void {
+    const was = this.leader;
+    this.leader = leader;
+    if (leader === was) return;
+    if (leader === this.o.serverName) this.o.log.info("Self is new JetStream cluster metadata leader");
+    else if (leader !== "") this.o.log.info(`JetStream cluster new metadata leader: ${leader}/${this.o.clusterName()}`);
+    else this.o.log.warn("JetStream cluster has no metadata leader");
+    if (was === this.o.serverName && leader !== this.o.serverName) {
+      const done = this.pendingStepdowns;
+      this.pendingStepdowns = [];
+      for (const p of done) {
+        this.o.clock.clearTimer(p.timer);
+        this.respond(p.reply, { type: STEPDOWN_TYPE, success: true });
+      }
+    }
+  }
+
+  onFailed(reason: string): void {
+    this.o.log.error(`JetStream cluster meta group failed: ${reason}`);
+  }
+
+  // ---- $JS.API.META.LEADER.STEPDOWN ----
+
+  private respond(reply: string, obj: unknown): void {
+    if (reply === "") return;
+    this.o.bus.publish(reply, "", null, Buffer.from(JSON.stringify(obj)));
+  }
+
+  private stepdownRequest(reply: string, forwarded = false): void {
+    if (this.closed) return;
+    if (this.peers === null || this.leader === "") {
+      // Leaderless: every server that hears it says so (nats-server isLeaderless).
+      if (!forwarded) this.respond(reply, { type: STEPDOWN_TYPE, error: jsErr("JSClusterNotAvailErr") });
+      return;
+    }
+    if (this.leader !== this.o.serverName) {
+      // Only the leader answers; a request that reached a follower goes to it.
+      if (forwarded) return;
+      const body = Buffer.from(JSON.stringify({ subject: META_STEPDOWN_SUBJECT, reply }));
+      const f = Buffer.allocUnsafe(1 + body.length);
+      f[0] = TAG_FWD;
+      body.copy(f, 1);
+      this.transport.send(this.leader, f);
+      return;
+    }
+    const st = this.host.status(META_GROUP)!;
+    const self = this.o.serverName;
+    let target = "";
+    let best = -1;
+    for (const p of st.progress) {
+      if (p.id === self || !this.connected.has(p.id)) continue;
+      if (p.match > best) {
+        best = p.match;
+        target = p.id;
+      }
+    }
+    if (target === "") {
+      this.respond(reply, { type: STEPDOWN_TYPE, error: { code: 500, err_code: 10041, description: "no peers to transfer leadership to" } });
+      return;
+    }
+    const timer = this.o.clock.setTimer(() => {
+      const i = this.pendingStepdowns.findIndex((p) => p.timer === timer);
+      if (i < 0) return;
+      this.pendingStepdowns.splice(i, 1);
+      this.respond(reply, { type: STEPDOWN_TYPE, error: { code: 500, err_code: 10041, description: "leadership transfer timed out" } });
+    }, STEPDOWN_TIMEOUT_MS);
+    this.pendingStepdowns.push({ reply, timer });
+    try {
+      this.host.transferLeader(META_GROUP, target);
+    } catch (e) {
+      this.o.clock.clearTimer(timer);
+      this.pendingStepdowns.pop();
+      this.respond(reply, { type: STEPDOWN_TYPE, error: { code: 500, err_code: 10041, description: (e as Error).message } });
+    }
+  }
+
+  // ---- /jsz ----
+
+  /** nats-server 2.9's MetaClusterInfo: name, leader, peer, replicas, cluster_size; as 2.9.10
+   *  prints it, only the leader lists replicas (the others, each current when heard from
+   *  lately and caught up to the commit, active = ns since last heard from). */
+  jszInfo(): Record<string, unknown> {
+    const out: Record<string, unknown> = { name: this.o.clusterName() };
+    const peers = this.peers;
+    if (peers === null) {
+      out["cluster_size"] = Math.max(this.expectedSize(), this.jsPeers.size + 1);
+      return out;
+    }
+    const leader = this.leader;
+    if (leader !== "") {
+      out["leader"] = leader;
+      out["peer"] = serverHash(leader);
+    }
+    const st = this.host.status(META_GROUP);
+    if (st !== undefined && st.role === Role.Leader && leader === this.o.serverName) {
+      const now = this.o.clock.monoMs();
+      const match = new Map<string, number>();
+      for (const p of st.progress) match.set(p.id, p.match);
+      const replicas: ReplicaInfo[] = [];
+      for (const name of peers) {
+        if (name === leader) continue;
+        const seen = this.lastSeen.get(name);
+        const ago = seen === undefined ? -1 : now - seen;
+        const current = ago >= 0 && ago < CURRENT_WINDOW_MS && (match.get(name) ?? 0) >= st.commit;
+        const r: ReplicaInfo = { name, current, active: ago < 0 ? 0 : Math.round(ago * 1_000_000), peer: serverHash(name) };
+        if (!this.connected.has(name)) r.offline = true;
+        replicas.push(r);
+      }
+      if (replicas.length > 0) out["replicas"] = replicas;
+    }
+    out["cluster_size"] = peers.length;
+    return out;
+  }
+}
+
+/** What the composition root hands over to start the meta group on a clustered JetStream
+ *  server (src/compose.ts). */
+export interface MetaWiring {
+  serverName: string;
+  storeDir: string;
+  clusterOpts: { routes: string[] };
+  cluster: { readonly name: string; readonly port: number };
+  openChannel: (events: PeerEvents) => PeerChannel;
+  bus: Bus;
+  log: Logger;
+  clock: Clock;
+  sched: Scheduler;
+  random: Random;
+  /** The disk the meta group's log lives on (the composition root gives it). */
+  fs: Fs;
+  attach(m: MetaGroup): void;
+}
+
+export function startMetaGroup(w: MetaWiring): MetaGroup {
+  const m = new MetaGroup({
+    serverName: w.serverName,
+    clusterName: () => w.cluster.name,
+    clusterPort: () => w.cluster.port,
+    routes: w.clusterOpts.routes,
+    dir: join(w.storeDir, "_raft"),
+    bus: w.bus,
+    log: w.log,
+    openChannel: w.openChannel,
+    clock: w.clock,
+    sched: w.sched,
+    random: w.random,
+    fs: w.fs,
+  });
+  w.attach(m);
+  m.start();
+  return m;
+}

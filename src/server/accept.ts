@@ -1,0 +1,271 @@
+// Taking connections in: a client socket from the listener (plain, or TLS in nats-server's
+// three ways: required, allowed beside plaintext, handshake first), a websocket connection
+// past its upgrade; max_connections, the TLS connection rate limit, and the sockets not yet
+// released (what max_connections counts, and what shutdown waits for).
+
+import type net from "node:net";
+import tls from "node:tls";
+import { peerIdentities, peerRejection, serverSocketOptions, tlsCipherName, tlsVersionName, type TlsSetup } from "./tls.js";
+import { adoptAccepted } from "../runtime/net.js";
+import type { TimerHandle } from "../runtime/clock.js";
+import { Client, CloseReason, type ClientHost } from "./client.js";
+import type { WsConn } from "./websocket.js";
+
+/** What the acceptor needs of the server (server.ts implements it). */
+export interface AcceptHost extends ClientHost {
+  /** Not shutting down, not in lame duck mode. */
+  readonly accepting: boolean;
+  readonly clients: Map<number, Client>;
+  readonly tls: TlsSetup | null;
+  readonly stats: ClientHost["stats"] & { totalConnections: number };
+  allocCid(): number;
+}
+
+export class Acceptor {
+  /** Accepted client sockets not yet closed (the listener no longer counts them). */
+  private readonly liveSockets = new Set<net.Socket>();
+  private socketsDrained: (() => void) | null = null;
+  private tlsRateWindowMs = 0;
+  private tlsRateCount = 0;
+
+  constructor(private readonly server: AcceptHost) {}
+
+  /** Client sockets not yet released, closed clients' lingering ones included. */
+  get socketCount(): number {
+    return this.liveSockets.size;
+  }
+
+  /** Resolves when every accepted socket has closed. */
+  drained(): Promise<void> {
+    if (this.liveSockets.size === 0) return Promise.resolve();
+    return new Promise<void>((r) => (this.socketsDrained = r));
+  }
+
+  accept(raw: net.Socket): void {
+    if (!this.server.accepting) {
+      raw.destroy();
+      return;
+    }
+    // max_connections 0 in a config file arrives as -1: no limit. Sockets of closed clients
+    // that are still being let go count too, so that refused peers cannot pile them up.
+    const maxConns = this.server.opts.maxConnections;
+    const overLimit = maxConns > 0 && this.liveSockets.size >= maxConns;
+    // Over the limit on a TLS port: the refusal goes out in plaintext after INFO, before any
+    // handshake, as nats-server checks the limit before TLS.
+    if (this.server.tls !== null && !overLimit) {
+      this.acceptTls(raw, this.server.tls);
+      return;
+    }
+    let client: Client | null = null;
+    const socket = adoptAccepted(raw, (chunk) => {
+      if (client === null) return;
+      client.onData(chunk);
+      this.server.flushDirty();
+    });
+    const c = this.register(socket);
+    client = c;
+    this.wire(c, socket);
+    c.queueString(`INFO ${this.server.infoJson(c)}\r\n`);
+    if (overLimit) {
+      // As nats-server: the INFO, then the error, then the close.
+      this.server.log.error(`${c.label()} - maximum connections exceeded`);
+      c.sendErr("maximum connections exceeded");
+      c.close(CloseReason.MaxConnections);
+      return;
+    }
+    this.server.flushDirty();
+  }
+
+  /** A new Client over socket, counted and tracked until its socket closes. */
+  private register(socket: net.Socket): Client {
+    socket.setNoDelay(true);
+    const cid = this.server.allocCid();
+    const c = new Client(cid, socket, this.server);
+    this.server.clients.set(cid, c);
+    this.liveSockets.add(socket);
+    this.server.stats.totalConnections++;
+    this.server.log.debug(`${c.label()} - Client connection created`);
+    socket.on("close", () => {
+      this.liveSockets.delete(socket);
+      c.close(CloseReason.ClientClosed);
+      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
+    });
+    return c;
+  }
+
+  /** The write-side events of the socket a client talks over (the TLS socket once secure). */
+  private wire(c: Client, s: net.Socket): void {
+    s.on("drain", () => c.onDrain());
+    s.on("error", (err) => {
+      this.server.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+  }
+
+  /**
+   * A client on a TLS port, as nats-server's createClient does it:
+   * - TLS required: INFO in plaintext (tls_required), then the client starts the handshake;
+   * - allow_non_tls: INFO says tls_available, and the first byte tells (0x16: a handshake);
+   * - handshake_first: the handshake first, INFO over TLS once secure; with a fallback delay,
+   *   a client that sends nothing in that time gets the plaintext INFO instead.
+   * A client that does not finish the handshake within tls.timeout is closed.
+   */
+  private acceptTls(raw: net.Socket, t: TlsSetup): void {
+    const c = this.register(raw);
+    // connection_rate_limit: new TLS connections per second, refused in plaintext before any
+    // handshake work (nats-server's connRateCounter).
+    if (t.opts.rateLimit > 0 && !this.tlsRateAllows(t.opts.rateLimit)) {
+      raw.on("error", () => undefined);
+      c.queueString(`INFO ${this.server.infoJson(c)}\r\n`);
+      c.sendErr("Connection throttling is active. Please try again later.");
+      c.close(CloseReason.MaxConnections);
+      return;
+    }
+    raw.on("error", (err) => {
+      this.server.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+    const o = this.server.opts;
+    const deadline = this.server.clock.setTimer(() => {
+      if (c.closed || c.tlsVersion !== "") return;
+      this.server.log.error(`${c.label()} - TLS handshake timeout`);
+      c.close(CloseReason.TlsHandshakeError);
+      raw.destroy();
+    }, t.opts.timeoutMs);
+    const sendInfo = (tlsRequired: boolean): void => {
+      c.queueString(`INFO ${this.server.infoJson(c, false, tlsRequired)}\r\n`);
+      this.server.flushDirty();
+    };
+    const plaintext = (first: Buffer | null): void => {
+      this.server.clock.clearTimer(deadline);
+      raw.on("data", (chunk: Buffer) => {
+        c.onData(chunk);
+        this.server.flushDirty();
+      });
+      if (first !== null) {
+        c.onData(first);
+        this.server.flushDirty();
+      }
+      raw.resume();
+    };
+    // After INFO (or before it, handshake first): wait for the first bytes and decide.
+    const sniff = (): void => {
+      raw.once("data", (first: Buffer) => {
+        raw.pause();
+        if (first[0] === 0x16) this.upgradeTls(c, raw, t, first, deadline, null);
+        else plaintext(first);
+      });
+      raw.resume();
+    };
+    if (t.opts.handshakeFirst) {
+      const fallback = t.opts.handshakeFirstFallbackMs;
+      if (fallback <= 0) {
+        this.upgradeTls(c, raw, t, null, deadline, () => sendInfo(true));
+        return;
+      }
+      const timer = this.server.clock.setTimer(() => {
+        raw.removeAllListeners("data");
+        raw.pause();
+        if (c.closed) return;
+        // Nothing came: a client that waits for INFO, as before 2.10.
+        sendInfo(!o.allowNonTls);
+        if (o.allowNonTls) sniff();
+        else this.upgradeTls(c, raw, t, null, deadline, null);
+      }, fallback);
+      raw.once("data", (first: Buffer) => {
+        this.server.clock.clearTimer(timer);
+        raw.pause();
+        this.upgradeTls(c, raw, t, first, deadline, () => sendInfo(true));
+      });
+      raw.resume();
+      return;
+    }
+    sendInfo(!o.allowNonTls);
+    if (o.allowNonTls) sniff();
+    else this.upgradeTls(c, raw, t, null, deadline, null);
+  }
+
+  /** One more TLS connection in this second's window, if under limit per second. */
+  private tlsRateAllows(limit: number): boolean {
+    const now = this.server.nowMs();
+    if (now - this.tlsRateWindowMs >= 1000) {
+      this.tlsRateWindowMs = now;
+      this.tlsRateCount = 0;
+    }
+    if (this.tlsRateCount >= limit) return false;
+    this.tlsRateCount++;
+    return true;
+  }
+
+  /** Server-side handshake over raw (first: bytes already read from it); then the client
+   *  reads and writes through the TLS socket. */
+  private upgradeTls(c: Client, raw: net.Socket, t: TlsSetup, first: Buffer | null, deadline: TimerHandle, onSecure: (() => void) | null): void {
+    if (c.closed) return;
+    if (first !== null) raw.unshift(first);
+    const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
+    c.socket = ts;
+    ts.on("error", (err) => {
+      if (c.tlsVersion === "") this.server.log.error(`${c.label()} - TLS handshake error: ${err.message}`);
+      else this.server.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(c.tlsVersion === "" ? CloseReason.TlsHandshakeError : CloseReason.ReadError);
+      raw.destroy();
+    });
+    ts.on("secure", () => {
+      this.server.clock.clearTimer(deadline);
+      if (c.closed) return;
+      const bad = peerRejection(ts, t.opts, t.opts.verify);
+      if (bad !== null) {
+        this.server.log.error(`${c.label()} - TLS handshake error: ${bad}`);
+        c.close(CloseReason.TlsHandshakeError);
+        ts.destroy();
+        return;
+      }
+      c.tlsVersion = tlsVersionName(ts);
+      c.tlsCipher = tlsCipherName(ts);
+      if (t.opts.verifyAndMap) c.certIdentities = peerIdentities(ts);
+      this.server.log.debug(`${c.label()} - TLS handshake complete`);
+      this.server.log.debug(`${c.label()} - TLS version ${c.tlsVersion}, cipher suite ${c.tlsCipher}`);
+      ts.on("drain", () => c.onDrain());
+      // One TCP read can hold several TLS records, each a 'data' event in the same turn:
+      // the writes they cause are flushed once, on setImmediate (markDirty schedules it).
+      ts.on("data", (chunk: Buffer) => c.onData(chunk));
+      if (onSecure !== null) onSecure();
+    });
+  }
+
+  acceptWebSocket(conn: WsConn): Client | null {
+    if (!this.server.accepting) {
+      conn.destroy();
+      return null;
+    }
+    const maxConns = this.server.opts.maxConnections;
+    if (maxConns > 0 && this.server.clients.size >= maxConns) {
+      conn.refuse("-ERR 'maximum connections exceeded'\r\n", 1008, CloseReason.MaxConnections);
+      this.server.log.warn("Maximum connections exceeded");
+      return null;
+    }
+    const cid = this.server.allocCid();
+    const c = new Client(cid, conn, this.server, "ws");
+    c.tlsVersion = conn.tlsVersion;
+    c.tlsCipher = conn.tlsCipher;
+    c.certIdentities = conn.certIdentities;
+    this.server.clients.set(cid, c);
+    const socket = conn.socket;
+    this.liveSockets.add(socket);
+    this.server.stats.totalConnections++;
+    this.server.log.debug(`${c.label()} - Client connection created`);
+    conn.on("drain", () => c.onDrain());
+    conn.on("error", (err: Error) => {
+      this.server.log.debug(`${c.label()} - Client connection error: ${err.message}`);
+      c.close(CloseReason.ReadError);
+    });
+    conn.on("close", () => {
+      this.liveSockets.delete(socket);
+      c.close(CloseReason.ClientClosed);
+      if (this.liveSockets.size === 0 && this.socketsDrained !== null) this.socketsDrained();
+    });
+    c.queueString(`INFO ${this.server.infoJson(c)}\r\n`);
+    this.server.flushDirty();
+    return c;
+  }
+}

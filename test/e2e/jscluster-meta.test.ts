@@ -1,0 +1,173 @@
+// The JetStream meta group across tsnats processes (src/jscluster/meta-group.ts): three
+// servers with cluster + jetstream elect one meta leader that all of them report in /jsz
+// meta_cluster; $JS.API.META.LEADER.STEPDOWN (sent to a follower) moves it; SIGKILL of the
+// leader lets the other two elect another; the killed server restarts from its WAL and
+// follows the same leader; with one server left there is no leader and stepdown answers
+// 503/10008. Without a cluster, /jsz has no meta_cluster.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
+import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { until } from "../helpers/until.js";
+import { serverHash } from "../../src/jscluster/meta-group.js";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+function monPort(s: ChildServer): number {
+  return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
+}
+
+interface Meta {
+  name?: string;
+  leader?: string;
+  peer?: string;
+  replicas?: Array<{ name: string; current: boolean; active: number; peer: string; offline?: boolean }>;
+  cluster_size?: number;
+}
+
+async function jsz(s: ChildServer): Promise<Record<string, unknown>> {
+  const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
+  return (await r.json()) as Record<string, unknown>;
+}
+
+async function meta(s: ChildServer): Promise<Meta | undefined> {
+  return (await jsz(s))["meta_cluster"] as Meta | undefined;
+}
+
+/** The leader every given server reports, once they all agree on one; "" otherwise. */
+async function agreedLeader(servers: ChildServer[]): Promise<string> {
+  const ls = await Promise.all(servers.map(async (s) => (await meta(s))?.leader ?? ""));
+  return ls[0] !== "" && ls.every((l) => l === ls[0]) ? ls[0]! : "";
+}
+
+void test("meta group: 3 servers elect one leader; stepdown moves it; SIGKILL of the leader elects another; the killed server rejoins from its WAL", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "jscluster-meta-"));
+  const names = ["m1", "m2", "m3"];
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
+  const confs = names.map((n, i) => {
+    const f = join(dir, `${n}.conf`);
+    writeFileSync(
+      f,
+      [
+        `server_name: ${n}`,
+        "listen: 127.0.0.1:-1",
+        "http: 127.0.0.1:-1",
+        `jetstream { store_dir: "${join(dir, n)}" }`,
+        "cluster {",
+        "  name: metatest",
+        `  listen: 127.0.0.1:${ports[i]}`,
+        `  routes: [ ${routes} ]`,
+        "}",
+        "",
+      ].join("\n"),
+    );
+    return f;
+  });
+  const procs: Array<ChildServer | null> = [];
+  const live = (): ChildServer[] => procs.filter((p): p is ChildServer => p !== null);
+  try {
+    for (const c of confs) procs.push(await startTsnatsChild(["-c", c]));
+    let leader = "";
+    await until("one meta leader all three agree on", async () => (leader = await agreedLeader(live())) !== "", 20_000);
+    assert.ok(names.includes(leader));
+    const li = names.indexOf(leader);
+    const m = (await meta(procs[li]!))!;
+    assert.equal(m.name, "metatest");
+    assert.equal(m.cluster_size, 3);
+    // nats-server's peer ids for these names (its getHash), as a 2.9.10 cluster shows them.
+    const hash: Record<string, string> = { m1: serverHash("m1"), m2: serverHash("m2"), m3: serverHash("m3") };
+    assert.equal(m.peer, hash[leader]);
+    assert.deepEqual(m.replicas!.map((r) => r.name).sort(), names.filter((n) => n !== leader));
+    for (const r of m.replicas!) {
+      assert.equal(r.peer, hash[r.name]);
+      assert.equal(typeof r.active, "number");
+    }
+    // As in 2.9.10, followers show the leader but no replicas.
+    for (let i = 0; i < 3; i++) {
+      if (i === li) continue;
+      assert.deepEqual(await meta(procs[i]!), { name: "metatest", leader, peer: hash[leader], cluster_size: 3 });
+    }
+    await until("the leader sees both replicas current", async () => ((await meta(procs[li]!))!.replicas ?? []).every((r) => r.current));
+
+    // Stepdown, asked of a follower: the leader answers after leadership moved.
+    const follower = procs[(li + 1) % 3]!;
+    const nc = await connect({ servers: follower.url });
+    try {
+      const r = await nc.request("$JS.API.META.LEADER.STEPDOWN", "", { timeout: 5000 });
+      assert.deepEqual(r.json(), { type: "io.nats.jetstream.api.v1.meta_leader_stepdown_response", success: true });
+    } finally {
+      await nc.close();
+    }
+    let next = "";
+    await until("a new leader after stepdown", async () => (next = await agreedLeader(live())) !== "" && next !== leader, 10_000);
+
+    // SIGKILL of the leader: the other two elect one of themselves.
+    const ki = names.indexOf(next);
+    const killed = procs[ki]!;
+    const killedAt = performance.now();
+    killed.proc.kill("SIGKILL");
+    await killed.exited;
+    procs[ki] = null;
+    let third = "";
+    await until("the two survivors elect a leader", async () => (third = await agreedLeader(live())) !== "" && third !== next, 15_000);
+    t.diagnostic(`SIGKILL of the meta leader -> both survivors report a new leader: ${Math.round(performance.now() - killedAt)} ms`);
+
+    // Restart from the WAL: it follows the leader the others have.
+    procs[ki] = await startTsnatsChild(["-c", confs[ki]!]);
+    assert.match(procs[ki]!.log(), /meta group recovered with peers \[m1, m2, m3\]/);
+    await until("the restarted server follows the same leader", async () => (await agreedLeader(live())) === third, 15_000);
+
+    // Only one server left: no leader, and stepdown answers 503/10008.
+    const last = names.indexOf(third) === 0 ? 1 : 0;
+    for (let i = 0; i < 3; i++) {
+      if (i === last) continue;
+      procs[i]!.proc.kill("SIGKILL");
+      await procs[i]!.exited;
+      procs[i] = null;
+    }
+    await until("the lone server has no leader", async () => (await meta(procs[last]!))?.leader === undefined, 15_000);
+    const nc2 = await connect({ servers: procs[last]!.url });
+    try {
+      const r = await nc2.request("$JS.API.META.LEADER.STEPDOWN", "", { timeout: 5000 });
+      assert.deepEqual(r.json(), {
+        type: "io.nats.jetstream.api.v1.meta_leader_stepdown_response",
+        error: { code: 503, err_code: 10008, description: "JetStream system temporarily unavailable" },
+      });
+    } finally {
+      await nc2.close();
+    }
+  } finally {
+    for (const p of live()) await p.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test("meta group: JetStream without a cluster has no meta_cluster in /jsz", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "jscluster-meta-solo-"));
+  const conf = join(dir, "solo.conf");
+  writeFileSync(conf, ["server_name: solo", "listen: 127.0.0.1:-1", "http: 127.0.0.1:-1", `jetstream { store_dir: "${join(dir, "js")}" }`, ""].join("\n"));
+  const s = await startTsnatsChild(["-c", conf]);
+  try {
+    const j = await jsz(s);
+    assert.equal(j["meta_cluster"], undefined);
+    assert.equal(typeof j["streams"], "number");
+  } finally {
+    await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
