@@ -33,7 +33,7 @@ import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
 import { goInt, goJsonType, parseApiJson, type GoIntKind } from "../contracts/json.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
-import type { JetStreamService } from "./service.js";
+import type { JetStreamCore } from "./core.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
 import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
@@ -184,7 +184,7 @@ export class ApiRouter {
   readonly ctx: ConsumerApiContext;
   readonly snapshots: Snapshots;
 
-  constructor(private readonly svc: JetStreamService) {
+  constructor(private readonly svc: JetStreamCore) {
     const d = svc.deps;
     this.pacer = new Pacer(d.clock, d.sched);
     this.ctx = {

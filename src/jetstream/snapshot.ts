@@ -54,7 +54,7 @@ import type { Stream } from "../stream/stream.js";
 import { HDR_TTL } from "../stream/stream.js";
 import { jsErr, type ApiError } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
-import type { JetStreamService } from "./service.js";
+import type { JetStreamCore } from "./core.js";
 
 const DEFAULT_CHUNK = 128 * 1024;
 const DEFAULT_WINDOW = 8 * 1024 * 1024;
@@ -143,7 +143,7 @@ class SnapshotSender {
   private msgs = 0;
 
   constructor(
-    private readonly svc: JetStreamService,
+    private readonly svc: JetStreamCore,
     private readonly st: Stream,
     private readonly req: SnapshotRequest,
     private readonly meta: Record<string, unknown>,
@@ -327,7 +327,7 @@ class RestoreReceiver {
   private readonly startedNs: number;
 
   constructor(
-    private readonly svc: JetStreamService,
+    private readonly svc: JetStreamCore,
     private readonly cfg: StreamConfig,
     private readonly finish: (r: RestoreReceiver, err: Error | null, reply: string) => void,
   ) {
@@ -512,7 +512,7 @@ export class Snapshots {
   private readonly restores = new Map<string, RestoreReceiver>();
 
   constructor(
-    private readonly svc: JetStreamService,
+    private readonly svc: JetStreamCore,
     /** Reload a stream directory as at start and bring its consumers back. */
     private readonly load: (dir: string) => Stream,
     private readonly respond: (reply: string, obj: unknown) => void,
