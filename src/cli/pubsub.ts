@@ -1,7 +1,7 @@
 // `pub`, `sub`, `req` and `reply`: core NATS messaging plus JetStream publish and subscribe.
 import { Option, type Command } from "commander";
 import { headers as makeHeaders, nuid, type Msg, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
-import type { JsMsg } from "@nats-io/jetstream";
+import type { ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import { withSession, type Session } from "./connect.js";
 import { CliError, f, fmtTime, goDuration, log, out } from "./output.js";
 import { collect, parseDuration, parseHeaderFlags, parseIntStrict } from "./parse.js";
@@ -217,20 +217,10 @@ async function subJetStream(s: Session, subjects: string[], o: SubOpts, limit: n
   }
   const js = s.js();
   const ctl = untilDone(o.wait !== undefined ? parseDuration(o.wait) : 0);
-  let n = 0;
   if (o.durable !== undefined) {
     const c = await js.consumers.get(stream, o.durable);
     log(`Subscribing to JetStream Stream "${stream}" using existing pull consumer "${o.durable}"`);
-    const messages = await c.consume();
-    void ctl.done.then(() => messages.stop());
-    for await (const m of messages) {
-      n++;
-      ctl.poke();
-      printJs(m, n, o);
-      if (o.ack !== false) m.ack();
-      if ((limit > 0 && n >= limit) || (o.terminateAtEnd === true && m.info.pending === 0)) break;
-    }
-    ctl.stop();
+    await printConsumed(await c.consume(), ctl, o, limit, o.ack !== false);
     return;
   }
   const opts: Record<string, unknown> = {};
@@ -260,16 +250,23 @@ async function subJetStream(s: Session, subjects: string[], o: SubOpts, limit: n
   // Older servers insist on a filter for last-per-subject delivery; ">" means all of them.
   const filters = subjects.length === 0 && opts["deliver_policy"] === "last_per_subject" ? [">"] : subjects;
   const c = await ephemeralConsumer(s, stream, opts, filters);
-  const messages = await c.consume();
+  await printConsumed(await c.consume(), ctl, o, limit, false);
+  await c.delete().catch(() => undefined);
+}
+
+/** Prints what a consumer delivers (acking each when ack) until limit messages, the end of
+ *  the stream with --terminate-at-end, or ctl is done (--wait without a message, a signal). */
+async function printConsumed(messages: ConsumerMessages, ctl: ReturnType<typeof untilDone>, o: SubOpts, limit: number, ack: boolean): Promise<void> {
   void ctl.done.then(() => messages.stop());
+  let n = 0;
   for await (const m of messages) {
     n++;
     ctl.poke();
     printJs(m, n, o);
+    if (ack) m.ack();
     if ((limit > 0 && n >= limit) || (o.terminateAtEnd === true && m.info.pending === 0)) break;
   }
   ctl.stop();
-  await c.delete().catch(() => undefined);
 }
 
 async function subCore(nc: NatsConnection, subjects: string[], o: SubOpts, limit: number): Promise<void> {

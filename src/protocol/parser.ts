@@ -132,22 +132,9 @@ export class Parser {
           this.keepPartial(buf, i, n);
           return;
         }
-        let line = buf;
-        let ls = i;
-        let end = nl;
-        if (this.partialLine) {
-          line = Buffer.concat([this.partialLine, buf.subarray(i, nl)]);
-          this.partialLine = null;
-          ls = 0;
-          end = line.length;
-        }
+        const ls = i;
         i = nl + 1;
-        if (end > ls && line[end - 1] === CR) end--;
-        if (end - ls > this.limits.maxControlLineBytes) {
-          this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
-          return;
-        }
-        this.control(line, ls, end);
+        if (!this.controlLine(buf, ls, nl)) return;
       } else {
         // Payload plus its CRLF.
         const need = this.pTotal + 2;
@@ -206,24 +193,34 @@ export class Parser {
         this.keepPartial(buf, i, n);
         return -1;
       }
-      let line = buf;
-      let ls = i;
-      let end = nl;
-      if (this.partialLine) {
-        line = Buffer.concat([this.partialLine, buf.subarray(i, nl)]);
-        this.partialLine = null;
-        ls = 0;
-        end = line.length;
-      }
+      const ls = i;
       i = nl + 1;
-      if (end > ls && line[end - 1] === CR) end--;
-      if (end - ls > this.limits.maxControlLineBytes) {
-        this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
-        return -1;
-      }
-      this.control(line, ls, end);
+      if (!this.controlLine(buf, ls, nl)) return -1;
     }
     return i < n && !this.stopped ? i : -1;
+  }
+
+  /**
+   * The control line buf[ls, nl) (nl at its LF), after the start of it kept from earlier
+   * reads if any, without its CR, to control(). False when it is over maxControlLineBytes:
+   * the parser has failed.
+   */
+  private controlLine(buf: Buffer, ls: number, nl: number): boolean {
+    let line = buf;
+    let end = nl;
+    if (this.partialLine) {
+      line = Buffer.concat([this.partialLine, buf.subarray(ls, nl)]);
+      this.partialLine = null;
+      ls = 0;
+      end = line.length;
+    }
+    if (end > ls && line[end - 1] === CR) end--;
+    if (end - ls > this.limits.maxControlLineBytes) {
+      this.fail(ProtoErrorKind.MaxControlLine, "maximum control line exceeded");
+      return false;
+    }
+    this.control(line, ls, end);
+    return true;
   }
 
   /** The start of a control line that ends in a later read, within the limit. */
