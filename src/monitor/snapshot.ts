@@ -2,7 +2,7 @@
 // these, so builders are pure functions that unit tests can feed by hand.
 
 import os from "node:os";
-import type { Server } from "../server/server.js";
+import type { ClosedClientInfo, Server, ServerStats } from "../server/server.js";
 import type { WebSocketOptions } from "../server/options.js";
 import { SERVER_VERSION, PROTO_VERSION } from "../version.js";
 import type { LoopLag } from "./looplag.js";
@@ -54,7 +54,8 @@ export interface SublistStats {
   avg_fanout: number;
 }
 
-export interface ServerSnap {
+/** The server's counters (ServerStats) and what the monitoring endpoints show beside them. */
+export interface ServerSnap extends ServerStats {
   nowMs: number;
   serverId: string;
   serverName: string;
@@ -90,12 +91,6 @@ export interface ServerSnap {
   cpuPercent: number;
   /** tsnats only: how late the event loop has been running (src/monitor/looplag.ts). */
   loopLag: LoopLag;
-  inMsgs: number;
-  outMsgs: number;
-  inBytes: number;
-  outBytes: number;
-  slowConsumers: number;
-  totalConnections: number;
   open: ConnSnap[];
   closed: ConnSnap[];
   sublist: SublistStats;
@@ -129,6 +124,42 @@ export function ipOf(host: string): string {
   return host.startsWith("::ffff:") ? host.slice(7) : host;
 }
 
+/** What an open connection (a Client) and a closed one (its ClosedClientInfo) both have,
+ *  with what only an open one knows or only a closed one has. */
+function connSnap(
+  c: Omit<ClosedClientInfo, "stopMs" | "reason">,
+  lastActivityMs: number,
+  stopMs: number,
+  reason: string,
+  pendingBytes: number,
+  numSubs: number,
+  subs: SubSnap[],
+): ConnSnap {
+  return {
+    cid: c.cid,
+    ip: ipOf(c.host),
+    port: c.port,
+    startMs: c.startMs,
+    lastActivityMs,
+    stopMs,
+    reason,
+    rttMs: c.rttMs,
+    pendingBytes,
+    inMsgs: c.inMsgs,
+    outMsgs: c.outMsgs,
+    inBytes: c.inBytes,
+    outBytes: c.outBytes,
+    numSubs,
+    subs,
+    name: c.name,
+    lang: c.lang,
+    version: c.version,
+    user: c.user,
+    tlsVersion: c.tlsVersion,
+    tlsCipher: c.tlsCipher,
+  };
+}
+
 export function snapshot(
   server: Server,
   needs: SnapshotNeeds,
@@ -141,54 +172,10 @@ export function snapshot(
     if (needs.subs) {
       for (const s of c.subs.values()) subs.push({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max, cid: c.cid });
     }
-    open.push({
-      cid: c.cid,
-      ip: ipOf(c.host),
-      port: c.port,
-      startMs: c.startMs,
-      lastActivityMs: c.lastActivityMs,
-      stopMs: 0,
-      reason: "",
-      rttMs: c.rttMs,
-      pendingBytes: c.pendingBytes(),
-      inMsgs: c.inMsgs,
-      outMsgs: c.outMsgs,
-      inBytes: c.inBytes,
-      outBytes: c.outBytes,
-      numSubs: c.subs.size,
-      subs,
-      name: c.name,
-      lang: c.lang,
-      version: c.version,
-      user: c.user,
-      tlsVersion: c.tlsVersion,
-      tlsCipher: c.tlsCipher,
-    });
+    open.push(connSnap(c, c.lastActivityMs, 0, "", c.pendingBytes(), c.subs.size, subs));
   }
-  const closed: ConnSnap[] = server.closedClients.map((c) => ({
-    cid: c.cid,
-    ip: ipOf(c.host),
-    port: c.port,
-    startMs: c.startMs,
-    // The closed record keeps no last activity; its stop time is the closest bound.
-    lastActivityMs: c.stopMs,
-    stopMs: c.stopMs,
-    reason: c.reason,
-    rttMs: c.rttMs,
-    pendingBytes: 0,
-    inMsgs: c.inMsgs,
-    outMsgs: c.outMsgs,
-    inBytes: c.inBytes,
-    outBytes: c.outBytes,
-    numSubs: 0,
-    subs: [],
-    name: c.name,
-    lang: c.lang,
-    version: c.version,
-    user: c.user,
-    tlsVersion: c.tlsVersion,
-    tlsCipher: c.tlsCipher,
-  }));
+  // The closed record keeps no last activity; its stop time is the closest bound.
+  const closed: ConnSnap[] = server.closedClients.map((c) => connSnap(c, c.stopMs, c.stopMs, c.reason, 0, 0, []));
   const allSubs: SubSnap[] = needs.subs
     ? server.sublist.all().map((s) => ({ subject: s.subject, queue: s.queue, sid: s.sid, msgs: s.delivered, max: s.max, cid: s.owner.cid }))
     : [];

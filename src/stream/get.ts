@@ -133,6 +133,17 @@ function withHeaders(m: StoredMsg, stream: string, extra: [string, string][]): B
   return out;
 }
 
+/** The request in a direct get's JSON body; null when it is not one (Malformed Request). */
+function decodeGetBody(body: Buffer): MsgGetRequest | null {
+  let parsed: unknown;
+  try {
+    parsed = parseApiJson(body.toString("utf8"));
+  } catch {
+    return null;
+  }
+  return decodeMsgGet(parsed);
+}
+
 /** DIRECT.GET with a JSON body (body already checked non-empty). */
 export function directGetRequest(
   bus: Bus,
@@ -143,13 +154,7 @@ export function directGetRequest(
   maxPendingBytes: number,
 ): void {
   if (body.length === 0) return status(bus, reply, 408, "Empty Request");
-  let parsed: unknown;
-  try {
-    parsed = parseApiJson(body.toString("utf8"));
-  } catch {
-    return status(bus, reply, 408, "Malformed Request");
-  }
-  const req = decodeMsgGet(parsed);
+  const req = decodeGetBody(body);
   if (req === null) return status(bus, reply, 408, "Malformed Request");
   const seq = req.seq ?? 0;
   const last = req.last_by_subj ?? "";
@@ -186,13 +191,7 @@ export function directGetLastBySubject(
 ): void {
   let req: MsgGetRequest = {};
   if (body.length > 0) {
-    let parsed: unknown;
-    try {
-      parsed = parseApiJson(body.toString("utf8"));
-    } catch {
-      return status(bus, reply, 408, "Malformed Request");
-    }
-    const r = decodeMsgGet(parsed);
+    const r = decodeGetBody(body);
     if (r === null) return status(bus, reply, 408, "Malformed Request");
     req = r;
   }
