@@ -36,6 +36,11 @@ export const serverParts: ServerParts = {
         sched: server.sched,
         random: server.random,
         fs: server.fs ?? new NodeFs(),
+        facts: {
+          tags: server.opts.serverTags,
+          maxStore: server.opts.jetstream.maxFileStoreBytes,
+          maxMemory: server.opts.jetstream.maxMemoryStoreBytes,
+        },
         attach: (m) => js.attachClusterMeta!(m),
       });
     }

@@ -37,6 +37,7 @@ import type { JetStreamCore } from "./core.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
 import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
+import type { ClusterApiHooks } from "./cluster-types.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
@@ -183,6 +184,8 @@ export class ApiRouter {
   private recoverConsumersFn: ((ctx: ConsumerApiContext, st: Stream) => number) | null = null;
   readonly ctx: ConsumerApiContext;
   readonly snapshots: Snapshots;
+  /** Clustered JetStream (cluster-api.ts): routing, meta-level requests, the cluster block. */
+  cluster: ClusterApiHooks | null = null;
 
   constructor(private readonly svc: JetStreamCore) {
     const d = svc.deps;
@@ -246,7 +249,16 @@ export class ApiRouter {
     const subs: InternalSubscription[] = [];
     for (const pat of STREAM_PATTERNS) {
       // Borrowing: enqueue copies what it keeps.
-      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload), "", true));
+      subs.push(
+        bus.subscribe(
+          API_PREFIX + pat,
+          (subject, reply, hdr, payload) => {
+            if (this.cluster?.intercept(subject, reply, hdr, payload) !== true) this.enqueue(API_PREFIX, subject, reply, hdr, payload);
+          },
+          "",
+          true,
+        ),
+      );
     }
     return subs;
   }
@@ -273,7 +285,12 @@ export class ApiRouter {
     return l !== undefined && l > 0 ? l : this.queueLimit;
   }
 
-  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  /** A request another server forwarded here (local: on this server's streams, no routing). */
+  enqueueForwarded(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, local: boolean): void {
+    this.enqueue(API_PREFIX, subject, reply, hdr, payload, local);
+  }
+
+  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, local = false): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
     const p = payload.length === 0 ? EMPTY : Buffer.from(payload);
@@ -283,7 +300,7 @@ export class ApiRouter {
     // nats-server (jsAPIRoutedReqs / jsAPIRoutedInfoReqs): at its limit, everything queued in
     // that queue is dropped without a reply (the requesters time out), with a rate-limited
     // warning and an advisory. The request being handled, if any, goes on.
-    const pending = q.push({ subject, rest, reply, hdr: h, payload: p });
+    const pending = q.push({ subject, rest, reply, hdr: h, payload: p, local });
     if (pending >= (info ? this.infoQueueLimit : this.queueLimit)) {
       q.clear();
       this.dropped += pending;
@@ -323,7 +340,7 @@ export class ApiRouter {
       const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
       try {
-        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload);
+        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload, r.local === true);
       } catch (e) {
         this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
       }
@@ -357,7 +374,7 @@ export class ApiRouter {
     return true;
   }
 
-  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
+  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer, local = false): Promise<void> {
     this.svc.apiStats.total++;
     if (t[0] === "CONSUMER") {
       await this.loadConsumerApi();
@@ -367,7 +384,9 @@ export class ApiRouter {
     if (this.refuseApiLevel(hdr, reply, false, type)) return;
     let resp: Record<string, unknown>;
     try {
-      const out = await this.stream(t, payload);
+      const c = this.cluster !== null && !local ? await this.cluster.handle(t, reply, hdr, payload) : undefined;
+      if (c === null) return;
+      const out = c === undefined ? await this.stream(t, payload) : typeof c["raw"] === "string" ? new RawBody(c["raw"]) : (c as Record<string, unknown>);
       if (out instanceof RawBody) {
         const text = `{"type":${JSON.stringify(type)},${out.json.slice(1)}`;
         if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
@@ -400,7 +419,7 @@ export class ApiRouter {
     const w = this.wire(st);
     let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
     if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
-    if (withCluster) s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
+    if (withCluster) s += `,"cluster":${this.cluster !== null ? JSON.stringify(this.cluster.clusterBlock(st.name)) : `{"leader":${JSON.stringify(this.svc.deps.serverName)}}`}`;
     const mirror = this.svc.sourcing.mirrorInfo(st);
     if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
     const sources = this.svc.sourcing.sourcesInfo(st);
@@ -461,7 +480,7 @@ export class ApiRouter {
     const i = st.info(opts, { mirror: this.svc.sourcing.mirrorInfo(st), sources: this.svc.sourcing.sourcesInfo(st) });
     const o: Record<string, unknown> = { config: i.config, created: i.created, state: i.state };
     if (this.svc.domain !== "") o["domain"] = this.svc.domain;
-    o["cluster"] = i.cluster;
+    o["cluster"] = this.cluster !== null ? this.cluster.clusterBlock(st.name) : i.cluster;
     if (i.mirror) o["mirror"] = i.mirror;
     if (i.sources) o["sources"] = i.sources;
     o["ts"] = i.ts;
@@ -645,6 +664,13 @@ export class ApiRouter {
     return this.createInfo(st, true);
   }
 
+  /** Publish a create (didCreate) or update reply for a local stream (clustered: the
+   *  stream's responder answers once the meta op applied). */
+  replyInfo(reply: string, type: string, st: Stream, didCreate: boolean): void {
+    const text = `{"type":${JSON.stringify(type)},${this.createInfo(st, didCreate).json.slice(1)}`;
+    if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
+  }
+
   /** Create/update replies carry no cluster block (nats-server builds them without it);
    *  a create's ends with did_create. */
   private createInfo(st: Stream, didCreate: boolean): RawBody {
@@ -813,7 +839,7 @@ const ERROR_EXTRAS: Record<string, Record<string, unknown>> = {
   [ApiType.StreamList]: { total: 0, offset: 0, limit: 0, streams: null },
 };
 
-function responseType(t: string[]): string {
+export function responseType(t: string[]): string {
   const [a, b, c] = t;
   if (a === "INFO") return ApiType.AccountInfo;
   switch (b ?? "") {

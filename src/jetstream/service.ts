@@ -23,6 +23,8 @@ import { randomBytes } from "node:crypto";
 import { CryptFs, checkStoreEncryption } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
 import type { Pacer } from "./pacer.js";
+import { JsCluster } from "./cluster-api.js";
+import type { ClusterMeta } from "./cluster-types.js";
 
 export const ACCOUNT = "$G";
 /** How long a stream whose store stopped refuses publishes before it is reopened. */
@@ -55,7 +57,9 @@ export class JetStreamService {
   /** Streams whose store stopped, waiting to be reopened: name -> timer. */
   private readonly reopening = new Map<string, TimerHandle>();
   /** The cluster's meta group on this server (src/jscluster/meta-group.ts), if clustered. */
-  private clusterMeta: { jszInfo(): Record<string, unknown>; close(): void } | null = null;
+  private clusterMeta: ClusterMeta | null = null;
+  /** Clustered JetStream on this server (cluster-api.ts), with the meta group. */
+  cluster: JsCluster | null = null;
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
@@ -126,14 +130,32 @@ export class JetStreamService {
     }
   }
 
-  /** Clustered JetStream: the meta group reports in /jsz and stops with this service. */
-  attachClusterMeta(m: { jszInfo(): Record<string, unknown>; close(): void }): void {
+  /** Clustered JetStream: the meta group decides which streams this server holds (the
+   *  streams recovered from directories at start are closed, and the ones assigned here
+   *  opened again as the meta log applies), the API is routed to the server that answers
+   *  (cluster-api.ts); the meta group reports in /jsz and stops with this service. */
+  attachClusterMeta(m: ClusterMeta): void {
     this.clusterMeta = m;
+    this.cluster = new JsCluster(this, this.router, m);
+  }
+
+  /** Close a stream without deleting anything (clustered: not assigned here, or a restart
+   *  of the local copy). */
+  async closeStream(st: Stream): Promise<void> {
+    if (this.streams.get(st.name) === st) this.streams.delete(st.name);
+    this.removeDirect(st.name);
+    this.sourcing.detach(st);
+    st.detach();
+    await st.drainAcks();
+    await st.stopConsumers(false);
+    await st.store.close();
   }
 
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    this.cluster?.stop();
+    this.cluster = null;
     this.clusterMeta?.close();
     this.clusterMeta = null;
     for (const s of this.apiSubs) s.unsubscribe();
@@ -302,8 +324,8 @@ export class JetStreamService {
   /** Create a stream from a checked config (the API handles one request at a time). With a
    *  pacer, its subjects are subscribed a slice at a time on it (meta.json is written first,
    *  as before: a failed write leaves nothing half made). */
-  async createStream(cfg: StreamConfig, pacer?: Pacer): Promise<Stream> {
-    const createdNs = this.deps.clock.nowNs();
+  async createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream> {
+    const createdNs = created ?? this.deps.clock.nowNs();
     let dir: string | null = null;
     if (cfg.storage === "file") {
       dir = join(this.streamsDir(), cfg.name);
