@@ -13,7 +13,7 @@
 
 import type { InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
-import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
+import { jsErr, JsApiError, type ApiError } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
 import { handleConsumerApi, recoverConsumers } from "./consumer-api.js";
 import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
@@ -31,12 +31,12 @@ import type { Stream } from "../stream/stream.js";
 import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
 import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
-import { goInt, goJsonType, parseApiJson, type GoIntKind } from "../contracts/json.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
 import type { JetStreamCore } from "./core.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
-import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
+import { ERROR_EXTRAS, Fail, fail, optBool, optInt, optStr, parseBody, RawBody, responseType, type Body } from "./api-body.js";
+import { isInfoRequest, RequestQueue } from "./queue.js";
 import type { ClusterApiHooks } from "./cluster-types.js";
 
 const NAMES_LIMIT = 1024;
@@ -82,7 +82,6 @@ const STREAM_PATTERNS = [
   "CONSUMER.LEADER.>",
 ];
 
-type Body = Record<string, unknown>;
 
 /** The API suffixes nats-server maps from $JS.<domain>.API. (jetstream_api.go
  *  generateJSMappingTable): the first token decides. */
@@ -96,61 +95,6 @@ export function domainMapped(subject: string, at: number): string | null {
   if (!DOMAIN_JS_TOKENS.has(first)) return null;
   if (first === "INFO" && end >= 0) return null;
   return API_PREFIX + subject.slice(at);
-}
-
-class Fail extends Error {
-  constructor(readonly apiError: ApiError) {
-    super(apiError.description);
-  }
-}
-
-function fail(name: JsErrName, args?: Record<string, string | number>): never {
-  throw new Fail(jsErr(name, args));
-}
-
-/** JSON body as an object; empty bodies decode to null. Throws 10025 on bad JSON. */
-function parseBody(payload: Buffer, emptyIsError: boolean): Body | null {
-  const text = payload.toString("utf8").trim();
-  if (text.length === 0) {
-    if (emptyIsError) fail("JSInvalidJSONErr", { err: "unexpected end of JSON input" });
-    return null;
-  }
-  let v: unknown;
-  try {
-    v = parseApiJson(text);
-  } catch (e) {
-    fail("JSInvalidJSONErr", { err: (e as Error).message });
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) {
-    if (v === null) return null;
-    fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go value` });
-  }
-  return v as Body;
-}
-
-/** An integer field of the request struct `struct`, by encoding/json's rules for `kind`. */
-function optInt(b: Body | null, k: string, kind: GoIntKind, struct: string): number {
-  return goInt(b?.[k], kind, `${struct}.${k}`, (err) => fail("JSInvalidJSONErr", { err }));
-}
-
-function optStr(b: Body | null, k: string): string {
-  const v = b?.[k];
-  if (v === undefined || v === null) return "";
-  if (typeof v !== "string") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go struct field .${k}` });
-  return v;
-}
-
-function optBool(b: Body | null, k: string): boolean {
-  const v = b?.[k];
-  if (v === undefined || v === null) return false;
-  if (typeof v !== "boolean") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go struct field .${k}` });
-  return v;
-}
-
-/** A response body already serialized (a JSON object's text, without the "type" field that
- *  dispatch puts first). */
-class RawBody {
-  constructor(readonly json: string) {}
 }
 
 /** A stream's config as JSON text and its created time, for as long as its config object
@@ -828,47 +772,6 @@ export class ApiRouter {
     if (seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "stream store EOF" });
     if (seq === 0 || !st.deleteMsg(seq, noErase !== true)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
     return { success: true };
-  }
-}
-
-/** Go's non-omitempty fields that nats-server still sends next to an error. */
-const ERROR_EXTRAS: Record<string, Record<string, unknown>> = {
-  [ApiType.StreamPurge]: { purged: 0 },
-  [ApiType.StreamInfo]: { total: 0, offset: 0, limit: 0 },
-  [ApiType.StreamNames]: { total: 0, offset: 0, limit: 0, streams: null },
-  [ApiType.StreamList]: { total: 0, offset: 0, limit: 0, streams: null },
-};
-
-export function responseType(t: string[]): string {
-  const [a, b, c] = t;
-  if (a === "INFO") return ApiType.AccountInfo;
-  switch (b ?? "") {
-    case "CREATE":
-      return ApiType.StreamCreate;
-    case "UPDATE":
-      return ApiType.StreamUpdate;
-    case "DELETE":
-      return ApiType.StreamDelete;
-    case "INFO":
-      return ApiType.StreamInfo;
-    case "NAMES":
-      return ApiType.StreamNames;
-    case "LIST":
-      return ApiType.StreamList;
-    case "PURGE":
-      return ApiType.StreamPurge;
-    case "MSG":
-      return c === "DELETE" ? ApiType.StreamMsgDelete : ApiType.StreamMsgGet;
-    case "SNAPSHOT":
-      return ApiType.StreamSnapshot;
-    case "RESTORE":
-      return ApiType.StreamRestore;
-    case "LEADER":
-      return ApiType.StreamLeaderStepdown;
-    case "PEER":
-      return ApiType.StreamRemovePeer;
-    default:
-      return ApiType.ApiError;
   }
 }
 

@@ -22,7 +22,8 @@ import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js"
 import { subjectsCollide } from "../subjects/subject.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL } from "../version.js";
-import { _internal, responseType, type ApiRouter } from "./api.js";
+import type { ApiRouter } from "./api.js";
+import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import type {
@@ -89,6 +90,14 @@ export function routeOf(t: string[]): Route {
     return s !== undefined && s !== "" ? { to: "stream", stream: s } : { to: "local" };
   }
   return { to: "local" };
+}
+
+function consumerType(op: string): string {
+  if (op === "CREATE" || op === "DURABLE") return ApiType.ConsumerCreate;
+  if (op === "NAMES") return ApiType.ConsumerNames;
+  if (op === "LIST") return ApiType.ConsumerList;
+  if (op === "DELETE") return ApiType.ConsumerDelete;
+  return ApiType.ConsumerInfo;
 }
 
 /** A replicated stream's group, or null for R1 (a plain local stream). */
@@ -163,7 +172,7 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private respondErr(reply: string, t: string[], name: JsErrName): void {
-    this.router.respond(reply, { type: responseType(t), error: jsErr(name) });
+    this.router.respond(reply, { type: t[0] === "CONSUMER" ? consumerType(t[1] ?? "") : responseType(t), error: jsErr(name) });
   }
 
   intercept(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean {
@@ -265,7 +274,7 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private async create(name: string, reply: string, payload: Buffer): Promise<Body | null> {
-    const body = _internal.parseBody(payload, true);
+    const body = parseBody(payload, true);
     const raw = decodeStreamConfig(body ?? {});
     if (name !== raw.name) fail("JSStreamMismatchErr");
     if (/[\\/]/.test(name)) fail("JSStreamNameContainsPathSeparatorsErr");
@@ -305,7 +314,7 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private async update(name: string, reply: string, payload: Buffer): Promise<Body | null> {
-    const body = _internal.parseBody(payload, true);
+    const body = parseBody(payload, true);
     const raw = decodeStreamConfig(body ?? {});
     if (name !== raw.name) fail("JSStreamMismatchErr");
     const cur = this.meta.state.stream(name);
@@ -337,7 +346,7 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private names(payload: Buffer): Body {
-    const body = _internal.parseBody(payload, false);
+    const body = parseBody(payload, false);
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(optOffset(body), names.length);
     const page = names.slice(off, off + NAMES_LIMIT);
@@ -347,7 +356,7 @@ export class JsCluster implements ClusterApiHooks {
   /** STREAM.LIST from the meta state: a stream led here shows its state; one led elsewhere
    *  shows its config with an empty state (nats-server gathers each leader's info; not yet). */
   private list(payload: Buffer): { raw: string } {
-    const body = _internal.parseBody(payload, false);
+    const body = parseBody(payload, false);
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(optOffset(body), names.length);
     const page = names.slice(off, off + LIST_LIMIT);
