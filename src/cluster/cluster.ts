@@ -586,6 +586,10 @@ export class Cluster implements ClusterLike {
     return this.routes.size > 0 && this.interest.hasRemoteInterest(subject);
   }
 
+  get remoteGen(): number {
+    return this.interest.remoteSl.gen;
+  }
+
   /** A message published here, after its local plain subscribers (Interest.forward). */
   forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number {
     return this.interest.forward(fromCid, noEcho, subject, reply, hdr, buf, start, end, shown, ack, qsubs);
