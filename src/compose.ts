@@ -24,6 +24,7 @@ export const serverParts: ServerParts = {
     } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
       const { startMetaGroup } = await import("./jscluster/meta-group.js");
       const { RoutePeerTransport } = await import("./cluster/peer-transport.js");
+      const { enableStreamGroups } = await import("./jscluster/stream-groups.js");
       startMetaGroup({
         serverName: server.opts.serverName,
         storeDir: server.opts.jetstream.storeDir,
@@ -41,7 +42,10 @@ export const serverParts: ServerParts = {
           maxStore: server.opts.jetstream.maxFileStoreBytes,
           maxMemory: server.opts.jetstream.maxMemoryStoreBytes,
         },
-        attach: (m) => js.attachClusterMeta!(m),
+        attach: (m) => {
+          enableStreamGroups(m, server.clock, server.log);
+          js.attachClusterMeta!(m);
+        },
       });
     }
     return cl;

@@ -11,7 +11,7 @@
 // $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does.
 // Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
 
-import type { InternalSubscription } from "../contracts/bus.js";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { jsErr, JsApiError, type ApiError } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
@@ -156,6 +156,11 @@ export class ApiRouter {
       (dir) => this.openStreamDir(dir),
       (reply, obj) => this.respond(reply, obj),
     );
+  }
+
+  /** Clustered: consumers subscribe on a bus whose subscriptions are announced over routes. */
+  useBus(bus: Bus): void {
+    (this.ctx as { bus: Bus }).bus = bus;
   }
 
   /** Open a stream directory as recovery does, with its durable consumers. */
@@ -728,7 +733,7 @@ export class ApiRouter {
     return new RawBody(`{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}`);
   }
 
-  private purge(name: string, payload: Buffer): Record<string, unknown> {
+  private async purge(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     const body = parseBody(payload, false);
     const filter = optStr(body, "filter");
     const seq = optInt(body, "seq", "uint64", "JSApiStreamPurgeRequest");
@@ -741,7 +746,8 @@ export class ApiRouter {
     if (filter !== "") opts.filter = filter;
     if (seq > 0) opts.seq = seq;
     if (keep > 0) opts.keep = keep;
-    const purged = st.purge(opts);
+    // A replicated stream purges through its group (every replica applies it).
+    const purged = (await this.cluster?.purge?.(name, opts)) ?? st.purge(opts);
     // The stream tells consumers about removals below its first sequence; a purge by subject
     // also removes messages above it, which pending acks may still name.
     if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.(filter);
@@ -760,7 +766,7 @@ export class ApiRouter {
     return { message: r.msg };
   }
 
-  private msgDelete(name: string, payload: Buffer): Record<string, unknown> {
+  private async msgDelete(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
     const body = parseBody(payload, true);
     const seq = optInt(body, "seq", "uint64", "JSApiMsgDeleteRequest");
@@ -770,7 +776,8 @@ export class ApiRouter {
     if (st.cfg.deny_delete) fail("JSStreamMsgDeleteFailedF", { err: "message delete not permitted" });
     const s = st.store.state();
     if (seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "stream store EOF" });
-    if (seq === 0 || !st.deleteMsg(seq, noErase !== true)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
+    const done = seq === 0 ? false : ((await this.cluster?.deleteMsg?.(name, seq, noErase !== true)) ?? st.deleteMsg(seq, noErase !== true));
+    if (!done) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
     return { success: true };
   }
 }

