@@ -224,3 +224,84 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     await stopRig(rig);
   }
 });
+
+interface ClusterBlock {
+  name: string;
+  raft_group?: string;
+  leader?: string;
+  leader_since?: string;
+  replicas?: Array<{ name: string; current: boolean; active: number; peer: string; lag?: number; offline?: boolean }>;
+}
+
+void test("clustered streams: R3 created from any server, published to and read from every server, stepdown, purge, delete everywhere", async () => {
+  const rig = await startRig("jsc-r3-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
+    const created = await req(ncC, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    assert.equal(created["did_create"], true);
+    assert.equal((created["config"] as { num_replicas: number }).num_replicas, 3);
+    for (const n of rig.names) assert.ok(existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S", "meta.json")), n);
+
+    const info0 = await req(ncA, "$JS.API.STREAM.INFO.R3S");
+    const cl0 = info0["cluster"] as ClusterBlock;
+    assert.equal(cl0.name, "jsc");
+    assert.match(cl0.raft_group ?? "", /^S-R3F-/);
+    assert.ok(rig.names.includes(cl0.leader ?? ""), JSON.stringify(cl0));
+    assert.equal(typeof cl0.leader_since, "string");
+    assert.deepEqual(cl0.replicas!.map((r) => r.name).sort(), rig.names.filter((n) => n !== cl0.leader));
+
+    // Publishes from every server reach the leader; each PubAck after commit.
+    await until("the leader's interest in r3.> reached every server", async () => {
+      const r = await Promise.all(ncs.map((nc) => nc.request("r3.probe", "", { timeout: 1000 }).then(() => true, () => false)));
+      return r.every((x) => x);
+    });
+    const before = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["state"] as { messages: number }).messages;
+    for (let i = 0; i < 30; i++) {
+      const ack = await jetstream(ncs[i % 3]!).publish(`r3.${i % 4}`, `m${i}`);
+      assert.equal(ack.stream, "R3S");
+    }
+    for (const nc of ncs) {
+      const i = await req(nc, "$JS.API.STREAM.INFO.R3S");
+      assert.equal((i["state"] as { messages: number }).messages, before + 30);
+    }
+    await until("both followers current", async () => {
+      const c = (await req(ncB, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock;
+      return (c.replicas ?? []).length === 2 && c.replicas!.every((r) => r.current);
+    });
+
+    // Stepdown, asked of any server: another replica leads, and publishes go on.
+    const sd = await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.R3S");
+    assert.deepEqual(sd, { type: "io.nats.jetstream.api.v1.stream_leader_stepdown_response", success: true });
+    let next = "";
+    await until("a new stream leader", async () => {
+      next = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock).leader ?? "";
+      return next !== "" && next !== cl0.leader;
+    });
+    const js = jetstream(ncA);
+    let acked = false;
+    await until("a publish after the stepdown is acknowledged", async () => {
+      acked = await js.publish("r3.after", "x").then(() => true, () => false);
+      return acked;
+    });
+    // Purge through the group: every replica applies it.
+    const pr = await req(ncC, "$JS.API.STREAM.PURGE.R3S", { filter: "r3.0" });
+    assert.equal(pr["success"], true);
+    assert.ok((pr["purged"] as number) > 0);
+
+    // Delete from any server: every replica's directory goes.
+    const del = await req(ncB, "$JS.API.STREAM.DELETE.R3S");
+    assert.equal(del["success"], true, JSON.stringify(del));
+    for (const n of rig.names) {
+      await until(`R3S removed on ${n}`, () => !existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S")));
+    }
+    const gone = await req(ncC, "$JS.API.STREAM.INFO.R3S");
+    assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
+  } finally {
+    for (const nc of ncs) await nc.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
