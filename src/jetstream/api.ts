@@ -11,7 +11,7 @@
 // $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does.
 // Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
 
-import type { InternalSubscription } from "../contracts/bus.js";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { jsErr, JsApiError, type ApiError } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
@@ -37,6 +37,7 @@ import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
 import { ERROR_EXTRAS, Fail, fail, optBool, optInt, optStr, parseBody, RawBody, responseType, type Body } from "./api-body.js";
 import { isInfoRequest, RequestQueue } from "./queue.js";
+import type { ClusterApiHooks } from "./cluster-types.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
@@ -127,6 +128,8 @@ export class ApiRouter {
   private recoverConsumersFn: ((ctx: ConsumerApiContext, st: Stream) => number) | null = null;
   readonly ctx: ConsumerApiContext;
   readonly snapshots: Snapshots;
+  /** Clustered JetStream (cluster-api.ts): routing, meta-level requests, the cluster block. */
+  cluster: ClusterApiHooks | null = null;
 
   constructor(private readonly svc: JetStreamCore) {
     const d = svc.deps;
@@ -153,6 +156,11 @@ export class ApiRouter {
       (dir) => this.openStreamDir(dir),
       (reply, obj) => this.respond(reply, obj),
     );
+  }
+
+  /** Clustered: consumers subscribe on a bus whose subscriptions are announced over routes. */
+  useBus(bus: Bus): void {
+    (this.ctx as { bus: Bus }).bus = bus;
   }
 
   /** Open a stream directory as recovery does, with its durable consumers. */
@@ -190,7 +198,16 @@ export class ApiRouter {
     const subs: InternalSubscription[] = [];
     for (const pat of STREAM_PATTERNS) {
       // Borrowing: enqueue copies what it keeps.
-      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload), "", true));
+      subs.push(
+        bus.subscribe(
+          API_PREFIX + pat,
+          (subject, reply, hdr, payload) => {
+            if (this.cluster?.intercept(subject, reply, hdr, payload) !== true) this.enqueue(API_PREFIX, subject, reply, hdr, payload);
+          },
+          "",
+          true,
+        ),
+      );
     }
     return subs;
   }
@@ -217,7 +234,12 @@ export class ApiRouter {
     return l !== undefined && l > 0 ? l : this.queueLimit;
   }
 
-  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  /** A request another server forwarded here (local: on this server's streams, no routing). */
+  enqueueForwarded(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, local: boolean): void {
+    this.enqueue(API_PREFIX, subject, reply, hdr, payload, local);
+  }
+
+  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, local = false): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
     const p = payload.length === 0 ? EMPTY : Buffer.from(payload);
@@ -227,7 +249,7 @@ export class ApiRouter {
     // nats-server (jsAPIRoutedReqs / jsAPIRoutedInfoReqs): at its limit, everything queued in
     // that queue is dropped without a reply (the requesters time out), with a rate-limited
     // warning and an advisory. The request being handled, if any, goes on.
-    const pending = q.push({ subject, rest, reply, hdr: h, payload: p });
+    const pending = q.push({ subject, rest, reply, hdr: h, payload: p, local });
     if (pending >= (info ? this.infoQueueLimit : this.queueLimit)) {
       q.clear();
       this.dropped += pending;
@@ -267,7 +289,7 @@ export class ApiRouter {
       const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
       try {
-        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload);
+        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload, r.local === true);
       } catch (e) {
         this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
       }
@@ -301,7 +323,7 @@ export class ApiRouter {
     return true;
   }
 
-  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
+  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer, local = false): Promise<void> {
     this.svc.apiStats.total++;
     if (t[0] === "CONSUMER") {
       await this.loadConsumerApi();
@@ -311,7 +333,9 @@ export class ApiRouter {
     if (this.refuseApiLevel(hdr, reply, false, type)) return;
     let resp: Record<string, unknown>;
     try {
-      const out = await this.stream(t, payload);
+      const c = this.cluster !== null && !local ? await this.cluster.handle(t, reply, hdr, payload) : undefined;
+      if (c === null) return;
+      const out = c === undefined ? await this.stream(t, payload) : typeof c["raw"] === "string" ? new RawBody(c["raw"]) : (c as Record<string, unknown>);
       if (out instanceof RawBody) {
         const text = `{"type":${JSON.stringify(type)},${out.json.slice(1)}`;
         if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
@@ -344,7 +368,7 @@ export class ApiRouter {
     const w = this.wire(st);
     let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
     if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
-    if (withCluster) s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
+    if (withCluster) s += `,"cluster":${this.cluster !== null ? JSON.stringify(this.cluster.clusterBlock(st.name)) : `{"leader":${JSON.stringify(this.svc.deps.serverName)}}`}`;
     const mirror = this.svc.sourcing.mirrorInfo(st);
     if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
     const sources = this.svc.sourcing.sourcesInfo(st);
@@ -405,7 +429,7 @@ export class ApiRouter {
     const i = st.info(opts, { mirror: this.svc.sourcing.mirrorInfo(st), sources: this.svc.sourcing.sourcesInfo(st) });
     const o: Record<string, unknown> = { config: i.config, created: i.created, state: i.state };
     if (this.svc.domain !== "") o["domain"] = this.svc.domain;
-    o["cluster"] = i.cluster;
+    o["cluster"] = this.cluster !== null ? this.cluster.clusterBlock(st.name) : i.cluster;
     if (i.mirror) o["mirror"] = i.mirror;
     if (i.sources) o["sources"] = i.sources;
     o["ts"] = i.ts;
@@ -589,6 +613,13 @@ export class ApiRouter {
     return this.createInfo(st, true);
   }
 
+  /** Publish a create (didCreate) or update reply for a local stream (clustered: the
+   *  stream's responder answers once the meta op applied). */
+  replyInfo(reply: string, type: string, st: Stream, didCreate: boolean): void {
+    const text = `{"type":${JSON.stringify(type)},${this.createInfo(st, didCreate).json.slice(1)}`;
+    if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
+  }
+
   /** Create/update replies carry no cluster block (nats-server builds them without it);
    *  a create's ends with did_create. */
   private createInfo(st: Stream, didCreate: boolean): RawBody {
@@ -702,7 +733,7 @@ export class ApiRouter {
     return new RawBody(`{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}`);
   }
 
-  private purge(name: string, payload: Buffer): Record<string, unknown> {
+  private async purge(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     const body = parseBody(payload, false);
     const filter = optStr(body, "filter");
     const seq = optInt(body, "seq", "uint64", "JSApiStreamPurgeRequest");
@@ -715,7 +746,8 @@ export class ApiRouter {
     if (filter !== "") opts.filter = filter;
     if (seq > 0) opts.seq = seq;
     if (keep > 0) opts.keep = keep;
-    const purged = st.purge(opts);
+    // A replicated stream purges through its group (every replica applies it).
+    const purged = (await this.cluster?.purge?.(name, opts)) ?? st.purge(opts);
     // The stream tells consumers about removals below its first sequence; a purge by subject
     // also removes messages above it, which pending acks may still name.
     if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.(filter);
@@ -734,7 +766,7 @@ export class ApiRouter {
     return { message: r.msg };
   }
 
-  private msgDelete(name: string, payload: Buffer): Record<string, unknown> {
+  private async msgDelete(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
     const body = parseBody(payload, true);
     const seq = optInt(body, "seq", "uint64", "JSApiMsgDeleteRequest");
@@ -744,7 +776,8 @@ export class ApiRouter {
     if (st.cfg.deny_delete) fail("JSStreamMsgDeleteFailedF", { err: "message delete not permitted" });
     const s = st.store.state();
     if (seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "stream store EOF" });
-    if (seq === 0 || !st.deleteMsg(seq, noErase !== true)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
+    const done = seq === 0 ? false : ((await this.cluster?.deleteMsg?.(name, seq, noErase !== true)) ?? st.deleteMsg(seq, noErase !== true));
+    if (!done) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
     return { success: true };
   }
 }
