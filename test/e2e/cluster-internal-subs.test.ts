@@ -17,9 +17,9 @@ import { defaultClusterOptions } from "../../src/server/options.js";
 import { findNatsServer, startNatsServerChild, startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
 import { until } from "../helpers/until.js";
 
-function childConf(dir: string, name: string, routePort: number): string {
+function childConf(dir: string, name: string, routePort: number, extra: string[]): string {
   const conf = join(dir, `${name}.conf`);
-  writeFileSync(conf, [`server_name: ${name}`, "listen: 127.0.0.1:-1", "cluster {", "  name: ic", "  listen: 127.0.0.1:-1", `  routes: [ nats-route://127.0.0.1:${routePort} ]`, "}", ""].join("\n"));
+  writeFileSync(conf, [`server_name: ${name}`, "listen: 127.0.0.1:-1", "cluster {", "  name: ic", "  listen: 127.0.0.1:-1", `  routes: [ nats-route://127.0.0.1:${routePort} ]`, ...extra, "}", ""].join("\n"));
   return conf;
 }
 
@@ -30,13 +30,14 @@ interface Rig {
   dir: string;
 }
 
-async function rig(withNats: boolean): Promise<Rig> {
+async function rig(withNats: boolean, pooled: boolean): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), "routeadv-ic-"));
-  const b = await startServer({ port: 0, serverName: "B", cluster: { ...defaultClusterOptions(), name: "ic", host: "127.0.0.1", port: -1 } });
+  const b = await startServer({ port: 0, serverName: "B", cluster: { ...defaultClusterOptions(), name: "ic", host: "127.0.0.1", port: -1, poolSize: pooled ? 3 : 0 } });
   const routePort = b.server.cluster!.port;
-  const children = [await startTsnatsChild(["-c", childConf(dir, "A", routePort)])];
-  if (withNats) children.push(await startNatsServerChild(["-c", childConf(dir, "C", routePort)]));
-  const want = children.length;
+  const children = [await startTsnatsChild(["-c", childConf(dir, "A", routePort, pooled ? ["  pool_size: 3"] : [])])];
+  if (withNats) children.push(await startNatsServerChild(["-c", childConf(dir, "C", routePort, [])]));
+  // Route connections: a pool of 3 to a pooling tsnats server, one to nats-server.
+  const want = pooled ? 3 + (withNats ? 1 : 0) : children.length;
   await until("routes to B", () => (b.server.cluster!.routez({ subs: false })["num_routes"] as number) === want, 20_000);
   const ncs = await Promise.all(children.map((c) => connect({ servers: c.url })));
   return { b, children, ncs, dir };
@@ -59,8 +60,8 @@ async function reach(nc: NatsConnection, subject: string, seen: () => boolean): 
   });
 }
 
-async function scenario(withNats: boolean): Promise<void> {
-  const r = await rig(withNats);
+async function scenario(withNats: boolean, pooled = false): Promise<void> {
+  const r = await rig(withNats, pooled);
   const srv = r.b.server;
   try {
     const [a] = r.ncs;
@@ -146,4 +147,8 @@ void test("cluster internal subscriptions: tsnats B (embedded) with a tsnats A",
 
 void test("cluster internal subscriptions: also with a nats-server 2.9 peer", { skip: findNatsServer() === null ? "nats-server not installed" : false }, async () => {
   await scenario(true);
+});
+
+void test("cluster internal subscriptions: over pooled routes (pool_size 3), with a nats-server 2.9 peer too", { skip: findNatsServer() === null ? "nats-server not installed" : false }, async () => {
+  await scenario(true, true);
 });
