@@ -46,7 +46,8 @@ export interface ClusterLike {
   forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number;
   /** The largest outbound backlog among the local queue members the last forward() chose. */
   readonly lastQueueBacklog: number;
-  /** A client subscription was added (+1) or removed (-1). */
+  /** A routable subscription (a client's, or an internal one with cluster: true) was added
+   *  (+1) or removed (-1). */
   localInterest(sub: Subscription, delta: 1 | -1): void;
   hasRemoteInterest(subject: string): boolean;
   /** Moves whenever the peers' interest changes (the ack fast path rechecks on a move). */
