@@ -474,6 +474,10 @@ export class Cluster implements ClusterLike {
     return this.interest.hasRemoteInterest(subject);
   }
 
+  hasRemoteQueueInterest(subject: string, queue: string): boolean {
+    return this.interest.hasRemoteQueueInterest(subject, queue);
+  }
+
   get remoteGen(): number {
     return this.interest.remoteSl.gen;
   }

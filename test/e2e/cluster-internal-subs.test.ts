@@ -111,6 +111,13 @@ async function scenario(withNats: boolean, pooled = false): Promise<void> {
     assert.equal(got.size, 200);
     assert.ok(q["b1"]!.length > 0 && q["b2"]!.length > 0 && q["a"]!.length > 0, `every member takes part ${JSON.stringify([q["b1"]!.length, q["b2"]!.length, q["a"]!.length])}`);
 
+    // A queue group with members on A only counts as queue interest on B (push consumers'
+    // deliver groups).
+    assert.equal(srv.hasQueueInterest("ic.dg", "dg"), false);
+    a!.subscribe("ic.dg", { queue: "dg", callback: () => undefined });
+    await until("A's deliver group seen from B", () => srv.hasQueueInterest("ic.dg", "dg"));
+    assert.equal(srv.hasQueueInterest("ic.dg", "other"), false);
+
     // Request/reply: an internal responder on B answers clients on every server.
     const resp = srv.subscribe("ic.svc", (_s, reply, _h, p) => srv.publish(reply, "", null, Buffer.from(`echo:${p.toString()}`)), "", false, { cluster: true });
     for (const nc of r.ncs) {
