@@ -78,6 +78,8 @@ export class RaftHost {
   private timer: TimerHandle | null = null;
   private closed = false;
   private readonly tickMs: number;
+  /** Monotonic ms of the last frame from each peer (STREAM.INFO `active`). */
+  private readonly heard = new Map<string, number>();
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
@@ -141,6 +143,24 @@ export class RaftHost {
     if (fail !== null) this.failGroup(g, fail);
     this.touch(g);
     return node;
+  }
+
+  /** Stop driving group `name` (its WAL records and snapshot stay). Adding it again in the
+   *  same process recovers what the WAL held when the host opened, so do not. */
+  removeGroup(name: string): void {
+    const g = this.groups.get(name);
+    if (g === undefined) return;
+    this.groups.delete(name);
+    this.dirty.delete(g);
+  }
+
+  hasGroup(name: string): boolean {
+    return this.groups.has(name);
+  }
+
+  /** Monotonic ms when a frame from peer last arrived (-1: never). */
+  lastHeardMs(peer: string): number {
+    return this.heard.get(peer) ?? -1;
   }
 
   node(group: string): RaftNode | undefined {
@@ -214,6 +234,7 @@ export class RaftHost {
   private receive(from: string, frame: Uint8Array): void {
     if (this.closed) return;
     this.stats.framesIn++;
+    this.heard.set(from, this.o.clock.monoMs());
     const d = decodeMessage(frame);
     if (d instanceof Error) {
       this.stats.badFrames++;
@@ -294,6 +315,7 @@ export class RaftHost {
   }
 
   private finish(g: Group, rd: Ready): void {
+    if (this.groups.get(g.name) !== g) return; // removed meanwhile
     const n = g.node;
     if (n.failed === null) {
       for (const m of rd.messages) {

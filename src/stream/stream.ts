@@ -82,6 +82,8 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   private limitRemoved = false;
   private readonly storeListeners: (() => void)[] = [];
   private closed = false;
+  /** Whether the stream subscribes to its subjects (a replicated stream: only while it leads). */
+  private ingest = true;
   /** Set when the store stopped (a failed write or fsync): every publish is refused with it,
    *  before the duplicate check (a retried message id must not be called a duplicate of a
    *  message that was never acknowledged), until the service reopens the stream. */
@@ -162,7 +164,7 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
    *  checked), so no message meets two of the stream's subscriptions meanwhile. */
   syncSubscriptions(maxOps: number): boolean {
     if (!this.subsPlanned) {
-      const want = new Set(this.closed ? [] : this.cfg.subjects);
+      const want = new Set(this.closed || !this.ingest ? [] : this.cfg.subjects);
       const keep: InternalSubscription[] = [];
       for (const s of this.subs) (want.delete(s.subject) ? keep : this.retiredSubs).push(s);
       this.subs = keep;
@@ -412,6 +414,49 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   /** Rebuild the dedup window and last msg id from stored Nats-Msg-Id headers (recovery). */
   rebuildDedup(): number {
     return this.checks.rebuild(this.env.clock.nowNs());
+  }
+
+  // ---------- replication (src/jscluster/stream-group.ts drives these) ----------
+
+  /** Take publishes on the stream's subjects, or not: a replicated stream subscribes only
+   *  while its replica leads (clients see no responders during an election). */
+  setIngest(on: boolean): void {
+    if (on === this.ingest) return;
+    this.ingest = on;
+    this.resubscribe();
+  }
+
+  get ingesting(): boolean {
+    return this.ingest;
+  }
+
+  /** A proposal the proposer could not take (this replica stopped leading): not in flight. */
+  proposalDropped(e: StreamEntry): void {
+    this.checks.inflight.remove(e);
+  }
+
+  /** Leadership changed: nothing proposed here is in flight any more. */
+  clearInflight(): void {
+    this.checks.inflight.clear();
+  }
+
+  /** An entry the store already holds at seq (a replica replaying its log after a restart):
+   *  only the duplicate window learns it. */
+  noteReplayed(msgId: string, seq: number, tsNs: number): void {
+    this.checks.applied(msgId, seq, tsNs);
+  }
+
+  /** The store's contents were replaced underneath (a Raft snapshot installed): rebuild the
+   *  duplicate window from the stored headers, show consumers the new range. */
+  storeReplaced(): void {
+    this.checks.inflight.clear();
+    this.checks.dedup.clear();
+    this.checks.lastMsgId = "";
+    this.checks.rebuild(this.env.clock.nowNs());
+    const st = this.store.state();
+    if (st.lastSeq > this.commit.visibleSeq) this.commit.visibleSeq = st.lastSeq;
+    this.expiry.arm();
+    for (const c of this.consumerMap.values()) c.onPurged(st.firstSeq);
   }
 
   // ---------- info ----------

@@ -1,0 +1,559 @@
+// A replicated stream (R3/R5): one Raft group on the server's shared RaftHost whose state
+// machine is the local Stream (CLUSTERING.md §1.4, §3.9). Only the leader takes publishes:
+// the stream subscribes to its subjects only while this replica leads and has applied its
+// term's no-op (so its in-flight and duplicate state are rebuilt from what was applied). The
+// leader runs the publish checks, proposes the StreamEntry in binary (stream-codec.ts), and
+// every replica applies committed entries in log order through the same Stream.applyEntry;
+// only the leader that proposed an entry answers its PubAck, after commit and apply (and the
+// store's own fsync). Purge and message delete are entries of the same log.
+//
+// Sequences are not in the entries: each replica's store assigns them in log order, so the
+// same log gives the same sequences everywhere. A replica that restarts replays its log from
+// its last snapshot; `applySeq` counts the sequences the entries use, and an entry whose
+// sequence the store already holds (written before the restart) is skipped, as is a purge
+// that later messages in the store show was applied.
+//
+// Snapshots (GroupApp.snapshot) are the whole store as a store-snapshot archive
+// (storage/archive.ts) plus applySeq: simple and exact, but they hold every message in
+// memory while taken and while Raft keeps them for laggards. A state-only snapshot with
+// range catch-up from the leader (CLUSTERING.md §3.4) is the next step.
+
+import { jsErr, JsApiError } from "../contracts/errors.js";
+import type { RaftHost, GroupApp } from "../raft/host.js";
+import { type Entry, EntryType, RaftError, Role } from "../raft/types.js";
+import type { Clock, TimerHandle } from "../runtime/clock.js";
+import type { Logger } from "../runtime/log.js";
+import { ArchiveDecoder, decodeMsgRecord, encodeStoreSnapshot, REC_END, REC_MSG, REC_MSG_TTL, REC_STATE, StoreSnapshotReader } from "../storage/archive.js";
+import type { StreamStore } from "../storage/types.js";
+import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
+import type { Stream } from "../stream/stream.js";
+import { serverHash } from "./meta-group.js";
+import { decodeDeleteOp, decodeMsgOp, decodePurgeOp, encodeDeleteOp, encodeMsgOp, encodePurgeOp, OP_DELETE, OP_MSG, OP_PURGE } from "./stream-codec.js";
+
+/** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
+const CURRENT_WINDOW_MS = 10_000;
+/** A stepdown fails if leadership has not moved after this long. */
+const STEPDOWN_TIMEOUT_MS = 3000;
+/** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
+const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
+const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
+const SNAP_MAGIC = 0x47535354; // "TSSG" little-endian
+const SNAP_VERSION = 1;
+const SNAP_HDR = 4 + 1 + 8;
+
+export interface StreamGroupOptions {
+  /** Raft group name, e.g. "S-R3F-abcd1234". */
+  group: string;
+  /** Server names (Raft ids), this one included. */
+  peers: string[];
+  self: string;
+  /** The server's shared RaftHost (the meta group's host). */
+  host: RaftHost;
+  /** Build the local Stream with this proposer factory in its StreamEnv (the caller opens the store). */
+  open(proposer: (applier: EntryApplier) => Proposer): Stream;
+  clock: Clock;
+  log: Logger;
+  onLeaderChange?(leader: string): void;
+  /** Snapshot the group after this many applied entries (default 65,536) ... */
+  snapshotEntries?: number;
+  /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
+  snapshotBytes?: number;
+}
+
+interface PendingOp {
+  resolve(v: number | boolean): void;
+  reject(e: Error): void;
+}
+
+interface PendingStepdown {
+  resolve(): void;
+  reject(e: Error): void;
+  timer: TimerHandle;
+}
+
+/** The proposer the stream is built with: hands checked entries to the group. */
+class RaftProposer implements Proposer {
+  readonly immediate = false;
+  constructor(private readonly g: StreamGroup) {}
+  propose(e: StreamEntry): void {
+    this.g.proposeEntry(e);
+  }
+}
+
+function notLeader(): JsApiError {
+  return new JsApiError(jsErr("JSClusterNotLeaderErr"));
+}
+
+export class StreamGroup implements GroupApp {
+  readonly stream: Stream;
+  readonly name: string;
+  private readonly o: StreamGroupOptions;
+  private readonly store: StreamStore;
+  private leaderName = "";
+  private leaderSinceMs = 0;
+  /** The term this replica leads in (0: not leading). */
+  private leadTerm = 0;
+  /** Leading, and the term's no-op is applied: publishes are taken. */
+  private taking = false;
+  /** The sequence the last applied message entry used. */
+  private applySeq = 0;
+  /** The store's last sequence when it was opened or restored: entries up to it are replayed. */
+  private replayTo = 0;
+  /** While the group is being added: a snapshot restored now is our own, from before a restart. */
+  private opening = true;
+  /** Raft index and reply subject of each publish this leader proposed that wants a PubAck. */
+  private ackIdx: number[] = [];
+  private ackReply: string[] = [];
+  private ackHead = 0;
+  private readonly ops = new Map<number, PendingOp>();
+  private stepdowns: PendingStepdown[] = [];
+  private readonly scratch = new StreamEntry();
+  private sinceSnapEntries = 0;
+  private sinceSnapBytes = 0;
+  private snapTimer: TimerHandle | null = null;
+  private readonly snapEntries: number;
+  private readonly snapBytes: number;
+  private closed = false;
+  /** Entries applied since open (tests, logs). */
+  applied = 0;
+  /** Snapshots restored since open (tests). */
+  restores = 0;
+
+  static open(o: StreamGroupOptions): StreamGroup {
+    return new StreamGroup(o);
+  }
+
+  private constructor(o: StreamGroupOptions) {
+    this.o = o;
+    this.name = o.group;
+    this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
+    this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
+    const proposer = new RaftProposer(this);
+    this.stream = o.open(() => proposer);
+    this.store = this.stream.store;
+    this.stream.setIngest(false);
+    this.replayTo = this.store.state().lastSeq;
+    o.host.addGroup(o.group, o.peers, this);
+    this.opening = false;
+  }
+
+  get leader(): string {
+    return this.leaderName;
+  }
+
+  get isLeader(): boolean {
+    return this.leadTerm !== 0 && this.leaderName === this.o.self;
+  }
+
+  /** Leading and taking publishes (the term's no-op is applied). */
+  get isTakingPublishes(): boolean {
+    return this.taking;
+  }
+
+  // ---------- propose ----------
+
+  /** From the stream (RaftProposer): a checked publish. Valid only during the call. */
+  proposeEntry(e: StreamEntry): void {
+    if (!this.taking) {
+      this.stream.proposalDropped(e);
+      return;
+    }
+    let index: number;
+    try {
+      index = this.o.host.propose(this.name, encodeMsgOp(e));
+    } catch (err) {
+      // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
+      this.stream.proposalDropped(e);
+      if (!(err instanceof RaftError)) throw err;
+      return;
+    }
+    if (e.reply !== "") {
+      this.ackIdx.push(index);
+      this.ackReply.push(e.reply);
+    }
+  }
+
+  private proposeOp(data: Uint8Array): Promise<number | boolean> {
+    if (!this.isLeader || this.closed) return Promise.reject(notLeader());
+    let index: number;
+    try {
+      index = this.o.host.propose(this.name, data);
+    } catch (err) {
+      if (err instanceof RaftError) return Promise.reject(notLeader());
+      return Promise.reject(err as Error);
+    }
+    return new Promise((resolve, reject) => this.ops.set(index, { resolve, reject }));
+  }
+
+  /** Replicated purge: resolves with the number purged once committed and applied here. */
+  async purge(req: { filter?: string; seq?: number; keep?: number }): Promise<number> {
+    return (await this.proposeOp(encodePurgeOp(req))) as number;
+  }
+
+  /** Replicated message delete: resolves with whether it was there, once applied here. */
+  async deleteMsg(seq: number, erase: boolean): Promise<boolean> {
+    return (await this.proposeOp(encodeDeleteOp(seq, erase))) as boolean;
+  }
+
+  /** STREAM.LEADER.STEPDOWN: hand leadership to the most caught-up active peer; resolves
+   *  once another replica leads. */
+  stepdown(): Promise<void> {
+    if (!this.isLeader || this.closed) return Promise.reject(notLeader());
+    const st = this.o.host.status(this.name);
+    let target = "";
+    let best = -1;
+    for (const p of st?.progress ?? []) {
+      if (p.id === this.o.self || !p.active) continue;
+      if (p.match > best) {
+        best = p.match;
+        target = p.id;
+      }
+    }
+    if (target === "") return Promise.reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: "no replicas to transfer leadership to" })));
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.o.clock.setTimer(() => {
+        const i = this.stepdowns.findIndex((p) => p.timer === timer);
+        if (i < 0) return;
+        this.stepdowns.splice(i, 1);
+        reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: "leadership transfer timed out" })));
+      }, STEPDOWN_TIMEOUT_MS);
+      this.stepdowns.push({ resolve, reject, timer });
+      try {
+        this.o.host.transferLeader(this.name, target);
+      } catch (e) {
+        this.o.clock.clearTimer(timer);
+        this.stepdowns.pop();
+        reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: (e as Error).message })));
+      }
+    });
+  }
+
+  /** Leave the group: stop taking publishes and stop driving the Raft group. The stream, its
+   *  store and the group's WAL records stay (the caller closes or deletes the stream). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopLeading("stream group closed");
+    this.o.host.removeGroup(this.name);
+    if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
+    this.snapTimer = null;
+  }
+
+  // ---------- GroupApp ----------
+
+  apply(entries: Entry[]): void {
+    if (this.closed) return;
+    const node = this.o.host.node(this.name);
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
+      this.applied++;
+      if (e.type === EntryType.Noop) {
+        // Everything before this term's no-op is applied: the leader's state is exact now.
+        if (node !== undefined && node.role === Role.Leader && e.term === node.term) this.startTaking(e.term);
+        continue;
+      }
+      const d = e.data;
+      const op = d[0];
+      if (op === undefined) continue;
+      this.sinceSnapEntries++;
+      this.sinceSnapBytes += d.length;
+      try {
+        switch (op) {
+          case OP_MSG:
+            this.applyMsg(e);
+            break;
+          case OP_PURGE:
+            this.applyPurge(e);
+            break;
+          case OP_DELETE:
+            this.applyDelete(e);
+            break;
+          default:
+            this.o.log.warn(`stream group ${this.name}: unknown entry type ${op} at ${e.index}`);
+        }
+      } catch (err) {
+        this.o.log.error(`stream group ${this.name}: applying entry ${e.index}: ${(err as Error).message}`);
+        this.ops.get(e.index)?.reject(err as Error);
+        this.ops.delete(e.index);
+      }
+    }
+    if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
+      // Not from inside apply: the host labels a snapshot with the index it has advanced to.
+      this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
+    }
+  }
+
+  private applyMsg(e: Entry): void {
+    const m = decodeMsgOp(e.data, this.scratch);
+    const seq = ++this.applySeq;
+    const reply = this.leadTerm !== 0 && e.term === this.leadTerm ? this.takeReply(e.index) : "";
+    if (seq <= this.replayTo) {
+      // Stored before a restart (or installed by a snapshot): only the duplicate window learns it.
+      this.stream.noteReplayed(m.msgId, seq, m.tsNs);
+      return;
+    }
+    m.reply = reply;
+    this.stream.applyEntry(m);
+    if (this.stream.storeFailure !== null) this.applySeq = this.store.state().lastSeq;
+  }
+
+  private applyPurge(e: Entry): void {
+    const p = decodePurgeOp(e.data);
+    let n = 0;
+    // A purge followed in the log by messages the store holds was applied before a restart.
+    if (this.applySeq >= this.replayTo) {
+      const req: { filter?: string; seq?: number; keep?: number } = { filter: p.filter };
+      if (p.seq > 0) req.seq = p.seq;
+      if (p.keep > 0) req.keep = p.keep;
+      n = this.stream.purge(req);
+      const last = this.store.state().lastSeq;
+      if (last > this.applySeq) this.applySeq = last;
+    }
+    this.settleOp(e, n);
+  }
+
+  private applyDelete(e: Entry): void {
+    const d = decodeDeleteOp(e.data);
+    const ok = this.stream.deleteMsg(d.seq, d.erase);
+    this.settleOp(e, ok);
+  }
+
+  private settleOp(e: Entry, v: number | boolean): void {
+    const p = this.ops.get(e.index);
+    if (p === undefined) return;
+    this.ops.delete(e.index);
+    if (e.term === this.leadTerm) p.resolve(v);
+    else p.reject(notLeader());
+  }
+
+  /** The reply of the publish this leader proposed at index ("" none). */
+  private takeReply(index: number): string {
+    const idx = this.ackIdx;
+    let h = this.ackHead;
+    while (h < idx.length && idx[h]! < index) h++;
+    let reply = "";
+    if (h < idx.length && idx[h] === index) reply = this.ackReply[h++]!;
+    if (h === idx.length) {
+      idx.length = 0;
+      this.ackReply.length = 0;
+      h = 0;
+    } else if (h > 1024 && h * 2 > idx.length) {
+      idx.splice(0, h);
+      this.ackReply.splice(0, h);
+      h = 0;
+    }
+    this.ackHead = h;
+    return reply;
+  }
+
+  snapshot(): Uint8Array {
+    const parts: Buffer[] = [];
+    const hdr = Buffer.allocUnsafe(SNAP_HDR);
+    hdr.writeUInt32LE(SNAP_MAGIC, 0);
+    hdr[4] = SNAP_VERSION;
+    hdr.writeDoubleLE(this.applySeq, 5);
+    parts.push(hdr);
+    for (const f of encodeStoreSnapshot(new StoreSnapshotReader(this.store))) parts.push(f);
+    return Buffer.concat(parts);
+  }
+
+  restore(data: Uint8Array): void {
+    const b = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    if (b.length < SNAP_HDR || b.readUInt32LE(0) !== SNAP_MAGIC || b[4] !== SNAP_VERSION) {
+      throw new Error(`stream group ${this.name}: not a stream snapshot`);
+    }
+    const snapSeq = b.readDoubleLE(5);
+    installStoreSnapshot(this.store, b.subarray(SNAP_HDR), this.opening);
+    this.restores++;
+    this.applySeq = snapSeq;
+    this.replayTo = this.store.state().lastSeq;
+    this.stream.storeReplaced();
+    this.sinceSnapEntries = 0;
+    this.sinceSnapBytes = 0;
+  }
+
+  onLeaderChange(leader: string, term: number): void {
+    if (this.closed) return;
+    if (leader !== this.leaderName) this.leaderSinceMs = this.o.clock.nowMs();
+    this.leaderName = leader;
+    if (leader === this.o.self) {
+      if (this.leadTerm !== term) {
+        if (this.leadTerm !== 0) this.stopLeading("leadership changed");
+        // Publishes wait for this term's no-op (apply → startTaking).
+        this.leadTerm = term;
+      }
+    } else {
+      if (this.leadTerm !== 0) this.stopLeading("not the stream leader any more");
+      if (leader !== "") {
+        const done = this.stepdowns;
+        this.stepdowns = [];
+        for (const p of done) {
+          this.o.clock.clearTimer(p.timer);
+          p.resolve();
+        }
+      }
+    }
+    this.o.onLeaderChange?.(leader);
+  }
+
+  onFailed(reason: string): void {
+    this.o.log.error(`stream group ${this.name} failed: ${reason}`);
+    this.stopLeading(reason);
+  }
+
+  private startTaking(term: number): void {
+    this.leadTerm = term;
+    if (this.leaderName !== this.o.self) {
+      this.leaderName = this.o.self;
+      this.leaderSinceMs = this.o.clock.nowMs();
+    }
+    this.ackIdx.length = 0;
+    this.ackReply.length = 0;
+    this.ackHead = 0;
+    this.stream.clearInflight();
+    this.taking = true;
+    this.stream.setIngest(true);
+  }
+
+  private stopLeading(why: string): void {
+    this.leadTerm = 0;
+    this.taking = false;
+    this.stream.setIngest(false);
+    // Proposed entries may still commit under the next leader; they apply then, unanswered.
+    this.stream.clearInflight();
+    this.ackIdx.length = 0;
+    this.ackReply.length = 0;
+    this.ackHead = 0;
+    if (this.ops.size > 0) {
+      const err = notLeader();
+      for (const p of this.ops.values()) p.reject(err);
+      this.ops.clear();
+    }
+    if (why === "stream group closed") {
+      for (const p of this.stepdowns) {
+        this.o.clock.clearTimer(p.timer);
+        p.reject(notLeader());
+      }
+      this.stepdowns = [];
+    }
+  }
+
+  private takeSnapshot(): void {
+    this.snapTimer = null;
+    if (this.closed || this.applySeq < this.replayTo) return;
+    try {
+      this.o.host.snapshot(this.name);
+      this.sinceSnapEntries = 0;
+      this.sinceSnapBytes = 0;
+    } catch (e) {
+      this.o.log.error(`stream group ${this.name}: snapshot failed: ${(e as Error).message}`);
+    }
+  }
+
+  // ---------- info ----------
+
+  /** nats-server's STREAM.INFO `cluster` block without `name`. */
+  clusterInfo(): Record<string, unknown> {
+    const out: Record<string, unknown> = { raft_group: this.name };
+    const leader = this.leaderName;
+    if (leader !== "") {
+      out["leader"] = leader;
+      out["leader_since"] = new Date(this.leaderSinceMs).toISOString();
+    }
+    const st = this.o.host.status(this.name);
+    const now = this.o.clock.monoMs();
+    const self = this.o.self;
+    const leading = st !== undefined && st.role === Role.Leader && leader === self;
+    const match = new Map<string, number>();
+    if (leading) for (const p of st.progress) match.set(p.id, p.match);
+    const replicas: Record<string, unknown>[] = [];
+    for (const name of this.o.peers) {
+      if (name === (leader !== "" ? leader : self)) continue;
+      const r: Record<string, unknown> = { name, current: false, active: 0 };
+      if (name === self) {
+        r["current"] = st !== undefined && st.failed === null && st.applied >= st.commit && leader !== "";
+      } else {
+        const seen = this.o.host.lastHeardMs(name);
+        const ago = seen < 0 ? -1 : now - seen;
+        if (ago < 0 || ago >= CURRENT_WINDOW_MS) r["offline"] = true;
+        r["active"] = ago < 0 ? 0 : Math.round(ago * 1_000_000);
+        if (leading && st !== undefined) {
+          const m = match.get(name) ?? 0;
+          r["current"] = ago >= 0 && ago < CURRENT_WINDOW_MS && m >= st.commit;
+          if (st.commit > m) r["lag"] = st.commit - m;
+        }
+      }
+      r["peer"] = serverHash(name);
+      replicas.push(r);
+    }
+    if (replicas.length > 0) out["replicas"] = replicas;
+    return out;
+  }
+}
+
+/**
+ * Make `store` hold what a stream snapshot archive holds, changing as little as it can: the
+ * messages below the snapshot's first sequence go, messages the store holds that the snapshot
+ * does not (up to its last sequence) are removed, and the snapshot's messages past the store's
+ * last sequence are stored at their sequences; then the last sequence moves up to the
+ * snapshot's. A store already past the snapshot keeps what it holds beyond it. `own`: the
+ * snapshot is this replica's own (a restart); a store that matches its state is trusted.
+ */
+export function installStoreSnapshot(store: StreamStore, archive: Buffer, own: boolean): void {
+  const before = store.state();
+  let storeLast = before.lastSeq;
+  let cur = before.firstSeq;
+  let snapLast = 0;
+  let snapLastTs = 0;
+  let trust = false;
+  let ended = false;
+  const dropUntil = (limit: number): void => {
+    // Store messages in [cur, limit) that the snapshot does not hold.
+    for (let m = store.loadNextMsg("", cur); m !== null && m.seq < limit; m = store.loadNextMsg("", m.seq + 1)) store.removeMsg(m.seq);
+    if (limit > cur) cur = limit;
+  };
+  const dec = new ArchiveDecoder((kind, body) => {
+    switch (kind) {
+      case REC_STATE: {
+        const s = JSON.parse(body.toString("utf8")) as Record<string, number>;
+        const first = Number(s["first_seq"] ?? 0);
+        snapLast = Number(s["last_seq"] ?? 0);
+        snapLastTs = Number(s["last_ts"] ?? 0);
+        const msgs = Number(s["msgs"] ?? 0);
+        trust = own && (storeLast > snapLast || (storeLast === snapLast && before.firstSeq === first && before.msgs === msgs));
+        if (trust) return;
+        if (first > before.firstSeq && before.msgs > 0 || first > storeLast + 1) {
+          store.compact(first);
+          storeLast = store.state().lastSeq;
+          cur = first;
+        }
+        return;
+      }
+      case REC_MSG:
+      case REC_MSG_TTL: {
+        if (trust) return;
+        const m = decodeMsgRecord(body, kind === REC_MSG_TTL);
+        if (m.seq <= storeLast) {
+          dropUntil(m.seq);
+          cur = m.seq + 1;
+          return;
+        }
+        if (cur <= storeLast) dropUntil(storeLast + 1);
+        store.storeMsgAt(m.seq, m.subject, m.hdr, m.data, m.tsNs, m.ttlSec);
+        storeLast = m.seq;
+        cur = m.seq + 1;
+        return;
+      }
+      case REC_END:
+        ended = true;
+        if (trust) return;
+        dropUntil(Math.min(storeLast, snapLast) + 1);
+        if (snapLast > storeLast) store.skipMsgs(storeLast + 1, snapLast - storeLast, snapLastTs);
+        return;
+      default:
+        throw new Error(`stream snapshot: unknown record kind ${kind}`);
+    }
+  });
+  dec.push(archive);
+  if (!ended) throw new Error("stream snapshot: truncated archive");
+}

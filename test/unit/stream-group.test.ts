@@ -1,0 +1,316 @@
+// Replicated streams (StreamGroup): 3 and 5 RaftHosts in one process, each with the stream
+// over a memory or a file store (on a simulated disk). Publishes go to the leader only, are
+// stored identically on every replica, and are acknowledged only after commit; leader changes,
+// restarts, purges and deletes keep every replica the same and lose no acknowledged message.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { StreamCluster } from "../helpers/streamcluster.js";
+import { decodeMsgOp, encodeMsgOp, decodePurgeOp, encodePurgeOp, decodeDeleteOp, encodeDeleteOp } from "../../src/jscluster/stream-codec.js";
+import { Rollup, StreamEntry } from "../../src/stream/entry.js";
+
+function sameEverywhere(c: StreamCluster, ids = c.ids.filter((i) => c.node(i).up)): void {
+  const ref = c.contents(ids[0]!);
+  for (const id of ids.slice(1)) assert.deepEqual(c.contents(id), ref, `${id} holds what ${ids[0]} holds`);
+  const st = c.node(ids[0]!).store.state();
+  for (const id of ids.slice(1)) {
+    const s = c.node(id).store.state();
+    assert.equal(s.lastSeq, st.lastSeq, `${id} last seq`);
+    assert.equal(s.firstSeq, st.firstSeq, `${id} first seq`);
+  }
+}
+
+function allApplied(c: StreamCluster, lastSeq: number): boolean {
+  return c.ids.every((id) => !c.node(id).up || c.node(id).store.state().lastSeq >= lastSeq);
+}
+
+void test("stream codec: entries round-trip", () => {
+  const e = new StreamEntry().set("a.b", Buffer.from("NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n"), Buffer.from("hello"), 1.7e18 + 12345, 30, "x", Rollup.Subject, "reply.1", 99);
+  const d = decodeMsgOp(encodeMsgOp(e), new StreamEntry());
+  assert.equal(d.subject, "a.b");
+  assert.equal(d.hdr!.toString(), e.hdr!.toString());
+  assert.equal(d.payload.toString(), "hello");
+  assert.equal(d.tsNs, e.tsNs);
+  assert.equal(d.ttlSec, 30);
+  assert.equal(d.msgId, "x");
+  assert.equal(d.rollup, Rollup.Subject);
+  assert.equal(d.reply, "", "the reply is not replicated");
+  assert.equal(d.size, 99);
+  const n = decodeMsgOp(encodeMsgOp(new StreamEntry().set("ü", null, Buffer.alloc(0), 1, 0, "", Rollup.None, "", 0)), new StreamEntry());
+  assert.equal(n.subject, "ü");
+  assert.equal(n.hdr, null);
+  assert.equal(n.payload.length, 0);
+  assert.deepEqual(decodePurgeOp(encodePurgeOp({ filter: "a.>", keep: 3 })), { filter: "a.>", seq: 0, keep: 3 });
+  assert.deepEqual(decodeDeleteOp(encodeDeleteOp(42, true)), { seq: 42, erase: true });
+});
+
+for (const storage of ["memory", "file"] as const) {
+  void test(`stream group (${storage}): publishes on the leader are stored identically on every replica; PubAck after commit`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      // Followers do not subscribe: a publish there reaches nobody.
+      for (const id of c.ids) assert.equal(c.node(id).stream.ingesting, id === l.id, `${id} ingest`);
+      const f = c.ids.find((i) => i !== l.id)!;
+      c.pub(f, "r.x", "lost", "f0");
+      for (let i = 0; i < 50; i++) c.pub(l.id, `r.${i % 3}`, `m${i}`, `t${i}`, i % 2 === 0 ? [["Nats-Msg-Id", `id${i}`]] : undefined);
+      await c.until(() => l.acks.size === 50 && allApplied(c, 50), "50 acks");
+      for (let i = 0; i < 50; i++) assert.deepEqual(l.acks.get(`t${i}`), [{ stream: "R", seq: i + 1 }]);
+      assert.equal(l.acks.has("f0"), false);
+      for (const id of c.ids) if (id !== l.id) assert.equal(c.node(id).acks.size, 0, "followers send no PubAcks");
+      sameEverywhere(c);
+      assert.equal(c.contents(l.id).get(1), `r.0|m0|${c.contents(l.id).get(1)!.split("|")[2]}`);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): no ack while the leader is cut off; the retry with the same msg id is stored once`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      c.pub(l.id, "r.a", "before", "b0", [["Nats-Msg-Id", "b0"]]);
+      await c.until(() => l.acks.has("b0") && allApplied(c, 1), "first ack");
+      c.isolate(l.id);
+      c.pub(l.id, "r.a", "during", "d1", [["Nats-Msg-Id", "X"]]);
+      const l2 = await c.leader(l.id);
+      assert.equal(l.acks.has("d1"), false, "no PubAck without a quorum");
+      await c.until(() => !l.group.isTakingPublishes, "the old leader stops taking publishes");
+      assert.equal(l.acks.has("d1"), false);
+      c.heal();
+      // The client retries on the new leader with the same id.
+      c.pub(l2.id, "r.a", "during", "d2", [["Nats-Msg-Id", "X"]]);
+      await c.until(() => l2.acks.has("d2"), "retry ack");
+      const ack = l2.acks.get("d2")![0]!;
+      assert.equal(ack.error, undefined);
+      c.pub(l2.id, "r.a", "during", "d3", [["Nats-Msg-Id", "X"]]);
+      await c.until(() => l2.acks.has("d3") && allApplied(c, ack.seq), "second retry ack");
+      assert.deepEqual(l2.acks.get("d3"), [{ stream: "R", seq: ack.seq, duplicate: true }]);
+      assert.equal(l.acks.has("d1"), false, "the cut-off leader never acked");
+      sameEverywhere(c);
+      const during = [...c.contents(l2.id).values()].filter((v) => v.startsWith("r.a|during|"));
+      assert.equal(during.length, 1, "stored once");
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): an entry that committed without its PubAck is a duplicate on retry`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      // The followers hear the leader but it never hears them: they take the entry, the
+      // leader cannot count them, steps down (check-quorum), and a follower leads.
+      for (const id of c.ids) if (id !== l.id) c.cut.add(`${id}>${l.id}`);
+      c.pub(l.id, "r.a", "once", "p1", [["Nats-Msg-Id", "Y"]]);
+      const l2 = await c.leader(l.id);
+      c.heal();
+      await c.until(() => allApplied(c, 1), "the entry applied everywhere");
+      assert.equal(l.acks.has("p1"), false, "no PubAck from the old leader");
+      assert.equal(l2.acks.has("p1"), false, "no PubAck from the new leader for an entry it did not propose");
+      c.pub(l2.id, "r.a", "once", "p2", [["Nats-Msg-Id", "Y"]]);
+      await c.until(() => l2.acks.has("p2"), "retry ack");
+      assert.deepEqual(l2.acks.get("p2"), [{ stream: "R", seq: 1, duplicate: true }]);
+      sameEverywhere(c);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): expected-last-seq and dedup count in-flight entries on the leader`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      // All in one turn: none is committed when the next is checked.
+      c.pub(l.id, "r.a", "1", "e1", [["Nats-Expected-Last-Sequence", "0"]]);
+      c.pub(l.id, "r.a", "2", "e2", [["Nats-Expected-Last-Sequence", "1"]]);
+      c.pub(l.id, "r.a", "3", "e3", [["Nats-Expected-Last-Sequence", "1"]]);
+      c.pub(l.id, "r.a", "4", "e4", [["Nats-Msg-Id", "Z"]]);
+      c.pub(l.id, "r.a", "5", "e5", [["Nats-Msg-Id", "Z"]]);
+      await c.until(() => ["e1", "e2", "e3", "e4", "e5"].every((t) => l.acks.has(t)) && allApplied(c, 3), "answers");
+      assert.deepEqual(l.acks.get("e1"), [{ stream: "R", seq: 1 }]);
+      assert.deepEqual(l.acks.get("e2"), [{ stream: "R", seq: 2 }]);
+      assert.equal(l.acks.get("e3")![0]!.error?.err_code, 10071, "wrong last sequence");
+      assert.deepEqual(l.acks.get("e4"), [{ stream: "R", seq: 3 }]);
+      assert.ok(l.acks.get("e5")![0]!.error !== undefined, "in-flight duplicate refused");
+      c.pub(l.id, "r.a", "5", "e6", [["Nats-Msg-Id", "Z"]]);
+      await c.until(() => l.acks.has("e6"), "dup ack");
+      assert.deepEqual(l.acks.get("e6"), [{ stream: "R", seq: 3, duplicate: true }]);
+      sameEverywhere(c);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): a follower that restarts catches up`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      for (let i = 0; i < 20; i++) c.pub(l.id, "r.a", `a${i}`, `a${i}`, [["Nats-Msg-Id", `a${i}`]]);
+      await c.until(() => allApplied(c, 20), "20 everywhere");
+      const f = c.ids.find((i) => i !== l.id)!;
+      await c.stop(f);
+      for (let i = 0; i < 30; i++) c.pub(l.id, "r.b", `b${i}`, `b${i}`);
+      await c.until(() => l.acks.size === 50, "acks with one follower down");
+      await c.start(f);
+      await c.until(() => allApplied(c, 50), "the follower caught up");
+      await c.until(() => c.node(f).group.applied > 0 && c.contents(f).size === 50, "contents");
+      sameEverywhere(c);
+      // Its duplicate window came back too: were it to lead, a retried id is a duplicate.
+      await c.stop(l.id);
+      const l2 = await c.leader(l.id);
+      c.pub(l2.id, "r.a", "again", "again", [["Nats-Msg-Id", "a3"]]);
+      await c.until(() => l2.acks.has("again"), "dup ack");
+      assert.deepEqual(l2.acks.get("again"), [{ stream: "R", seq: 4, duplicate: true }]);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): a leader change mid-stream loses no acknowledged message`, async () => {
+    const c = new StreamCluster({ n: 5, storage });
+    await c.startAll();
+    try {
+      const acked = new Map<string, number>();
+      let k = 0;
+      for (let round = 0; round < 4; round++) {
+        const l = await c.leader();
+        const before = l.acks.size;
+        for (let i = 0; i < 25; i++, k++) c.pub(l.id, `r.${k % 4}`, `v${k}`, `k${k}`, [["Nats-Msg-Id", `k${k}`]]);
+        await c.until(() => l.acks.size >= before + 10, "some acks");
+        // More in flight, and the leader goes away in the middle of the stream.
+        for (let i = 0; i < 25; i++, k++) c.pub(l.id, `r.${k % 4}`, `v${k}`, `k${k}`, [["Nats-Msg-Id", `k${k}`]]);
+        await new Promise((r) => setImmediate(r));
+        if (round % 2 === 0) await c.stop(l.id);
+        else c.isolate(l.id);
+        await c.leader(l.id);
+        if (round % 2 === 0) await c.start(l.id);
+        else c.heal();
+      }
+      for (const id of c.ids) for (const [t, a] of c.node(id).acks) if (a[0]!.error === undefined) acked.set(t, a[0]!.seq);
+      await c.leader();
+      const last = Math.max(...c.ids.map((id) => c.node(id).store.state().lastSeq));
+      await c.until(() => allApplied(c, last), "every replica applied everything");
+      sameEverywhere(c);
+      const contents = [...c.contents(c.ids[0]!).values()];
+      for (const [t, seq] of acked) {
+        const held = c.contents(c.ids[0]!).get(seq);
+        assert.ok(held !== undefined && held.includes(`|v${t.slice(1)}|`), `acked ${t} at ${seq} is stored (${held})`);
+      }
+      const vs = contents.map((v) => v.split("|")[1]);
+      assert.equal(new Set(vs).size, vs.length, "no message stored twice");
+      assert.ok(acked.size > 0);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): purge and delete are replicated; resolved on the leader after apply`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      for (let i = 0; i < 10; i++) c.pub(l.id, i % 2 === 0 ? "r.even" : "r.odd", `m${i}`, `m${i}`);
+      await c.until(() => allApplied(c, 10), "10 everywhere");
+      const f = c.ids.find((i) => i !== l.id)!;
+      await assert.rejects(c.node(f).group.purge({}), /can not handle request/);
+      const del = l.group.deleteMsg(3, true);
+      const purged = l.group.purge({ filter: "r.even", keep: 1 });
+      let res: [boolean, number] | null = null;
+      void Promise.all([del, purged]).then((r) => (res = r));
+      await c.until(() => res !== null, "purge and delete answered");
+      // Evens were 1, 3, 5, 7, 9; 3 is deleted, the purge keeps 9.
+      assert.deepEqual(res, [true, 3]);
+      await c.until(() => c.ids.every((id) => c.contents(id).size === 6), "applied everywhere");
+      sameEverywhere(c);
+      assert.deepEqual([...c.contents(f).keys()], [2, 4, 6, 8, 9, 10]);
+      const all = l.group.purge({});
+      let n = -1;
+      void all.then((v) => (n = v));
+      await c.until(() => n >= 0 && c.ids.every((id) => c.contents(id).size === 0), "purged everywhere");
+      assert.equal(n, 6);
+      sameEverywhere(c);
+      c.pub(l.id, "r.x", "after", "after");
+      await c.until(() => l.acks.has("after") && allApplied(c, 11), "publish after purge");
+      assert.deepEqual(l.acks.get("after"), [{ stream: "R", seq: 11 }]);
+      sameEverywhere(c);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}): snapshots, and a follower far behind installs one`, async () => {
+    const c = new StreamCluster({ n: 3, storage, snapshotEntries: 16 });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      const f = c.ids.find((i) => i !== l.id)!;
+      await c.stop(f);
+      for (let i = 0; i < 60; i++) c.pub(l.id, `r.${i % 5}`, `s${i}`, `s${i}`, [["Nats-Msg-Id", `s${i}`]]);
+      await c.until(() => l.acks.size === 60, "60 acks");
+      const del = l.group.deleteMsg(7, false);
+      let done = false;
+      void del.then(() => (done = true));
+      await c.until(() => done, "delete");
+      for (let i = 0; i < 20; i++) c.pub(l.id, "r.z", `z${i}`, `z${i}`);
+      await c.until(() => l.acks.size === 80, "80 acks");
+      await c.until(() => (l.host.status(l.group.name)?.firstIndex ?? 0) > 2, "the leader compacted its log");
+      await c.start(f);
+      await c.until(() => c.node(f).group.restores > 0, "the follower installed a snapshot");
+      await c.until(() => allApplied(c, 80) && c.contents(f).size === 79, "the follower caught up");
+      sameEverywhere(c);
+      // And a restart of a replica that snapshotted recovers the same store.
+      await c.stop(f);
+      await c.start(f);
+      await c.until(() => c.contents(f).size === 79, "recovered");
+      sameEverywhere(c);
+    } finally {
+      await c.stopAll();
+    }
+  });
+}
+
+void test("stream group: stepdown hands leadership to a caught-up replica; clusterInfo", async () => {
+  const c = new StreamCluster({ n: 3, storage: "memory" });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    c.pub(l.id, "r.a", "x", "x");
+    await c.until(() => l.acks.has("x") && allApplied(c, 1), "ack");
+    await c.step();
+    const ci = l.group.clusterInfo();
+    assert.equal(ci["raft_group"], "S-R3F-test0001");
+    assert.equal(ci["leader"], l.id);
+    assert.equal(typeof ci["leader_since"], "string");
+    const reps = ci["replicas"] as Array<Record<string, unknown>>;
+    assert.equal(reps.length, 2);
+    for (const r of reps) {
+      assert.notEqual(r["name"], l.id);
+      assert.equal(r["current"], true);
+      assert.equal(typeof r["active"], "number");
+      assert.equal(typeof r["peer"], "string");
+      assert.equal((r["peer"] as string).length, 8);
+    }
+    let done = false;
+    let err: Error | null = null;
+    l.group.stepdown().then(
+      () => (done = true),
+      (e: Error) => (err = e),
+    );
+    await c.until(() => done || err !== null, "stepdown");
+    assert.equal(err, null);
+    const l2 = await c.leader();
+    assert.notEqual(l2.id, l.id);
+    assert.equal(l.group.isLeader, false);
+    c.pub(l2.id, "r.a", "y", "y");
+    await c.until(() => l2.acks.has("y"), "ack on the new leader");
+    assert.deepEqual(l2.acks.get("y"), [{ stream: "R", seq: 2 }]);
+    await assert.rejects(l.group.stepdown(), /can not handle request/);
+  } finally {
+    await c.stopAll();
+  }
+});
