@@ -56,6 +56,9 @@ export interface ClusterOptions {
   tickMs?: number;
   snapshotEntries?: number;
   cfg?: Record<string, unknown>;
+  /** A simulated network: each frame is delayed 0..maxDelayMs on the manual clock (0: one
+   *  event-loop turn) and dropped with probability dropRate. */
+  net?: { maxDelayMs: number; dropRate: number };
 }
 
 export class StreamCluster {
@@ -65,7 +68,7 @@ export class StreamCluster {
   /** Directed links that drop: "a>b". */
   readonly cut = new Set<string>();
   private readonly handlers = new Map<string, (from: string, f: Uint8Array) => void>();
-  private readonly rnd: SeededRandom;
+  readonly rnd: SeededRandom;
   readonly tickMs: number;
   readonly cfg: StreamConfig;
 
@@ -89,11 +92,15 @@ export class StreamCluster {
     return {
       send: (peer, frame) => {
         if (this.cut.has(`${id}>${peer}`)) return;
+        const net = this.o.net;
+        if (net !== undefined && net.dropRate > 0 && this.rnd.next() < net.dropRate) return;
         const copy = Uint8Array.from(frame);
-        setImmediate(() => {
+        const deliver = (): void => {
           if (this.cut.has(`${id}>${peer}`) || !this.nodes.get(peer)!.up) return;
           this.handlers.get(peer)?.(id, copy);
-        });
+        };
+        if (net !== undefined && net.maxDelayMs > 0) this.clock.setTimer(deliver, this.rnd.int(net.maxDelayMs + 1));
+        else setImmediate(deliver);
       },
       onReceive: (h) => {
         this.handlers.set(id, h);
