@@ -16,6 +16,7 @@ import { encodeHeaders } from "../../src/protocol/headers.js";
 import type { StreamConfig } from "../../src/contracts/wire.js";
 import { FakeBus } from "../unit/stream-fakebus.js";
 import { SimFs } from "./simfs.js";
+import type { Fs } from "../../src/runtime/fs.js";
 
 export const GROUP = "S-R3F-test0001";
 
@@ -35,7 +36,7 @@ export class Node {
   up = false;
   constructor(
     readonly id: string,
-    readonly fs: SimFs,
+    readonly fs: Fs,
   ) {
     this.bus.subscribe("reply.*", (s, _r, _h, d) => {
       const k = s.slice("reply.".length);
@@ -59,6 +60,9 @@ export interface ClusterOptions {
   /** A simulated network: each frame is delayed 0..maxDelayMs on the manual clock (0: one
    *  event-loop turn) and dropped with probability dropRate. */
   net?: { maxDelayMs: number; dropRate: number };
+  /** Each server's disk (default: a SimFs); paths are /<id>/... under root. */
+  fs?: (id: string) => Fs;
+  root?: string;
 }
 
 export class StreamCluster {
@@ -81,7 +85,7 @@ export class StreamCluster {
       { get: () => undefined },
       false,
     );
-    for (const id of this.ids) this.nodes.set(id, new Node(id, new SimFs()));
+    for (const id of this.ids) this.nodes.set(id, new Node(id, o.fs?.(id) ?? new SimFs()));
   }
 
   node(id: string): Node {
@@ -110,11 +114,12 @@ export class StreamCluster {
 
   async start(id: string): Promise<Node> {
     const n = this.node(id);
-    n.fs.mkdirp(`/${id}/raft`);
+    const root = this.o.root ?? "";
+    n.fs.mkdirp(`${root}/${id}/raft`);
     n.host = new RaftHost({
       id,
       fs: n.fs,
-      dir: `/${id}/raft`,
+      dir: `${root}/${id}/raft`,
       clock: this.clock,
       sched: systemScheduler,
       random: new SeededRandom(this.rnd.int(2 ** 30)),
@@ -125,7 +130,7 @@ export class StreamCluster {
     let store: StreamStore;
     if (this.o.storage === "memory") store = new MemoryStreamStore(limits, null);
     else {
-      const r = await openFileStreamStore({ dir: `/${id}/stream`, fs: n.fs, clock: this.clock, limits });
+      const r = await openFileStreamStore({ dir: `${root}/${id}/stream`, fs: n.fs, clock: this.clock, limits });
       store = r.store;
     }
     n.store = store;
@@ -170,7 +175,10 @@ export class StreamCluster {
     n.group.close();
     n.group.stream.detach();
     n.host.close();
-    if (powerLoss) n.fs.crash();
+    if (powerLoss) {
+      if (!(n.fs instanceof SimFs)) throw new Error("power loss needs a SimFs");
+      n.fs.crash();
+    }
     else await n.store.close();
   }
 
