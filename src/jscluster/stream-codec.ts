@@ -5,13 +5,16 @@
 //             payload (the rest)
 //   2 PURGE   f64 seq (0: none), f64 keep (0: none), u16 filter length, filter
 //   3 DELETE  u8 erase, f64 seq
+//   4 CONFIG  the stream's configuration as JSON (rare: not on the publish path)
 // The reply subject of a publish is not in the entry: only the leader that proposed it
 // answers, and it keeps the reply itself (stream-group.ts).
+import type { StreamConfig } from "../contracts/wire.js";
 import { Rollup, type StreamEntry } from "../stream/entry.js";
 
 export const OP_MSG = 1;
 export const OP_PURGE = 2;
 export const OP_DELETE = 3;
+export const OP_CONFIG = 4;
 
 const NO_HDR = 0xffffffff;
 const MSG_FIXED = 1 + 1 + 8 + 4 + 4 + 2 + 2 + 4;
@@ -107,4 +110,18 @@ export function decodeDeleteOp(data: Uint8Array): { seq: number; erase: boolean 
 
 function asBuffer(d: Uint8Array): Buffer {
   return Buffer.isBuffer(d) ? d : Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+}
+
+export function encodeConfigOp(cfg: StreamConfig): Uint8Array {
+  const body = Buffer.from(JSON.stringify(cfg));
+  const b = Buffer.allocUnsafe(1 + body.length);
+  b[0] = OP_CONFIG;
+  body.copy(b, 1);
+  return b;
+}
+
+export function decodeConfigOp(data: Uint8Array): StreamConfig {
+  const b = asBuffer(data);
+  if (b.length < 2 || b[0] !== OP_CONFIG) throw new StreamCodecError("corrupt config entry");
+  return JSON.parse(b.toString("utf8", 1)) as StreamConfig;
 }

@@ -14,9 +14,13 @@
 // that later messages in the store show was applied.
 //
 // Snapshots (GroupApp.snapshot) are the whole store as a store-snapshot archive
-// (storage/archive.ts) plus applySeq: simple and exact, but they hold every message in
-// memory while taken and while Raft keeps them for laggards. A state-only snapshot with
-// range catch-up from the leader (CLUSTERING.md §3.4) is the next step.
+// (storage/archive.ts) plus applySeq: exact (a replica far behind installs precisely the
+// state at the snapshot's index, so later purges with `keep` act the same everywhere), but
+// each one encodes every message and Raft keeps the latest in memory for laggards. One is
+// taken after snapshotEntries entries or snapshotBytes bytes, and only once the log since
+// the last is half the store's size (the cost per published byte stays bounded). A
+// state-only snapshot with range catch-up from the leader (CLUSTERING.md §3.4) is the next
+// step.
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
@@ -28,7 +32,21 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
-import { decodeDeleteOp, decodeMsgOp, decodePurgeOp, encodeDeleteOp, encodeMsgOp, encodePurgeOp, OP_DELETE, OP_MSG, OP_PURGE } from "./stream-codec.js";
+import type { StreamConfig } from "../contracts/wire.js";
+import {
+  decodeConfigOp,
+  decodeDeleteOp,
+  decodeMsgOp,
+  decodePurgeOp,
+  encodeConfigOp,
+  encodeDeleteOp,
+  encodeMsgOp,
+  encodePurgeOp,
+  OP_CONFIG,
+  OP_DELETE,
+  OP_MSG,
+  OP_PURGE,
+} from "./stream-codec.js";
 
 /** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
 const CURRENT_WINDOW_MS = 10_000;
@@ -54,6 +72,8 @@ export interface StreamGroupOptions {
   clock: Clock;
   log: Logger;
   onLeaderChange?(leader: string): void;
+  /** A configuration entry was applied (stream.update done): persist it (meta.json). */
+  onConfig?(cfg: StreamConfig): void;
   /** Snapshot the group after this many applied entries (default 65,536) ... */
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
@@ -61,7 +81,7 @@ export interface StreamGroupOptions {
 }
 
 interface PendingOp {
-  resolve(v: number | boolean): void;
+  resolve(v: number | boolean | undefined): void;
   reject(e: Error): void;
 }
 
@@ -173,7 +193,7 @@ export class StreamGroup implements GroupApp {
     }
   }
 
-  private proposeOp(data: Uint8Array): Promise<number | boolean> {
+  private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
     let index: number;
     try {
@@ -193,6 +213,12 @@ export class StreamGroup implements GroupApp {
   /** Replicated message delete: resolves with whether it was there, once applied here. */
   async deleteMsg(seq: number, erase: boolean): Promise<boolean> {
     return (await this.proposeOp(encodeDeleteOp(seq, erase))) as boolean;
+  }
+
+  /** Replicated configuration change (limits, subjects, ...; the caller checked it): every
+   *  replica applies it at the same point of the log; resolves once applied here. */
+  async updateConfig(cfg: StreamConfig): Promise<void> {
+    await this.proposeOp(encodeConfigOp(cfg));
   }
 
   /** STREAM.LEADER.STEPDOWN: hand leadership to the most caught-up active peer; resolves
@@ -268,6 +294,9 @@ export class StreamGroup implements GroupApp {
           case OP_DELETE:
             this.applyDelete(e);
             break;
+          case OP_CONFIG:
+            this.applyConfig(e);
+            break;
           default:
             this.o.log.warn(`stream group ${this.name}: unknown entry type ${op} at ${e.index}`);
         }
@@ -278,8 +307,13 @@ export class StreamGroup implements GroupApp {
       }
     }
     if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
-      // Not from inside apply: the host labels a snapshot with the index it has advanced to.
-      this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
+      // A snapshot costs the whole store: take one only once the log written since the last
+      // is at least half the store's size, so its cost per byte published stays bounded (and
+      // the WAL holds at most about twice the store).
+      if (this.sinceSnapBytes * 2 >= this.store.state().bytes) {
+        // Not from inside apply: the host labels a snapshot with the index it has advanced to.
+        this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
+      }
     }
   }
 
@@ -318,7 +352,18 @@ export class StreamGroup implements GroupApp {
     this.settleOp(e, ok);
   }
 
-  private settleOp(e: Entry, v: number | boolean): void {
+  private applyConfig(e: Entry): void {
+    const cfg = decodeConfigOp(e.data);
+    // Replaying (the store is past this point): an older config must not trim what the store
+    // holds under a newer one; the stream was opened with its latest config.
+    if (this.applySeq >= this.replayTo) {
+      this.stream.update(cfg);
+      this.o.onConfig?.(cfg);
+    }
+    this.settleOp(e, undefined);
+  }
+
+  private settleOp(e: Entry, v: number | boolean | undefined): void {
     const p = this.ops.get(e.index);
     if (p === undefined) return;
     this.ops.delete(e.index);

@@ -243,6 +243,28 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
+  void test(`stream group (${storage}): a config update is an entry of the log`, async () => {
+    const c = new StreamCluster({ n: 3, storage });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      for (let i = 0; i < 10; i++) c.pub(l.id, "r.a", `c${i}`, `c${i}`);
+      await c.until(() => allApplied(c, 10), "10 everywhere");
+      const f = c.ids.find((i) => i !== l.id)!;
+      await assert.rejects(c.node(f).group.updateConfig({ ...c.cfg, max_msgs: 4 }), /can not handle request/);
+      let done = false;
+      void l.group.updateConfig({ ...c.cfg, max_msgs: 4 }).then(() => (done = true));
+      await c.until(() => done && c.ids.every((id) => c.contents(id).size === 4), "trimmed everywhere");
+      for (const id of c.ids) assert.equal(c.node(id).stream.cfg.max_msgs, 4);
+      c.pub(l.id, "r.a", "more", "more");
+      await c.until(() => l.acks.has("more") && allApplied(c, 11), "publish after update");
+      sameEverywhere(c);
+      assert.deepEqual([...c.contents(f).keys()], [8, 9, 10, 11]);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
   void test(`stream group (${storage}): snapshots, and a follower far behind installs one`, async () => {
     const c = new StreamCluster({ n: 3, storage, snapshotEntries: 16 });
     await c.startAll();
