@@ -153,8 +153,11 @@ export class StreamGroup implements GroupApp {
     this.store = this.stream.store;
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
-    o.host.addGroup(o.group, o.peers, this);
+    const node = o.host.addGroup(o.group, o.peers, this);
     this.opening = false;
+    // Resumed in this process while leading, its term's no-op applied already (perhaps under
+    // a snapshot): take publishes now.
+    if (node.role === Role.Leader && node.failed === null && node.log.term(node.log.applied) === node.term) this.startTaking(node.term);
   }
 
   get leader(): string {

@@ -126,6 +126,15 @@ export class StreamCluster {
       transport: this.transport(id),
       tickMs: this.tickMs,
     });
+    await this.openGroup(n);
+    n.up = true;
+    n.host.start();
+    return n;
+  }
+
+  private async openGroup(n: Node): Promise<void> {
+    const id = n.id;
+    const root = this.o.root ?? "";
     const limits = Stream.storeLimits(this.cfg);
     let store: StreamStore;
     if (this.o.storage === "memory") store = new MemoryStreamStore(limits, null);
@@ -159,9 +168,16 @@ export class StreamCluster {
         return st;
       },
     });
-    n.up = true;
-    n.host.start();
-    return n;
+  }
+
+  /** Close the stream group and its stream and open them again on the same RaftHost (a
+   *  stream reopened inside one process, as after a full disk). */
+  async reopenGroup(id: string): Promise<void> {
+    const n = this.node(id);
+    n.group.close();
+    n.group.stream.detach();
+    await n.store.close();
+    await this.openGroup(n);
   }
 
   async startAll(): Promise<void> {

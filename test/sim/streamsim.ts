@@ -2,7 +2,8 @@
 // RaftHosts, simulated disks, a seeded network with delay and loss). A client publishes with
 // unique Nats-Msg-Ids to whichever replica takes publishes and retries unanswered ones with
 // the same id; meanwhile links are cut (both ways or one way), servers are killed and
-// restarted (and, for file stores, lose power: unsynced writes vanish), leaders step down,
+// restarted (and, for file stores, lose power: unsynced writes vanish), streams are closed
+// and opened again on a running server, leaders step down,
 // messages are deleted. After healing, every replica must hold the same messages at the same
 // sequences, every acknowledged message where its PubAck said, and no message twice.
 //
@@ -19,6 +20,7 @@ export interface StreamSimResult {
   acked: number;
   kills: number;
   powerLosses: number;
+  reopens: number;
   leaderChanges: number;
 }
 
@@ -33,7 +35,7 @@ interface Msg {
 export async function runStreamSeed(seed: number, nodes: number, storage: "memory" | "file", faultMs = 3000, healMs = 4000): Promise<StreamSimResult> {
   const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, net: { maxDelayMs: 4, dropRate: 0.01 } });
   const rnd = c.rnd;
-  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, leaderChanges: 0 };
+  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, leaderChanges: 0 };
   const msgs: Msg[] = [];
   const byToken = new Map<string, Msg>();
   const deleted = new Set<number>();
@@ -107,8 +109,14 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
         } else if (x < 0.55) {
           c.heal();
           for (const o of c.ids) if (o !== id) c.cut.add(`${o}>${id}`);
-        } else if (x < 0.75) {
+        } else if (x < 0.65) {
           c.heal();
+        } else if (x < 0.75) {
+          // The stream closed and opened again inside the process (as after a full disk).
+          if (n.up) {
+            await c.reopenGroup(id);
+            res.reopens++;
+          }
         } else if (x < 0.85) {
           const l = c.leaders()[0];
           if (l !== undefined) c.node(l).group.stepdown().catch(() => undefined);

@@ -265,6 +265,28 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
+  void test(`stream group (${storage}): a group closed and opened again on the same host resumes`, async () => {
+    const c = new StreamCluster({ n: 3, storage, snapshotEntries: 8 });
+    await c.startAll();
+    try {
+      let l = await c.leader();
+      for (let i = 0; i < 30; i++) c.pub(l.id, "r.a", `o${i}`, `o${i}`, [["Nats-Msg-Id", `o${i}`]]);
+      await c.until(() => allApplied(c, 30), "30 everywhere");
+      const f = c.ids.find((i) => i !== l.id)!;
+      await c.reopenGroup(f);
+      await c.reopenGroup(l.id);
+      l = await c.leader();
+      for (let i = 30; i < 40; i++) c.pub(l.id, "r.a", `o${i}`, `o${i}`, [["Nats-Msg-Id", `o${i}`]]);
+      await c.until(() => allApplied(c, 40) && c.ids.every((id) => c.contents(id).size === 40), "40 everywhere");
+      sameEverywhere(c);
+      c.pub(l.id, "r.a", "again", "again", [["Nats-Msg-Id", "o5"]]);
+      await c.until(() => l.acks.has("again"), "dup");
+      assert.deepEqual(l.acks.get("again"), [{ stream: "R", seq: 6, duplicate: true }]);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
   void test(`stream group (${storage}): snapshots, and a follower far behind installs one`, async () => {
     const c = new StreamCluster({ n: 3, storage, snapshotEntries: 16 });
     await c.startAll();
