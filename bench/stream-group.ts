@@ -2,7 +2,7 @@
 // RaftHosts (WAL on a simulated disk, frames over an in-memory network, one event-loop turn
 // per hop), against the same stream with no replication (R1, LocalProposer). A window of
 // publishes is kept in flight; a publish counts once its PubAck arrived.
-// `npx tsc -p tsconfig.json && node dist/bench/stream-group.js [--msgs 20000] [--window 64] [--bytes 128] [--storage memory|file] [--replicas 3]`
+// `npx tsc -p tsconfig.json && node dist/bench/stream-group.js [--msgs 20000] [--window 64] [--bytes 128] [--storage memory|file] [--replicas 3] [--batch on|off]`
 import { StreamCluster } from "../test/helpers/streamcluster.js";
 import { FakeBus } from "../test/unit/stream-fakebus.js";
 import { MemoryStreamStore } from "../src/storage/index.js";
@@ -22,6 +22,7 @@ const window = Number(arg("window", "64"));
 const bytes = Number(arg("bytes", "128"));
 const storage = arg("storage", "memory") as "memory" | "file";
 const replicas = Number(arg("replicas", "3"));
+const batch = arg("batch", "on") !== "off";
 const payload = "x".repeat(bytes);
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -38,7 +39,7 @@ async function drive(publish: (i: number) => void, acked: () => number): Promise
 async function replicated(): Promise<number> {
   // tmpfs: the WAL's and the store's fsyncs cost nothing, what is measured is the code path.
   const root = mkdtempSync("/dev/shm/streamraft-bench-");
-  const c = new StreamCluster({ n: replicas, storage, snapshotEntries: 1 << 30, fs: () => new NodeFs(), root });
+  const c = new StreamCluster({ n: replicas, storage, snapshotEntries: 1 << 30, fs: () => new NodeFs(), root, batch });
   await c.startAll();
   const l = await c.leader();
   let acks = 0;
@@ -77,4 +78,4 @@ async function single(): Promise<number> {
 const r1 = await single();
 const r3 = await replicated();
 console.log(`R1 memory (no replication): ${Math.round(r1)} msgs/s`);
-console.log(`R${replicas} ${storage} (StreamGroup, in-process): ${Math.round(r3)} msgs/s (${(r3 / r1).toFixed(2)} of R1); ${total} msgs of ${bytes} B, window ${window}`);
+console.log(`R${replicas} ${storage} (StreamGroup, in-process, batch ${batch ? "on" : "off"}): ${Math.round(r3)} msgs/s (${(r3 / r1).toFixed(2)} of R1); ${total} msgs of ${bytes} B, window ${window}`);

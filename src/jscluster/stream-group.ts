@@ -27,6 +27,7 @@ import type { RaftHost, GroupApp } from "../raft/host.js";
 import { type Entry, EntryType, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
+import type { Scheduler } from "../runtime/sched.js";
 import { ArchiveDecoder, decodeMsgRecord, encodeStoreSnapshot, REC_END, REC_MSG, REC_MSG_TTL, REC_STATE, StoreSnapshotReader } from "../storage/archive.js";
 import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
@@ -34,6 +35,12 @@ import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import {
+  asBuffer,
+  BATCH_HDR,
+  MAX_BATCH_MSGS,
+  msgOpSize,
+  OP_BATCH,
+  writeMsgOp,
   decodeConfigOp,
   decodeDeleteOp,
   decodeMsgOp,
@@ -58,6 +65,10 @@ const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 const SNAP_MAGIC = 0x47535354; // "TSSG" little-endian
 const SNAP_VERSION = 1;
 const SNAP_HDR = 4 + 1 + 8;
+/** A batch is proposed once it holds this many bytes (else at the end of the job). */
+const MAX_BATCH_BYTES = 1024 * 1024;
+/** Ack keys: Raft index × this + the publish's place in its batch. */
+const KEY_SPAN = 65536;
 
 export interface StreamGroupOptions {
   /** Raft group name, e.g. "S-R3F-abcd1234". */
@@ -71,10 +82,13 @@ export interface StreamGroupOptions {
   open(proposer: (applier: EntryApplier) => Proposer): Stream;
   clock: Clock;
   log: Logger;
+  /** With a scheduler, the publishes taken in one job (one socket read) are proposed together
+   *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
+  sched?: Scheduler;
   onLeaderChange?(leader: string): void;
   /** A configuration entry was applied (stream.update done): persist it (meta.json). */
   onConfig?(cfg: StreamConfig): void;
-  /** Snapshot the group after this many applied entries (default 65,536) ... */
+  /** Snapshot the group after this many applied publishes and other entries (default 65,536) ... */
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
   snapshotBytes?: number;
@@ -121,13 +135,19 @@ export class StreamGroup implements GroupApp {
   private replayTo = 0;
   /** While the group is being added: a snapshot restored now is our own, from before a restart. */
   private opening = true;
-  /** Raft index and reply subject of each publish this leader proposed that wants a PubAck. */
+  /** Key (Raft index × KEY_SPAN + place in its batch) and reply subject of each publish this
+   *  leader proposed that wants a PubAck. */
   private ackIdx: number[] = [];
   private ackReply: string[] = [];
   private ackHead = 0;
   private readonly ops = new Map<number, PendingOp>();
   private stepdowns: PendingStepdown[] = [];
   private readonly scratch = new StreamEntry();
+  /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
+  private batchBuf: Buffer = Buffer.allocUnsafe(64 * 1024);
+  private batchLen = BATCH_HDR;
+  private batchReplies: string[] = [];
+  private flushQueued = false;
   private sinceSnapEntries = 0;
   private sinceSnapBytes = 0;
   private snapTimer: TimerHandle | null = null;
@@ -181,18 +201,91 @@ export class StreamGroup implements GroupApp {
       this.stream.proposalDropped(e);
       return;
     }
+    const sched = this.o.sched;
+    if (sched === undefined) {
+      let index: number;
+      try {
+        index = this.o.host.propose(this.name, encodeMsgOp(e));
+      } catch (err) {
+        // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
+        this.stream.proposalDropped(e);
+        if (!(err instanceof RaftError)) throw err;
+        return;
+      }
+      if (e.reply !== "") {
+        this.ackIdx.push(index * KEY_SPAN);
+        this.ackReply.push(e.reply);
+      }
+      return;
+    }
+    const size = msgOpSize(e);
+    const n = this.batchReplies.length;
+    if (n > 0 && (n >= MAX_BATCH_MSGS || this.batchLen + 4 + size > MAX_BATCH_BYTES)) this.flushBatch();
+    const need = this.batchLen + 4 + size;
+    if (need > this.batchBuf.length) {
+      const b = Buffer.allocUnsafe(Math.max(need, this.batchBuf.length * 2));
+      this.batchBuf.copy(b, 0, 0, this.batchLen);
+      this.batchBuf = b;
+    }
+    this.batchBuf.writeUInt32LE(size, this.batchLen);
+    this.batchLen = writeMsgOp(this.batchBuf, this.batchLen + 4, e);
+    this.batchReplies.push(e.reply);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      sched.microtask(this.flushFn);
+    }
+  }
+
+  private readonly flushFn = (): void => {
+    this.flushQueued = false;
+    this.flushBatch();
+  };
+
+  /** Propose the publishes gathered in this job: one as a MSG entry, more as a BATCH. */
+  private flushBatch(): void {
+    const replies = this.batchReplies;
+    const n = replies.length;
+    if (n === 0 || this.closed) return;
+    const b = this.batchBuf;
+    let data: Buffer;
+    if (n === 1) data = Buffer.from(b.subarray(BATCH_HDR + 4, this.batchLen));
+    else {
+      b[0] = OP_BATCH;
+      b.writeUInt16LE(n, 1);
+      data = Buffer.from(b.subarray(0, this.batchLen));
+    }
+    this.batchLen = BATCH_HDR;
+    this.batchReplies = [];
     let index: number;
     try {
-      index = this.o.host.propose(this.name, encodeMsgOp(e));
+      index = this.o.host.propose(this.name, data);
     } catch (err) {
-      // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
-      this.stream.proposalDropped(e);
+      // Leadership is moving or was lost: none of them is in flight, none gets a PubAck.
+      if (n === 1) this.stream.proposalDropped(decodeMsgOp(data, this.scratch));
+      else this.forBatch(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
       if (!(err instanceof RaftError)) throw err;
       return;
     }
-    if (e.reply !== "") {
-      this.ackIdx.push(index);
-      this.ackReply.push(e.reply);
+    const base = index * KEY_SPAN;
+    for (let k = 0; k < n; k++) {
+      const r = replies[k]!;
+      if (r === "") continue;
+      this.ackIdx.push(base + k);
+      this.ackReply.push(r);
+    }
+  }
+
+  /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
+  private forBatch(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
+    const b = asBuffer(data);
+    const n = b.readUInt16LE(1);
+    let p = BATCH_HDR;
+    for (let k = 0; k < n; k++) {
+      const len = b.readUInt32LE(p);
+      p += 4;
+      if (p + len > b.length) throw new Error(`stream group ${this.name}: corrupt batch entry`);
+      fn(p, p + len, k);
+      p += len;
     }
   }
 
@@ -289,7 +382,10 @@ export class StreamGroup implements GroupApp {
       try {
         switch (op) {
           case OP_MSG:
-            this.applyMsg(e);
+            this.applyMsg(e.data, 0, e.data.length, e.term, e.index * KEY_SPAN);
+            break;
+          case OP_BATCH:
+            this.applyBatch(e);
             break;
           case OP_PURGE:
             this.applyPurge(e);
@@ -320,10 +416,27 @@ export class StreamGroup implements GroupApp {
     }
   }
 
-  private applyMsg(e: Entry): void {
-    const m = decodeMsgOp(e.data, this.scratch);
+  private applyBatch(e: Entry): void {
+    const b = asBuffer(e.data);
+    if (b.length < BATCH_HDR) throw new Error("corrupt batch entry");
+    const n = b.readUInt16LE(1);
+    // Snapshot thresholds count publishes, not Raft entries.
+    this.sinceSnapEntries += n - 1;
+    const base = e.index * KEY_SPAN;
+    let p = BATCH_HDR;
+    for (let k = 0; k < n; k++) {
+      if (p + 4 > b.length) throw new Error("corrupt batch entry");
+      const len = b.readUInt32LE(p);
+      p += 4;
+      this.applyMsg(b, p, p + len, e.term, base + k);
+      p += len;
+    }
+  }
+
+  private applyMsg(data: Uint8Array, start: number, end: number, term: number, key: number): void {
+    const m = decodeMsgOp(data, this.scratch, start, end);
     const seq = ++this.applySeq;
-    const reply = this.leadTerm !== 0 && e.term === this.leadTerm ? this.takeReply(e.index) : "";
+    const reply = this.leadTerm !== 0 && term === this.leadTerm ? this.takeReply(key) : "";
     if (seq <= this.replayTo) {
       // Stored before a restart (or installed by a snapshot): only the duplicate window learns it.
       this.stream.noteReplayed(m.msgId, seq, m.tsNs);
@@ -374,7 +487,7 @@ export class StreamGroup implements GroupApp {
     else p.reject(notLeader());
   }
 
-  /** The reply of the publish this leader proposed at index ("" none). */
+  /** The reply of the publish this leader proposed under key ("" none). */
   private takeReply(index: number): string {
     const idx = this.ackIdx;
     let h = this.ackHead;
@@ -458,6 +571,8 @@ export class StreamGroup implements GroupApp {
     this.ackIdx.length = 0;
     this.ackReply.length = 0;
     this.ackHead = 0;
+    this.batchLen = BATCH_HDR;
+    this.batchReplies = [];
     this.stream.clearInflight();
     this.taking = true;
     this.stream.setIngest(true);
@@ -469,6 +584,8 @@ export class StreamGroup implements GroupApp {
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
     this.stream.clearInflight();
+    this.batchLen = BATCH_HDR;
+    this.batchReplies = [];
     this.ackIdx.length = 0;
     this.ackReply.length = 0;
     this.ackHead = 0;

@@ -60,6 +60,8 @@ export interface ClusterOptions {
   /** A simulated network: each frame is delayed 0..maxDelayMs on the manual clock (0: one
    *  event-loop turn) and dropped with probability dropRate. */
   net?: { maxDelayMs: number; dropRate: number };
+  /** Propose the publishes of one job as one entry (StreamGroupOptions.sched); default true. */
+  batch?: boolean;
   /** Each server's disk (default: a SimFs); paths are /<id>/... under root. */
   fs?: (id: string) => Fs;
   root?: string;
@@ -160,6 +162,7 @@ export class StreamCluster {
       host: n.host,
       clock: this.clock,
       log: nullLogger,
+      sched: this.o.batch === false ? undefined : systemScheduler,
       snapshotEntries: this.o.snapshotEntries,
       open: (proposer) => {
         const st = new Stream(this.cfg, store, null, env(proposer), this.clock.nowNs());

@@ -43,9 +43,13 @@ void test("stream codec: entries round-trip", () => {
   assert.deepEqual(decodeDeleteOp(encodeDeleteOp(42, true)), { seq: 42, erase: true });
 });
 
-for (const storage of ["memory", "file"] as const) {
-  void test(`stream group (${storage}): publishes on the leader are stored identically on every replica; PubAck after commit`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+for (const [storage, batch] of [
+  ["memory", true],
+  ["file", true],
+  ["memory", false],
+] as const) {
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): publishes on the leader are stored identically on every replica; PubAck after commit`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -65,8 +69,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): no ack while the leader is cut off; the retry with the same msg id is stored once`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): no ack while the leader is cut off; the retry with the same msg id is stored once`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -96,8 +100,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): an entry that committed without its PubAck is a duplicate on retry`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): an entry that committed without its PubAck is a duplicate on retry`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -119,8 +123,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): expected-last-seq and dedup count in-flight entries on the leader`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): expected-last-seq and dedup count in-flight entries on the leader`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -145,8 +149,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): a follower that restarts catches up`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a follower that restarts catches up`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -171,8 +175,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): a leader change mid-stream loses no acknowledged message`, async () => {
-    const c = new StreamCluster({ n: 5, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a leader change mid-stream loses no acknowledged message`, async () => {
+    const c = new StreamCluster({ n: 5, storage, batch });
     await c.startAll();
     try {
       const acked = new Map<string, number>();
@@ -209,8 +213,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): purge and delete are replicated; resolved on the leader after apply`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): purge and delete are replicated; resolved on the leader after apply`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -243,8 +247,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): a config update is an entry of the log`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a config update is an entry of the log`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -265,8 +269,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): a group closed and opened again on the same host resumes`, async () => {
-    const c = new StreamCluster({ n: 3, storage, snapshotEntries: 8 });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a group closed and opened again on the same host resumes`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch, snapshotEntries: 8 });
     await c.startAll();
     try {
       let l = await c.leader();
@@ -287,8 +291,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): snapshots, and a follower far behind installs one`, async () => {
-    const c = new StreamCluster({ n: 3, storage, snapshotEntries: 16 });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): snapshots, and a follower far behind installs one`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch, snapshotEntries: 16 });
     await c.startAll();
     try {
       const l = await c.leader();
