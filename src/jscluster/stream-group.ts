@@ -13,14 +13,16 @@
 // sequence the store already holds (written before the restart) is skipped, as is a purge
 // that later messages in the store show was applied.
 //
-// Snapshots (GroupApp.snapshot) are the whole store as a store-snapshot archive
-// (storage/archive.ts) plus applySeq: exact (a replica far behind installs precisely the
-// state at the snapshot's index, so later purges with `keep` act the same everywhere), but
-// each one encodes every message and Raft keeps the latest in memory for laggards. One is
-// taken after snapshotEntries entries or snapshotBytes bytes, and only once the log since
-// the last is half the store's size (the cost per published byte stays bounded). A
-// state-only snapshot with range catch-up from the leader (CLUSTERING.md §3.4) is the next
-// step.
+// Snapshots (GroupApp.snapshot) hold state only: the log index, the sequences used, the
+// store's first/last sequence and counts; one is taken every snapshotEntries publishes or
+// snapshotBytes of log, and the log before it is dropped once the store has synced what it
+// describes. A replica that installs a snapshot its store does not reach (a follower far
+// behind, a memory store after a restart, a file store that lost unsynced writes) catches up
+// from a peer whose store is exactly its applied state (stream-catchup.ts): it asks with its
+// last sequence, gets that peer's state at its applied index Y (first/last, the sequences it
+// no longer holds, the messages past ours), installs it, and applies only entries after Y;
+// entries that commit meanwhile wait. Version 1 snapshots (the whole store as an archive,
+// installStoreSnapshot) are still restored.
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
@@ -33,6 +35,7 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
+import { buildCatchup, CatchupAssembler, chunkReqId, CU_CHUNK, CU_REQUEST, decodeCatchupRequest, encodeCatchupRequest, installCatchup } from "./stream-catchup.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import {
   asBuffer,
@@ -63,8 +66,13 @@ const STEPDOWN_TIMEOUT_MS = 3000;
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 const SNAP_MAGIC = 0x47535354; // "TSSG" little-endian
-const SNAP_VERSION = 1;
+/** 1: the whole store (installStoreSnapshot); 2: state only, then catch-up from a peer. */
+const SNAP_V_ARCHIVE = 1;
+const SNAP_V_STATE = 2;
 const SNAP_HDR = 4 + 1 + 8;
+const SNAP_STATE_LEN = 5 + 7 * 8;
+/** A catch-up request not answered within this long goes to another peer. */
+const CATCHUP_RETRY_MS = 500;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
 /** Ack keys: Raft index × this + the publish's place in its batch. */
@@ -153,11 +161,22 @@ export class StreamGroup implements GroupApp {
   private snapTimer: TimerHandle | null = null;
   private readonly snapEntries: number;
   private readonly snapBytes: number;
+  /** Index of the last entry this state reflects (applied, or covered by a catch-up). */
+  private appliedIndex = 0;
+  /** Entries up to this index are already reflected (a catch-up answer covered them). */
+  private skipThrough = 0;
+  /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
+  private catchup: { reqId: number; minIndex: number; attempt: number; asm: CatchupAssembler | null; timer: TimerHandle | null } | null = null;
+  private queued: Entry[] = [];
+  private nextReqId = 1;
   private closed = false;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
   restores = 0;
+  /** Catch-ups completed / answered since open (tests). */
+  catchups = 0;
+  catchupsServed = 0;
 
   static open(o: StreamGroupOptions): StreamGroup {
     return new StreamGroup(o);
@@ -173,11 +192,31 @@ export class StreamGroup implements GroupApp {
     this.store = this.stream.store;
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
-    const node = o.host.addGroup(o.group, o.peers, this);
+    o.host.addGroup(o.group, o.peers, this);
     this.opening = false;
     // Resumed in this process while leading, its term's no-op applied already (perhaps under
     // a snapshot): take publishes now.
-    if (node.role === Role.Leader && node.failed === null && node.log.term(node.log.applied) === node.term) this.startTaking(node.term);
+    this.maybeStartTaking();
+  }
+
+  /** Leading, and this state includes the term's no-op (so everything before it): take
+   *  publishes, with in-flight and duplicate state exactly what was applied. */
+  private maybeStartTaking(): void {
+    if (this.taking || this.closed || this.catchup !== null) return;
+    const node = this.o.host.node(this.name);
+    if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
+    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
+  }
+
+  /** For tests and logs. */
+  debugState(): Record<string, unknown> {
+    const st = this.store.state();
+    return { applied: this.appliedIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.catchup?.minIndex ?? null, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
+  }
+
+  /** Catching up from a peer after installing a state-only snapshot. */
+  get isCatchingUp(): boolean {
+    return this.catchup !== null;
   }
 
   get leader(): string {
@@ -356,6 +395,7 @@ export class StreamGroup implements GroupApp {
     if (this.closed) return;
     this.closed = true;
     this.stopLeading("stream group closed");
+    this.stopCatchup();
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
@@ -365,13 +405,19 @@ export class StreamGroup implements GroupApp {
 
   apply(entries: Entry[]): void {
     if (this.closed) return;
-    const node = this.o.host.node(this.name);
+    if (this.catchup !== null) {
+      // The store is not at the snapshot's state yet: these wait for the catch-up.
+      for (let i = 0; i < entries.length; i++) if (entries[i]!.index > this.skipThrough) this.queued.push(entries[i]!);
+      return;
+    }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
+      if (e.index <= this.skipThrough) continue;
+      this.appliedIndex = e.index;
       this.applied++;
       if (e.type === EntryType.Noop) {
         // Everything before this term's no-op is applied: the leader's state is exact now.
-        if (node !== undefined && node.role === Role.Leader && e.term === node.term) this.startTaking(e.term);
+        this.maybeStartTaking();
         continue;
       }
       const d = e.data;
@@ -406,13 +452,8 @@ export class StreamGroup implements GroupApp {
       }
     }
     if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
-      // A snapshot costs the whole store: take one only once the log written since the last
-      // is at least half the store's size, so its cost per byte published stays bounded (and
-      // the WAL holds at most about twice the store).
-      if (this.sinceSnapBytes * 2 >= this.store.state().bytes) {
-        // Not from inside apply: the host labels a snapshot with the index it has advanced to.
-        this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
-      }
+      // Not from inside apply: the host has not advanced past these entries yet.
+      this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
     }
   }
 
@@ -507,11 +548,29 @@ export class StreamGroup implements GroupApp {
     return reply;
   }
 
+  /** State only: the log position and the store's range. A replica that installs it and
+   *  finds its store short catches up from a peer (stream-catchup.ts). */
   snapshot(): Uint8Array {
+    const st = this.store.state();
+    const b = Buffer.allocUnsafe(SNAP_STATE_LEN);
+    b.writeUInt32LE(SNAP_MAGIC, 0);
+    b[4] = SNAP_V_STATE;
+    b.writeDoubleLE(this.appliedIndex, 5);
+    b.writeDoubleLE(this.applySeq, 13);
+    b.writeDoubleLE(st.firstSeq, 21);
+    b.writeDoubleLE(st.lastSeq, 29);
+    b.writeDoubleLE(st.lastTsNs, 37);
+    b.writeDoubleLE(st.msgs, 45);
+    b.writeDoubleLE(st.bytes, 53);
+    return b;
+  }
+
+  /** The whole store as a snapshot (version 1; installStoreSnapshot restores it). */
+  archiveSnapshot(): Uint8Array {
     const parts: Buffer[] = [];
     const hdr = Buffer.allocUnsafe(SNAP_HDR);
     hdr.writeUInt32LE(SNAP_MAGIC, 0);
-    hdr[4] = SNAP_VERSION;
+    hdr[4] = SNAP_V_ARCHIVE;
     hdr.writeDoubleLE(this.applySeq, 5);
     parts.push(hdr);
     for (const f of encodeStoreSnapshot(new StoreSnapshotReader(this.store))) parts.push(f);
@@ -519,18 +578,109 @@ export class StreamGroup implements GroupApp {
   }
 
   restore(data: Uint8Array): void {
-    const b = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    if (b.length < SNAP_HDR || b.readUInt32LE(0) !== SNAP_MAGIC || b[4] !== SNAP_VERSION) {
-      throw new Error(`stream group ${this.name}: not a stream snapshot`);
-    }
-    const snapSeq = b.readDoubleLE(5);
-    installStoreSnapshot(this.store, b.subarray(SNAP_HDR), this.opening);
+    const b = asBuffer(data);
+    if (b.length < 5 || b.readUInt32LE(0) !== SNAP_MAGIC) throw new Error(`stream group ${this.name}: not a stream snapshot`);
     this.restores++;
-    this.applySeq = snapSeq;
-    this.replayTo = this.store.state().lastSeq;
-    this.stream.storeReplaced();
     this.sinceSnapEntries = 0;
     this.sinceSnapBytes = 0;
+    if (b[4] === SNAP_V_ARCHIVE && b.length >= SNAP_HDR) {
+      installStoreSnapshot(this.store, b.subarray(SNAP_HDR), this.opening);
+      this.applySeq = b.readDoubleLE(5);
+      this.replayTo = this.store.state().lastSeq;
+      this.stream.storeReplaced();
+      return;
+    }
+    if (b[4] !== SNAP_V_STATE || b.length !== SNAP_STATE_LEN) throw new Error(`stream group ${this.name}: unknown snapshot version ${b[4]}`);
+    const index = b.readDoubleLE(5);
+    const applySeq = b.readDoubleLE(13);
+    const first = b.readDoubleLE(21);
+    const last = b.readDoubleLE(29);
+    const msgs = b.readDoubleLE(45);
+    const st = this.store.state();
+    this.appliedIndex = index;
+    this.skipThrough = index;
+    // Our own snapshot, and the store reaches it: a snapshot is kept only once the store had
+    // synced what it describes, so the store holds that state or a later one (a restart or a
+    // power loss cannot take it back); replay from it. A memory store starts empty: catch up.
+    if (this.opening && (st.lastSeq > last || (st.lastSeq === last && (st.lastSeq === 0 || this.store.type === "file" || (st.firstSeq === first && st.msgs === msgs))))) {
+      this.applySeq = applySeq;
+      this.replayTo = st.lastSeq;
+      this.stopCatchup();
+      return;
+    }
+    this.startCatchup(index);
+  }
+
+  // ---------- catch-up (stream-catchup.ts) ----------
+
+  private startCatchup(minIndex: number): void {
+    this.stopCatchup();
+    this.queued = [];
+    if (this.taking) this.stopLeading("catching up");
+    this.catchup = { reqId: 0, minIndex, attempt: 0, asm: null, timer: null };
+    this.sendCatchupRequest();
+  }
+
+  private stopCatchup(): void {
+    if (this.catchup?.timer != null) this.o.clock.clearTimer(this.catchup.timer);
+    this.catchup = null;
+  }
+
+  private sendCatchupRequest(): void {
+    const cu = this.catchup;
+    if (cu === null || this.closed) return;
+    cu.reqId = this.nextReqId++;
+    cu.asm = null;
+    const others = this.o.peers.filter((p) => p !== this.o.self);
+    // The leader first, then each other peer in turn: any caught-up replica can answer.
+    const leader = this.leaderName !== "" && this.leaderName !== this.o.self ? this.leaderName : "";
+    const peer = leader !== "" && cu.attempt % 2 === 0 ? leader : others[cu.attempt % others.length];
+    cu.attempt++;
+    if (peer !== undefined) this.o.host.sendApp(this.name, peer, encodeCatchupRequest({ reqId: cu.reqId, storeLast: this.store.state().lastSeq, minIndex: cu.minIndex }));
+    cu.timer = this.o.clock.setTimer(() => {
+      if (this.catchup === cu) this.sendCatchupRequest();
+    }, CATCHUP_RETRY_MS);
+  }
+
+  onAppFrame(from: string, data: Buffer): void {
+    if (this.closed || data.length === 0) return;
+    if (data[0] === CU_REQUEST) {
+      const req = decodeCatchupRequest(data);
+      // Only a replica whose store is exactly its applied state answers.
+      if (req === null || this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
+      if (req.storeLast > this.store.state().lastSeq) return;
+      for (const f of buildCatchup(req, this.store, this.appliedIndex, this.applySeq)) this.o.host.sendApp(this.name, from, f);
+      this.catchupsServed++;
+      return;
+    }
+    if (data[0] === CU_CHUNK) {
+      const cu = this.catchup;
+      if (cu === null || chunkReqId(data) !== cu.reqId) return;
+      cu.asm ??= new CatchupAssembler(cu.reqId);
+      const body = cu.asm.push(data);
+      if (body !== null) this.finishCatchup(body);
+    }
+  }
+
+  private finishCatchup(body: Buffer): void {
+    let h;
+    try {
+      h = installCatchup(this.store, body);
+    } catch (e) {
+      this.o.log.error(`stream group ${this.name}: catch-up failed: ${(e as Error).message}`);
+      return; // the retry timer asks again
+    }
+    this.stopCatchup();
+    this.catchups++;
+    this.applySeq = h.applySeq;
+    this.replayTo = this.store.state().lastSeq;
+    this.appliedIndex = Math.max(this.appliedIndex, h.index);
+    this.skipThrough = Math.max(this.skipThrough, h.index);
+    this.stream.storeReplaced();
+    const q = this.queued;
+    this.queued = [];
+    if (q.length > 0) this.apply(q);
+    this.maybeStartTaking();
   }
 
   onLeaderChange(leader: string, term: number): void {
@@ -605,14 +755,21 @@ export class StreamGroup implements GroupApp {
 
   private takeSnapshot(): void {
     this.snapTimer = null;
-    if (this.closed || this.applySeq < this.replayTo) return;
-    try {
-      this.o.host.snapshot(this.name);
-      this.sinceSnapEntries = 0;
-      this.sinceSnapBytes = 0;
-    } catch (e) {
-      this.o.log.error(`stream group ${this.name}: snapshot failed: ${(e as Error).message}`);
-    }
+    if (this.closed || this.applySeq < this.replayTo || this.catchup !== null) return;
+    // The snapshot describes the store as of now; the log before it is dropped only once the
+    // store has that on disk (a restart then finds its store at or past its snapshot).
+    const index = this.appliedIndex;
+    const data = this.snapshot();
+    this.sinceSnapEntries = 0;
+    this.sinceSnapBytes = 0;
+    this.store.sync((err) => {
+      if (err !== null || this.closed) return;
+      try {
+        this.o.host.snapshotAt(this.name, index, data);
+      } catch (e) {
+        this.o.log.error(`stream group ${this.name}: snapshot failed: ${(e as Error).message}`);
+      }
+    });
   }
 
   // ---------- info ----------

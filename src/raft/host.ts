@@ -34,7 +34,13 @@ export interface GroupApp {
   onReadState?(rs: ReadState): void;
   /** The group failed (disk or checksum error) and no longer takes part. */
   onFailed?(reason: string): void;
+  /** A frame another member's app sent with RaftHost.sendApp (a view valid during the call). */
+  onAppFrame?(from: string, data: Buffer): void;
 }
+
+/** First byte of an app frame: [0xf3][u16 group length][group][data]. Raft frames start with
+ *  their codec version (1). */
+export const APP_FRAME_TAG = 0xf3;
 
 export interface RaftHostOptions {
   /** This server's peer id (also its transport address). */
@@ -231,10 +237,16 @@ export class RaftHost {
   /** Snapshot the group's app at its applied index, durably, and drop the log before it. */
   snapshot(group: string): number {
     const g = this.mustGroup(group);
+    return this.snapshotAt(group, g.node.log.applied, null);
+  }
+
+  /** snapshot() with data the app took earlier, at index (≤ applied; e.g. once the state it
+   *  describes is durable elsewhere). data null: ask the app now (index must be applied). */
+  snapshotAt(group: string, index: number, data: Uint8Array | null): number {
+    const g = this.mustGroup(group);
     const n = g.node;
-    const index = n.log.applied;
-    if (index <= n.log.snapIndex || n.failed !== null) return n.log.snapIndex;
-    const snap: Snapshot = { index, term: n.log.term(index), voters: [...n.voters], data: g.app.snapshot() };
+    if (index <= n.log.snapIndex || index > n.log.applied || n.failed !== null) return n.log.snapIndex;
+    const snap: Snapshot = { index, term: n.log.term(index), voters: [...n.voters], data: data ?? g.app.snapshot() };
     saveSnapshotFile(this.o.fs, this.o.dir, group, snap);
     n.compact(index, snap.data);
     this.wal.markSnapshot(group, index, snap.term);
@@ -250,10 +262,33 @@ export class RaftHost {
     return g;
   }
 
+  /** Send data to the app of `group` on server `peer` (state transfer beside the log). */
+  sendApp(group: string, peer: string, data: Uint8Array): void {
+    const gl = Buffer.byteLength(group);
+    const f = Buffer.allocUnsafe(3 + gl + data.length);
+    f[0] = APP_FRAME_TAG;
+    f.writeUInt16BE(gl, 1);
+    f.write(group, 3, "utf8");
+    f.set(data, 3 + gl);
+    this.stats.framesOut++;
+    this.o.transport.send(peer, f);
+  }
+
+  private receiveApp(from: string, frame: Uint8Array): void {
+    const b = Buffer.isBuffer(frame) ? frame : Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+    if (b.length < 3) return void this.stats.badFrames++;
+    const gl = b.readUInt16BE(1);
+    if (3 + gl > b.length) return void this.stats.badFrames++;
+    const g = this.groups.get(b.toString("utf8", 3, 3 + gl));
+    if (g === undefined || g.node.failed !== null) return void this.stats.unknownGroup++;
+    g.app.onAppFrame?.(from, b.subarray(3 + gl));
+  }
+
   private receive(from: string, frame: Uint8Array): void {
     if (this.closed) return;
     this.stats.framesIn++;
     this.heard.set(from, this.o.clock.monoMs());
+    if (frame[0] === APP_FRAME_TAG) return this.receiveApp(from, frame);
     const d = decodeMessage(frame);
     if (d instanceof Error) {
       this.stats.badFrames++;

@@ -9,7 +9,7 @@
 //
 // Ticks and frame delays come from a manual clock; fsyncs and PubAck flushes run on real
 // event-loop turns with no I/O behind them, so a seed replays the same way.
-import { StreamCluster } from "../helpers/streamcluster.js";
+import { GROUP as GROUP_NAME, StreamCluster } from "../helpers/streamcluster.js";
 
 export interface StreamSimResult {
   seed: number;
@@ -21,6 +21,7 @@ export interface StreamSimResult {
   kills: number;
   powerLosses: number;
   reopens: number;
+  catchups: number;
   leaderChanges: number;
 }
 
@@ -35,7 +36,7 @@ interface Msg {
 export async function runStreamSeed(seed: number, nodes: number, storage: "memory" | "file", faultMs = 3000, healMs = 4000): Promise<StreamSimResult> {
   const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, net: { maxDelayMs: 4, dropRate: 0.01 } });
   const rnd = c.rnd;
-  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, leaderChanges: 0 };
+  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, leaderChanges: 0 };
   const msgs: Msg[] = [];
   const byToken = new Map<string, Msg>();
   const deleted = new Set<number>();
@@ -97,8 +98,13 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
         const x = rnd.next();
         const id = c.ids[rnd.int(c.ids.length)]!;
         const n = c.node(id);
-        if (x < 0.25 && n.up && down.size < Math.floor((nodes - 1) / 2)) {
+        // A memory store loses everything on a kill or reopen: like a disk lost, at most a
+        // minority at a time, and only while every other replica holds its state.
+        const wipeOk = storage === "file" || c.ids.every((o) => o === id || (c.node(o).up && !c.node(o).group.isCatchingUp));
+        if (x < 0.25 && n.up && down.size < Math.floor((nodes - 1) / 2) && wipeOk) {
           const power = storage === "file" && rnd.next() < 0.5;
+          if (process.env["SIM_TRACE"]) console.log(t, "stop", id, power, JSON.stringify(c.ids.map((i) => c.node(i).up ? c.node(i).group.debugState() : null)));
+          res.catchups += n.group.catchups;
           await c.stop(id, power);
           if (power) res.powerLosses++;
           else res.kills++;
@@ -113,7 +119,9 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
           c.heal();
         } else if (x < 0.75) {
           // The stream closed and opened again inside the process (as after a full disk).
-          if (n.up) {
+          if (n.up && wipeOk) {
+            if (process.env["SIM_TRACE"]) console.log(t, "reopen", id, JSON.stringify(c.ids.map((i) => c.node(i).up ? c.node(i).group.debugState() : null)));
+            res.catchups += n.group.catchups;
             await c.reopenGroup(id);
             res.reopens++;
           }
@@ -158,9 +166,11 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
     if (!settled(true)) {
       const missing = msgs.filter((m) => m.ackSeq === 0).length;
       const lasts = c.ids.map((id) => `${id}:${c.node(id).store.state().lastSeq}${c.node(id).group.isTakingPublishes ? "*" : ""}`);
-      throw new Error(`did not settle: ${missing} unacknowledged, last seqs ${lasts.join(" ")}`);
+      const states = c.ids.map((id) => `${id}: ${JSON.stringify(c.node(id).group.debugState())} raft ${JSON.stringify({ ...c.node(id).host.status(GROUP_NAME), progress: undefined })}`);
+      throw new Error(`did not settle: ${missing} unacknowledged, last seqs ${lasts.join(" ")}\n${states.join("\n")}`);
     }
     res.acked = msgs.length;
+    for (const id of c.ids) res.catchups += c.node(id).group.catchups;
     const ref = c.contents(c.ids[0]!);
     const seen = new Map<string, number>();
     for (const [seq, v] of ref) {

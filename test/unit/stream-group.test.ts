@@ -310,12 +310,20 @@ for (const [storage, batch] of [
       await c.start(f);
       await c.until(() => c.node(f).group.restores > 0, "the follower installed a snapshot");
       await c.until(() => allApplied(c, 80) && c.contents(f).size === 79, "the follower caught up");
+      assert.ok(c.node(f).group.catchups >= 1, "it fetched the messages from a peer");
+      assert.ok(c.ids.some((id) => c.node(id).group.catchupsServed >= 1));
       sameEverywhere(c);
       // And a restart of a replica that snapshotted recovers the same store.
       await c.stop(f);
       await c.start(f);
-      await c.until(() => c.contents(f).size === 79, "recovered");
+      await c.until(() => c.contents(f).size === 79 && !c.node(f).group.isCatchingUp, "recovered");
       sameEverywhere(c);
+      // The recovered replica can lead: its state is exact.
+      await c.stop(l.id);
+      const l2 = await c.leader(l.id);
+      c.pub(l2.id, "r.z", "last", "last", [["Nats-Msg-Id", "s5"]]);
+      await c.until(() => l2.acks.has("last"), "dup ack");
+      assert.deepEqual(l2.acks.get("last"), [{ stream: "R", seq: 6, duplicate: true }]);
     } finally {
       await c.stopAll();
     }
