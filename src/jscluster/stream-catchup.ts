@@ -145,3 +145,70 @@ export function installCatchup(store: StreamStore, body: Buffer): CatchupHeader 
   if (h.last > last) store.skipMsgs(last + 1, h.last - last, h.lastTs);
   return h;
 }
+
+/**
+ * Make `store` hold what a stream snapshot archive holds, changing as little as it can: the
+ * messages below the snapshot's first sequence go, messages the store holds that the snapshot
+ * does not (up to its last sequence) are removed, and the snapshot's messages past the store's
+ * last sequence are stored at their sequences; then the last sequence moves up to the
+ * snapshot's. A store already past the snapshot keeps what it holds beyond it. `own`: the
+ * snapshot is this replica's own (a restart); a store that matches its state is trusted.
+ */
+export function installStoreSnapshot(store: StreamStore, archive: Buffer, own: boolean): void {
+  const before = store.state();
+  let storeLast = before.lastSeq;
+  let cur = before.firstSeq;
+  let snapLast = 0;
+  let snapLastTs = 0;
+  let trust = false;
+  let ended = false;
+  const dropUntil = (limit: number): void => {
+    // Store messages in [cur, limit) that the snapshot does not hold.
+    for (let m = store.loadNextMsg("", cur); m !== null && m.seq < limit; m = store.loadNextMsg("", m.seq + 1)) store.removeMsg(m.seq);
+    if (limit > cur) cur = limit;
+  };
+  const dec = new ArchiveDecoder((kind, body) => {
+    switch (kind) {
+      case REC_STATE: {
+        const s = JSON.parse(body.toString("utf8")) as Record<string, number>;
+        const first = Number(s["first_seq"] ?? 0);
+        snapLast = Number(s["last_seq"] ?? 0);
+        snapLastTs = Number(s["last_ts"] ?? 0);
+        const msgs = Number(s["msgs"] ?? 0);
+        trust = own && (storeLast > snapLast || (storeLast === snapLast && before.firstSeq === first && before.msgs === msgs));
+        if (trust) return;
+        if (first > before.firstSeq && before.msgs > 0 || first > storeLast + 1) {
+          store.compact(first);
+          storeLast = store.state().lastSeq;
+          cur = first;
+        }
+        return;
+      }
+      case REC_MSG:
+      case REC_MSG_TTL: {
+        if (trust) return;
+        const m = decodeMsgRecord(body, kind === REC_MSG_TTL);
+        if (m.seq <= storeLast) {
+          dropUntil(m.seq);
+          cur = m.seq + 1;
+          return;
+        }
+        if (cur <= storeLast) dropUntil(storeLast + 1);
+        store.storeMsgAt(m.seq, m.subject, m.hdr, m.data, m.tsNs, m.ttlSec);
+        storeLast = m.seq;
+        cur = m.seq + 1;
+        return;
+      }
+      case REC_END:
+        ended = true;
+        if (trust) return;
+        dropUntil(Math.min(storeLast, snapLast) + 1);
+        if (snapLast > storeLast) store.skipMsgs(storeLast + 1, snapLast - storeLast, snapLastTs);
+        return;
+      default:
+        throw new Error(`stream snapshot: unknown record kind ${kind}`);
+    }
+  });
+  dec.push(archive);
+  if (!ended) throw new Error("stream snapshot: truncated archive");
+}

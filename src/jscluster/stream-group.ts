@@ -30,12 +30,22 @@ import { type Entry, EntryType, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
 import type { Scheduler } from "../runtime/sched.js";
-import { ArchiveDecoder, decodeMsgRecord, encodeStoreSnapshot, REC_END, REC_MSG, REC_MSG_TTL, REC_STATE, StoreSnapshotReader } from "../storage/archive.js";
+import { encodeStoreSnapshot, StoreSnapshotReader } from "../storage/archive.js";
 import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
-import { buildCatchup, CatchupAssembler, chunkReqId, CU_CHUNK, CU_REQUEST, decodeCatchupRequest, encodeCatchupRequest, installCatchup } from "./stream-catchup.js";
+import {
+  buildCatchup,
+  CatchupAssembler,
+  chunkReqId,
+  CU_CHUNK,
+  CU_REQUEST,
+  decodeCatchupRequest,
+  encodeCatchupRequest,
+  installCatchup,
+  installStoreSnapshot,
+} from "./stream-catchup.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import {
   asBuffer,
@@ -793,7 +803,7 @@ export class StreamGroup implements GroupApp {
       if (name === (leader !== "" ? leader : self)) continue;
       const r: Record<string, unknown> = { name, current: false, active: 0 };
       if (name === self) {
-        r["current"] = st !== undefined && st.failed === null && st.applied >= st.commit && leader !== "";
+        r["current"] = st !== undefined && st.failed === null && st.applied >= st.commit && leader !== "" && this.catchup === null;
       } else {
         const seen = this.o.host.lastHeardMs(name);
         const ago = seen < 0 ? -1 : now - seen;
@@ -811,71 +821,4 @@ export class StreamGroup implements GroupApp {
     if (replicas.length > 0) out["replicas"] = replicas;
     return out;
   }
-}
-
-/**
- * Make `store` hold what a stream snapshot archive holds, changing as little as it can: the
- * messages below the snapshot's first sequence go, messages the store holds that the snapshot
- * does not (up to its last sequence) are removed, and the snapshot's messages past the store's
- * last sequence are stored at their sequences; then the last sequence moves up to the
- * snapshot's. A store already past the snapshot keeps what it holds beyond it. `own`: the
- * snapshot is this replica's own (a restart); a store that matches its state is trusted.
- */
-export function installStoreSnapshot(store: StreamStore, archive: Buffer, own: boolean): void {
-  const before = store.state();
-  let storeLast = before.lastSeq;
-  let cur = before.firstSeq;
-  let snapLast = 0;
-  let snapLastTs = 0;
-  let trust = false;
-  let ended = false;
-  const dropUntil = (limit: number): void => {
-    // Store messages in [cur, limit) that the snapshot does not hold.
-    for (let m = store.loadNextMsg("", cur); m !== null && m.seq < limit; m = store.loadNextMsg("", m.seq + 1)) store.removeMsg(m.seq);
-    if (limit > cur) cur = limit;
-  };
-  const dec = new ArchiveDecoder((kind, body) => {
-    switch (kind) {
-      case REC_STATE: {
-        const s = JSON.parse(body.toString("utf8")) as Record<string, number>;
-        const first = Number(s["first_seq"] ?? 0);
-        snapLast = Number(s["last_seq"] ?? 0);
-        snapLastTs = Number(s["last_ts"] ?? 0);
-        const msgs = Number(s["msgs"] ?? 0);
-        trust = own && (storeLast > snapLast || (storeLast === snapLast && before.firstSeq === first && before.msgs === msgs));
-        if (trust) return;
-        if (first > before.firstSeq && before.msgs > 0 || first > storeLast + 1) {
-          store.compact(first);
-          storeLast = store.state().lastSeq;
-          cur = first;
-        }
-        return;
-      }
-      case REC_MSG:
-      case REC_MSG_TTL: {
-        if (trust) return;
-        const m = decodeMsgRecord(body, kind === REC_MSG_TTL);
-        if (m.seq <= storeLast) {
-          dropUntil(m.seq);
-          cur = m.seq + 1;
-          return;
-        }
-        if (cur <= storeLast) dropUntil(storeLast + 1);
-        store.storeMsgAt(m.seq, m.subject, m.hdr, m.data, m.tsNs, m.ttlSec);
-        storeLast = m.seq;
-        cur = m.seq + 1;
-        return;
-      }
-      case REC_END:
-        ended = true;
-        if (trust) return;
-        dropUntil(Math.min(storeLast, snapLast) + 1);
-        if (snapLast > storeLast) store.skipMsgs(storeLast + 1, snapLast - storeLast, snapLastTs);
-        return;
-      default:
-        throw new Error(`stream snapshot: unknown record kind ${kind}`);
-    }
-  });
-  dec.push(archive);
-  if (!ended) throw new Error("stream snapshot: truncated archive");
 }

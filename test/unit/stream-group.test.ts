@@ -7,6 +7,10 @@ import assert from "node:assert/strict";
 import { StreamCluster } from "../helpers/streamcluster.js";
 import { decodeMsgOp, encodeMsgOp, decodePurgeOp, encodePurgeOp, decodeDeleteOp, encodeDeleteOp } from "../../src/jscluster/stream-codec.js";
 import { Rollup, StreamEntry } from "../../src/stream/entry.js";
+import { installCatchup, buildCatchup, installStoreSnapshot, CatchupAssembler } from "../../src/jscluster/stream-catchup.js";
+import { MemoryStreamStore } from "../../src/storage/index.js";
+import { encodeStoreSnapshot, StoreSnapshotReader } from "../../src/storage/archive.js";
+import type { StreamStore } from "../../src/storage/types.js";
 
 function sameEverywhere(c: StreamCluster, ids = c.ids.filter((i) => c.node(i).up)): void {
   const ref = c.contents(ids[0]!);
@@ -41,6 +45,44 @@ void test("stream codec: entries round-trip", () => {
   assert.equal(n.payload.length, 0);
   assert.deepEqual(decodePurgeOp(encodePurgeOp({ filter: "a.>", keep: 3 })), { filter: "a.>", seq: 0, keep: 3 });
   assert.deepEqual(decodeDeleteOp(encodeDeleteOp(42, true)), { seq: 42, erase: true });
+});
+
+function fill(st: StreamStore, from: number, to: number): void {
+  for (let i = from; i <= to; i++) st.storeMsgAt(i, `s.${i % 3}`, null, Buffer.from(`m${i}`), 1000 + i, 0);
+}
+
+function dump(st: StreamStore): string {
+  const out: string[] = [];
+  for (let m = st.loadNextMsg("", 0); m !== null; m = st.loadNextMsg("", m.seq + 1)) out.push(`${m.seq}:${m.subject}:${m.data.toString()}`);
+  const s = st.state();
+  return `${s.firstSeq}-${s.lastSeq}/${s.msgs} ${out.join(",")}`;
+}
+
+void test("store install: a prefix store is brought to the state of a later one (catch-up answer, archive snapshot)", () => {
+  // The later state: 1..20 stored, 1..4 purged, 7 and 12 deleted.
+  const src = new MemoryStreamStore(null, null);
+  fill(src, 1, 20);
+  src.compact(5);
+  src.removeMsg(7);
+  src.removeMsg(12);
+  for (const t of [0, 3, 8, 20]) {
+    // A replica at an earlier point of the same history: 1..t stored.
+    const a = new MemoryStreamStore(null, null);
+    fill(a, 1, t);
+    const frames = buildCatchup({ reqId: 9, storeLast: t, minIndex: 0 }, src, 77, 20);
+    const asm = new CatchupAssembler(9);
+    let body: Buffer | null = null;
+    for (const f of frames.reverse()) body = asm.push(f) ?? body;
+    assert.ok(body !== null);
+    const h = installCatchup(a, body);
+    assert.equal(h.index, 77);
+    assert.equal(h.applySeq, 20);
+    assert.equal(dump(a), dump(src), `catch-up from ${t}`);
+    const b = new MemoryStreamStore(null, null);
+    fill(b, 1, t);
+    installStoreSnapshot(b, Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(src))]), false);
+    assert.equal(dump(b), dump(src), `archive install from ${t}`);
+  }
 });
 
 for (const [storage, batch] of [
