@@ -3,9 +3,11 @@
 // unique Nats-Msg-Ids to whichever replica takes publishes and retries unanswered ones with
 // the same id; meanwhile links are cut (both ways or one way), servers are killed and
 // restarted (and, for file stores, lose power: unsynced writes vanish), streams are closed
-// and opened again on a running server, leaders step down,
-// messages are deleted. After healing, every replica must hold the same messages at the same
-// sequences, every acknowledged message where its PubAck said, and no message twice.
+// and opened again on a running server, leaders step down, messages are deleted, and
+// file-store clusters sometimes restart whole at the heal. A memory store is wiped by a kill
+// or a reopen, so those happen only while every other replica holds its state. After
+// healing, every replica must hold the same messages at the same sequences, every
+// acknowledged message where its PubAck said, and no message twice.
 //
 // Ticks and frame delays come from a manual clock; fsyncs and PubAck flushes run on real
 // event-loop turns with no I/O behind them, so a seed replays the same way.
@@ -22,6 +24,7 @@ export interface StreamSimResult {
   powerLosses: number;
   reopens: number;
   catchups: number;
+  fullRestarts: number;
   leaderChanges: number;
 }
 
@@ -36,7 +39,7 @@ interface Msg {
 export async function runStreamSeed(seed: number, nodes: number, storage: "memory" | "file", faultMs = 3000, healMs = 4000): Promise<StreamSimResult> {
   const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, net: { maxDelayMs: 4, dropRate: 0.01 } });
   const rnd = c.rnd;
-  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, leaderChanges: 0 };
+  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, fullRestarts: 0, leaderChanges: 0 };
   const msgs: Msg[] = [];
   const byToken = new Map<string, Msg>();
   const deleted = new Set<number>();
@@ -84,6 +87,18 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
         for (const id of [...down.keys()]) {
           down.delete(id);
           await c.start(id);
+        }
+        if (storage === "file" && rnd.next() < 0.3) {
+          // The whole cluster goes down at once (some servers losing power) and comes back.
+          for (const id of c.ids) {
+            res.catchups += c.node(id).group.catchups;
+            const power = rnd.next() < 0.5;
+            await c.stop(id, power);
+            if (power) res.powerLosses++;
+            else res.kills++;
+          }
+          for (const id of c.ids) await c.start(id);
+          res.fullRestarts++;
         }
       }
       // New messages while faulting and a little after; retries until acknowledged.

@@ -372,6 +372,33 @@ for (const [storage, batch] of [
   });
 }
 
+void test("stream group (file): the whole cluster restarts (after snapshots and a delete) and goes on", async () => {
+  const c = new StreamCluster({ n: 3, storage: "file", snapshotEntries: 8 });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    for (let i = 0; i < 40; i++) c.pub(l.id, "r.a", `w${i}`, `w${i}`, [["Nats-Msg-Id", `w${i}`]]);
+    await c.until(() => l.acks.size === 40 && allApplied(c, 40), "40 everywhere");
+    let done = false;
+    void l.group.deleteMsg(40, false).then(() => (done = true));
+    await c.until(() => done && c.ids.every((id) => c.contents(id).size === 39), "delete everywhere");
+    for (let i = 0; i < 5; i++) await c.step();
+    const before = c.contents(l.id);
+    for (const id of c.ids) await c.stop(id, id === "n2");
+    for (const id of c.ids) await c.start(id);
+    const l2 = await c.leader();
+    await c.until(() => c.ids.every((id) => c.contents(id).size === 39), "every store back");
+    sameEverywhere(c);
+    assert.deepEqual(c.contents(l2.id), before);
+    c.pub(l2.id, "r.a", "next", "next");
+    await c.until(() => l2.acks.has("next") && allApplied(c, 41), "publish after the restart");
+    assert.deepEqual(l2.acks.get("next"), [{ stream: "R", seq: 41 }]);
+    sameEverywhere(c);
+  } finally {
+    await c.stopAll();
+  }
+});
+
 void test("stream group: stepdown hands leadership to a caught-up replica; clusterInfo", async () => {
   const c = new StreamCluster({ n: 3, storage: "memory" });
   await c.startAll();
