@@ -24,6 +24,7 @@ export const serverParts: ServerParts = {
     } else if (js?.attachClusterMeta !== undefined && opts.port !== 0) {
       const { startMetaGroup } = await import("./jscluster/meta-group.js");
       const { RoutePeerTransport } = await import("./cluster/peer-transport.js");
+      const { enableStreamGroups } = await import("./jscluster/stream-groups.js");
       startMetaGroup({
         serverName: server.opts.serverName,
         storeDir: server.opts.jetstream.storeDir,
@@ -36,7 +37,15 @@ export const serverParts: ServerParts = {
         sched: server.sched,
         random: server.random,
         fs: server.fs ?? new NodeFs(),
-        attach: (m) => js.attachClusterMeta!(m),
+        facts: {
+          tags: server.opts.serverTags,
+          maxStore: server.opts.jetstream.maxFileStoreBytes,
+          maxMemory: server.opts.jetstream.maxMemoryStoreBytes,
+        },
+        attach: (m) => {
+          enableStreamGroups(m, server.clock, server.log);
+          js.attachClusterMeta!(m);
+        },
       });
     }
     return cl;

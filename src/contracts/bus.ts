@@ -26,15 +26,31 @@ export interface InternalSubscription {
   unsubscribe(): void;
 }
 
+/** How an internal subscription takes part in the cluster. */
+export interface BusSubscribeOptions {
+  /** false (the default): local only. Routes never hear of the subscription and a message
+   *  that came over a route never reaches it (the $JS.API handlers must stay local).
+   *  true: announced to routes exactly like a client's subscription (RS+ when the subject
+   *  or queue group gains it, RS- when it goes; counted together with clients' on the same
+   *  subject / queue), so a publish by a client on any server of the cluster reaches it, and
+   *  a routed message (RMSG/HMSG) is delivered to it; with a queue, it is one member of the
+   *  cluster-wide group. The one-hop rule is unchanged: what came from a route is never sent
+   *  on to another route. Fixed at subscribe time. (Stable API: replicated JetStream's
+   *  stream-leader ingest, ack, flow-control and deliver-side subscriptions use it.) */
+  cluster?: boolean;
+}
+
 export interface Bus {
   /** borrow: the handler copies whatever it keeps beyond the call (a stream's store does), so
-   *  hdr and payload may be views of a client's read buffer instead of copies per message. */
-  subscribe(subject: string, handler: InternalHandler, queue?: string, borrow?: boolean): InternalSubscription;
+   *  hdr and payload may be views of a client's read buffer instead of copies per message.
+   *  opts.cluster: announce it to routes and take routed messages (BusSubscribeOptions). */
+  subscribe(subject: string, handler: InternalHandler, queue?: string, borrow?: boolean, opts?: BusSubscribeOptions): InternalSubscription;
   /** subscribe(prefix + ">", handler), and while that subscription is the only one any
-   *  `prefix...` subject matches, a client's plain PUB to such a subject may go to onBytes
-   *  instead, without a subject string or a routing lookup. prefix is
-   *  "$JS.ACK.<stream>.<consumer>.". Optional for test fakes: subscribe stands in. */
-  subscribeAck?(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler): InternalSubscription;
+   *  `prefix...` subject matches (here and in the routes' interest), a client's plain PUB to
+   *  such a subject may go to onBytes instead, without a subject string or a routing lookup.
+   *  prefix is "$JS.ACK.<stream>.<consumer>.". opts as for subscribe (cluster: acks published
+   *  on other servers arrive through handler). Optional for test fakes: subscribe stands in. */
+  subscribeAck?(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler, opts?: BusSubscribeOptions): InternalSubscription;
   /** Route a message as if a client had published it. */
   publish(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void;
   /** publish() with the payload as buf[start, end), valid during the call only (no view made

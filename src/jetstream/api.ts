@@ -11,9 +11,9 @@
 // $JS.EVENT.ADVISORY.API.LIMIT_REACHED, as nats-server does.
 // Consumer subjects go to the consumer layer's handleConsumerApi (consumer-api.ts).
 
-import type { InternalSubscription } from "../contracts/bus.js";
+import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
-import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
+import { jsErr, JsApiError, type ApiError } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
 import { handleConsumerApi, recoverConsumers } from "./consumer-api.js";
 import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
@@ -31,12 +31,13 @@ import type { Stream } from "../stream/stream.js";
 import { isValidLiteralSubject, subjectsCollide } from "../subjects/subject.js";
 import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
-import { goInt, goJsonType, parseApiJson, type GoIntKind } from "../contracts/json.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
 import type { JetStreamCore } from "./core.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
-import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
+import { ERROR_EXTRAS, Fail, fail, optBool, optInt, optStr, parseBody, RawBody, responseType, type Body } from "./api-body.js";
+import { isInfoRequest, RequestQueue } from "./queue.js";
+import type { ClusterApiHooks } from "./cluster-types.js";
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
@@ -81,7 +82,6 @@ const STREAM_PATTERNS = [
   "CONSUMER.LEADER.>",
 ];
 
-type Body = Record<string, unknown>;
 
 /** The API suffixes nats-server maps from $JS.<domain>.API. (jetstream_api.go
  *  generateJSMappingTable): the first token decides. */
@@ -95,61 +95,6 @@ export function domainMapped(subject: string, at: number): string | null {
   if (!DOMAIN_JS_TOKENS.has(first)) return null;
   if (first === "INFO" && end >= 0) return null;
   return API_PREFIX + subject.slice(at);
-}
-
-class Fail extends Error {
-  constructor(readonly apiError: ApiError) {
-    super(apiError.description);
-  }
-}
-
-function fail(name: JsErrName, args?: Record<string, string | number>): never {
-  throw new Fail(jsErr(name, args));
-}
-
-/** JSON body as an object; empty bodies decode to null. Throws 10025 on bad JSON. */
-function parseBody(payload: Buffer, emptyIsError: boolean): Body | null {
-  const text = payload.toString("utf8").trim();
-  if (text.length === 0) {
-    if (emptyIsError) fail("JSInvalidJSONErr", { err: "unexpected end of JSON input" });
-    return null;
-  }
-  let v: unknown;
-  try {
-    v = parseApiJson(text);
-  } catch (e) {
-    fail("JSInvalidJSONErr", { err: (e as Error).message });
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) {
-    if (v === null) return null;
-    fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go value` });
-  }
-  return v as Body;
-}
-
-/** An integer field of the request struct `struct`, by encoding/json's rules for `kind`. */
-function optInt(b: Body | null, k: string, kind: GoIntKind, struct: string): number {
-  return goInt(b?.[k], kind, `${struct}.${k}`, (err) => fail("JSInvalidJSONErr", { err }));
-}
-
-function optStr(b: Body | null, k: string): string {
-  const v = b?.[k];
-  if (v === undefined || v === null) return "";
-  if (typeof v !== "string") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go struct field .${k}` });
-  return v;
-}
-
-function optBool(b: Body | null, k: string): boolean {
-  const v = b?.[k];
-  if (v === undefined || v === null) return false;
-  if (typeof v !== "boolean") fail("JSInvalidJSONErr", { err: `json: cannot unmarshal ${goJsonType(v)} into Go struct field .${k}` });
-  return v;
-}
-
-/** A response body already serialized (a JSON object's text, without the "type" field that
- *  dispatch puts first). */
-class RawBody {
-  constructor(readonly json: string) {}
 }
 
 /** A stream's config as JSON text and its created time, for as long as its config object
@@ -183,6 +128,8 @@ export class ApiRouter {
   private recoverConsumersFn: ((ctx: ConsumerApiContext, st: Stream) => number) | null = null;
   readonly ctx: ConsumerApiContext;
   readonly snapshots: Snapshots;
+  /** Clustered JetStream (cluster-api.ts): routing, meta-level requests, the cluster block. */
+  cluster: ClusterApiHooks | null = null;
 
   constructor(private readonly svc: JetStreamCore) {
     const d = svc.deps;
@@ -209,6 +156,11 @@ export class ApiRouter {
       (dir) => this.openStreamDir(dir),
       (reply, obj) => this.respond(reply, obj),
     );
+  }
+
+  /** Clustered: consumers subscribe on a bus whose subscriptions are announced over routes. */
+  useBus(bus: Bus): void {
+    (this.ctx as { bus: Bus }).bus = bus;
   }
 
   /** Open a stream directory as recovery does, with its durable consumers. */
@@ -246,7 +198,16 @@ export class ApiRouter {
     const subs: InternalSubscription[] = [];
     for (const pat of STREAM_PATTERNS) {
       // Borrowing: enqueue copies what it keeps.
-      subs.push(bus.subscribe(API_PREFIX + pat, (subject, reply, hdr, payload) => this.enqueue(API_PREFIX, subject, reply, hdr, payload), "", true));
+      subs.push(
+        bus.subscribe(
+          API_PREFIX + pat,
+          (subject, reply, hdr, payload) => {
+            if (this.cluster?.intercept(subject, reply, hdr, payload) !== true) this.enqueue(API_PREFIX, subject, reply, hdr, payload);
+          },
+          "",
+          true,
+        ),
+      );
     }
     return subs;
   }
@@ -273,7 +234,12 @@ export class ApiRouter {
     return l !== undefined && l > 0 ? l : this.queueLimit;
   }
 
-  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
+  /** A request another server forwarded here (local: on this server's streams, no routing). */
+  enqueueForwarded(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, local: boolean): void {
+    this.enqueue(API_PREFIX, subject, reply, hdr, payload, local);
+  }
+
+  private enqueue(prefix: string, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, local = false): void {
     // Buffers are only valid during the bus callback.
     const h = hdr === null ? null : Buffer.from(hdr);
     const p = payload.length === 0 ? EMPTY : Buffer.from(payload);
@@ -283,7 +249,7 @@ export class ApiRouter {
     // nats-server (jsAPIRoutedReqs / jsAPIRoutedInfoReqs): at its limit, everything queued in
     // that queue is dropped without a reply (the requesters time out), with a rate-limited
     // warning and an advisory. The request being handled, if any, goes on.
-    const pending = q.push({ subject, rest, reply, hdr: h, payload: p });
+    const pending = q.push({ subject, rest, reply, hdr: h, payload: p, local });
     if (pending >= (info ? this.infoQueueLimit : this.queueLimit)) {
       q.clear();
       this.dropped += pending;
@@ -323,7 +289,7 @@ export class ApiRouter {
       const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
       try {
-        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload);
+        await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload, r.local === true);
       } catch (e) {
         this.svc.deps.log.error(`JetStream API request ${r.subject} failed: ${(e as Error).stack ?? String(e)}`);
       }
@@ -357,7 +323,7 @@ export class ApiRouter {
     return true;
   }
 
-  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
+  private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer, local = false): Promise<void> {
     this.svc.apiStats.total++;
     if (t[0] === "CONSUMER") {
       await this.loadConsumerApi();
@@ -367,7 +333,9 @@ export class ApiRouter {
     if (this.refuseApiLevel(hdr, reply, false, type)) return;
     let resp: Record<string, unknown>;
     try {
-      const out = await this.stream(t, payload);
+      const c = this.cluster !== null && !local ? await this.cluster.handle(t, reply, hdr, payload) : undefined;
+      if (c === null) return;
+      const out = c === undefined ? await this.stream(t, payload) : typeof c["raw"] === "string" ? new RawBody(c["raw"]) : (c as Record<string, unknown>);
       if (out instanceof RawBody) {
         const text = `{"type":${JSON.stringify(type)},${out.json.slice(1)}`;
         if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
@@ -400,7 +368,7 @@ export class ApiRouter {
     const w = this.wire(st);
     let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
     if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
-    if (withCluster) s += `,"cluster":{"leader":${JSON.stringify(this.svc.deps.serverName)}}`;
+    if (withCluster) s += `,"cluster":${this.cluster !== null ? JSON.stringify(this.cluster.clusterBlock(st.name)) : `{"leader":${JSON.stringify(this.svc.deps.serverName)}}`}`;
     const mirror = this.svc.sourcing.mirrorInfo(st);
     if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
     const sources = this.svc.sourcing.sourcesInfo(st);
@@ -461,7 +429,7 @@ export class ApiRouter {
     const i = st.info(opts, { mirror: this.svc.sourcing.mirrorInfo(st), sources: this.svc.sourcing.sourcesInfo(st) });
     const o: Record<string, unknown> = { config: i.config, created: i.created, state: i.state };
     if (this.svc.domain !== "") o["domain"] = this.svc.domain;
-    o["cluster"] = i.cluster;
+    o["cluster"] = this.cluster !== null ? this.cluster.clusterBlock(st.name) : i.cluster;
     if (i.mirror) o["mirror"] = i.mirror;
     if (i.sources) o["sources"] = i.sources;
     o["ts"] = i.ts;
@@ -645,6 +613,13 @@ export class ApiRouter {
     return this.createInfo(st, true);
   }
 
+  /** Publish a create (didCreate) or update reply for a local stream (clustered: the
+   *  stream's responder answers once the meta op applied). */
+  replyInfo(reply: string, type: string, st: Stream, didCreate: boolean): void {
+    const text = `{"type":${JSON.stringify(type)},${this.createInfo(st, didCreate).json.slice(1)}`;
+    if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
+  }
+
   /** Create/update replies carry no cluster block (nats-server builds them without it);
    *  a create's ends with did_create. */
   private createInfo(st: Stream, didCreate: boolean): RawBody {
@@ -758,7 +733,7 @@ export class ApiRouter {
     return new RawBody(`{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}`);
   }
 
-  private purge(name: string, payload: Buffer): Record<string, unknown> {
+  private async purge(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     const body = parseBody(payload, false);
     const filter = optStr(body, "filter");
     const seq = optInt(body, "seq", "uint64", "JSApiStreamPurgeRequest");
@@ -771,7 +746,8 @@ export class ApiRouter {
     if (filter !== "") opts.filter = filter;
     if (seq > 0) opts.seq = seq;
     if (keep > 0) opts.keep = keep;
-    const purged = st.purge(opts);
+    // A replicated stream purges through its group (every replica applies it).
+    const purged = (await this.cluster?.purge?.(name, opts)) ?? st.purge(opts);
     // The stream tells consumers about removals below its first sequence; a purge by subject
     // also removes messages above it, which pending acks may still name.
     if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.(filter);
@@ -790,7 +766,7 @@ export class ApiRouter {
     return { message: r.msg };
   }
 
-  private msgDelete(name: string, payload: Buffer): Record<string, unknown> {
+  private async msgDelete(name: string, payload: Buffer): Promise<Record<string, unknown>> {
     if (payload.toString("utf8").trim().length === 0) fail("JSBadRequestErr");
     const body = parseBody(payload, true);
     const seq = optInt(body, "seq", "uint64", "JSApiMsgDeleteRequest");
@@ -800,49 +776,9 @@ export class ApiRouter {
     if (st.cfg.deny_delete) fail("JSStreamMsgDeleteFailedF", { err: "message delete not permitted" });
     const s = st.store.state();
     if (seq > s.lastSeq) fail("JSStreamMsgDeleteFailedF", { err: "stream store EOF" });
-    if (seq === 0 || !st.deleteMsg(seq, noErase !== true)) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
+    const done = seq === 0 ? false : ((await this.cluster?.deleteMsg?.(name, seq, noErase !== true)) ?? st.deleteMsg(seq, noErase !== true));
+    if (!done) fail("JSStreamMsgDeleteFailedF", { err: "no message found" });
     return { success: true };
-  }
-}
-
-/** Go's non-omitempty fields that nats-server still sends next to an error. */
-const ERROR_EXTRAS: Record<string, Record<string, unknown>> = {
-  [ApiType.StreamPurge]: { purged: 0 },
-  [ApiType.StreamInfo]: { total: 0, offset: 0, limit: 0 },
-  [ApiType.StreamNames]: { total: 0, offset: 0, limit: 0, streams: null },
-  [ApiType.StreamList]: { total: 0, offset: 0, limit: 0, streams: null },
-};
-
-function responseType(t: string[]): string {
-  const [a, b, c] = t;
-  if (a === "INFO") return ApiType.AccountInfo;
-  switch (b ?? "") {
-    case "CREATE":
-      return ApiType.StreamCreate;
-    case "UPDATE":
-      return ApiType.StreamUpdate;
-    case "DELETE":
-      return ApiType.StreamDelete;
-    case "INFO":
-      return ApiType.StreamInfo;
-    case "NAMES":
-      return ApiType.StreamNames;
-    case "LIST":
-      return ApiType.StreamList;
-    case "PURGE":
-      return ApiType.StreamPurge;
-    case "MSG":
-      return c === "DELETE" ? ApiType.StreamMsgDelete : ApiType.StreamMsgGet;
-    case "SNAPSHOT":
-      return ApiType.StreamSnapshot;
-    case "RESTORE":
-      return ApiType.StreamRestore;
-    case "LEADER":
-      return ApiType.StreamLeaderStepdown;
-    case "PEER":
-      return ApiType.StreamRemovePeer;
-    default:
-      return ApiType.ApiError;
   }
 }
 

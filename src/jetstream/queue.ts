@@ -9,6 +9,8 @@ export interface QueuedRequest {
   reply: string;
   hdr: Buffer | null;
   payload: Buffer;
+  /** Forwarded by another server to be handled on this one's own streams. */
+  local?: boolean;
 }
 
 export class RequestQueue {

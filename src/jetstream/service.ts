@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { statfsSync } from "node:fs";
 import { totalmem } from "node:os";
 import type { JetStreamDeps } from "../contracts/jetstream.js";
-import type { InternalSubscription } from "../contracts/bus.js";
+import type { Bus, BusSubscribeOptions, InternalSubscription } from "../contracts/bus.js";
+import type { EntryApplier, Proposer } from "../stream/entry.js";
 import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
 import type { StreamStore } from "../storage/types.js";
@@ -23,6 +24,8 @@ import { randomBytes } from "node:crypto";
 import { CryptFs, checkStoreEncryption } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
 import type { Pacer } from "./pacer.js";
+import { JsCluster } from "./cluster-api.js";
+import type { ClusterMeta } from "./cluster-types.js";
 
 export const ACCOUNT = "$G";
 /** How long a stream whose store stopped refuses publishes before it is reopened. */
@@ -55,7 +58,9 @@ export class JetStreamService {
   /** Streams whose store stopped, waiting to be reopened: name -> timer. */
   private readonly reopening = new Map<string, TimerHandle>();
   /** The cluster's meta group on this server (src/jscluster/meta-group.ts), if clustered. */
-  private clusterMeta: { jszInfo(): Record<string, unknown>; close(): void } | null = null;
+  private clusterMeta: ClusterMeta | null = null;
+  /** Clustered JetStream on this server (cluster-api.ts), with the meta group. */
+  cluster: JsCluster | null = null;
 
   constructor(deps: JetStreamDeps) {
     this.deps = deps;
@@ -64,6 +69,7 @@ export class JetStreamService {
     this.crypt =
       o.key !== "" ? new CryptFs(this.diskFs, { cipher: o.cipher === "" ? "chachapoly" : o.cipher, key: o.key, prevKey: o.prevKey }) : null;
     this.fs = this.crypt ?? this.diskFs;
+    this.streamBus = deps.bus;
     this.sourcing = new Sourcing(this);
     this.router = new ApiRouter(this);
   }
@@ -126,14 +132,34 @@ export class JetStreamService {
     }
   }
 
-  /** Clustered JetStream: the meta group reports in /jsz and stops with this service. */
-  attachClusterMeta(m: { jszInfo(): Record<string, unknown>; close(): void }): void {
+  /** Clustered JetStream: the meta group decides which streams this server holds (the
+   *  streams recovered from directories at start are closed, and the ones assigned here
+   *  opened again as the meta log applies), the API is routed to the server that answers
+   *  (cluster-api.ts); the meta group reports in /jsz and stops with this service. */
+  attachClusterMeta(m: ClusterMeta): void {
     this.clusterMeta = m;
+    this.streamBus = clusterBus(this.deps.bus);
+    this.router.useBus(this.streamBus);
+    this.cluster = new JsCluster(this, this.router, m);
+  }
+
+  /** Close a stream without deleting anything (clustered: not assigned here, or a restart
+   *  of the local copy). */
+  async closeStream(st: Stream): Promise<void> {
+    if (this.streams.get(st.name) === st) this.streams.delete(st.name);
+    this.removeDirect(st.name);
+    this.sourcing.detach(st);
+    st.detach();
+    await st.drainAcks();
+    await st.stopConsumers(false);
+    await st.store.close();
   }
 
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    this.cluster?.stop();
+    this.cluster = null;
     this.clusterMeta?.close();
     this.clusterMeta = null;
     for (const s of this.apiSubs) s.unsubscribe();
@@ -156,9 +182,15 @@ export class JetStreamService {
 
   // ---------- streams ----------
 
-  private env(): StreamEnv {
+  /** The bus streams, direct gets and consumers subscribe on: clustered, one whose
+   *  subscriptions are announced over routes (a publish, pull or ack on any server of the
+   *  cluster reaches the server that holds the stream or consumer). */
+  streamBus: Bus;
+
+  private env(proposer?: (applier: EntryApplier) => Proposer): StreamEnv {
     return {
-      bus: this.deps.bus,
+      bus: this.streamBus,
+      ...(proposer !== undefined ? { proposer } : {}),
       clock: this.deps.clock,
       log: this.deps.log,
       domain: this.domain,
@@ -258,7 +290,14 @@ export class JetStreamService {
   }
 
   /** sliced: the stream's subjects are subscribed by the caller (syncSubscriptions). */
-  private openStream(cfg: StreamConfig, createdNs: number, dir: string | null, recovering: boolean, sliced = false): Stream {
+  private openStream(
+    cfg: StreamConfig,
+    createdNs: number,
+    dir: string | null,
+    recovering: boolean,
+    sliced = false,
+    proposer?: (applier: EntryApplier) => Proposer,
+  ): Stream {
     let stream: Stream | null = null;
     const callbacks = {
       onLimitRemove: (seq: number, subject: string): void => stream?.onLimitRemove(seq, subject),
@@ -290,9 +329,11 @@ export class JetStreamService {
       store = createMemoryStreamStore(Stream.storeLimits(cfg), callbacks);
     }
     if (!recovering && cfg.first_seq > 1 && store.state().lastSeq === 0) store.compact(cfg.first_seq);
-    const st = new Stream(cfg, store, dir, this.env(), createdNs);
+    const st = new Stream(cfg, store, dir, this.env(proposer), createdNs);
     stream = st;
     this.streams.set(cfg.name, st);
+    // A replica takes publishes only while it leads (its group turns ingest on).
+    if (proposer !== undefined) st.setIngest(false);
     st.start(sliced);
     this.installDirect(st);
     this.sourcing.attach(st);
@@ -302,8 +343,24 @@ export class JetStreamService {
   /** Create a stream from a checked config (the API handles one request at a time). With a
    *  pacer, its subjects are subscribed a slice at a time on it (meta.json is written first,
    *  as before: a failed write leaves nothing half made). */
-  async createStream(cfg: StreamConfig, pacer?: Pacer): Promise<Stream> {
-    const createdNs = this.deps.clock.nowNs();
+  /** A replicated stream's local copy (clustered), built with its group's proposer, not
+   *  taking publishes until the group says it leads: the directory as a restart would open
+   *  it when there is one, else a new one. */
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream {
+    let dir: string | null = null;
+    let recovering = false;
+    if (cfg.storage === "file") {
+      dir = join(this.streamsDir(), cfg.name);
+      recovering = this.fs.readFile(join(dir, "meta.json")) !== null;
+      this.fs.mkdirp(join(dir, "msgs"));
+      this.fs.mkdirp(join(dir, "obs"));
+      this.writeMeta(dir, cfg, createdNs);
+    }
+    return this.openStream(cfg, createdNs, dir, recovering, false, proposer);
+  }
+
+  async createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream> {
+    const createdNs = created ?? this.deps.clock.nowNs();
     let dir: string | null = null;
     if (cfg.storage === "file") {
       dir = join(this.streamsDir(), cfg.name);
@@ -364,7 +421,7 @@ export class JetStreamService {
   }
 
   private installDirect(st: Stream): void {
-    const bus = this.deps.bus;
+    const bus = this.streamBus;
     const subs: InternalSubscription[] = [];
     const maxPending = 64 * 1024 * 1024;
     const add = (name: string): void => {
@@ -587,4 +644,22 @@ export class JetStreamService {
   getStream(name: string): Stream | undefined {
     return this.streams.get(name);
   }
+}
+
+/** A bus whose subscriptions are announced over routes (Bus.subscribe opts.cluster): what a
+ *  clustered server's streams, direct gets and consumers subscribe on. */
+function clusterBus(b: Bus): Bus {
+  const o: BusSubscribeOptions = { cluster: true };
+  const out: Bus = {
+    subscribe: (subject, handler, queue, borrow) => b.subscribe(subject, handler, queue, borrow, o),
+    publish: (subject, reply, hdr, payload) => b.publish(subject, reply, hdr, payload),
+    hasInterest: (subject) => b.hasInterest(subject),
+  };
+  if (b.subscribeAck !== undefined) out.subscribeAck = (prefix, handler, onBytes) => b.subscribeAck!(prefix, handler, onBytes, o);
+  if (b.publishRange !== undefined) out.publishRange = b.publishRange.bind(b);
+  if (b.deliverAs !== undefined) out.deliverAs = b.deliverAs.bind(b);
+  if (b.deliverAck !== undefined) out.deliverAck = b.deliverAck.bind(b);
+  if (b.mapSubjects !== undefined) out.mapSubjects = b.mapSubjects.bind(b);
+  if (b.hasQueueInterest !== undefined) out.hasQueueInterest = b.hasQueueInterest.bind(b);
+  return out;
 }

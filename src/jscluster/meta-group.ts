@@ -28,7 +28,10 @@ import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import type { Logger } from "../runtime/log.js";
 import type { Random } from "../runtime/random.js";
 import type { Scheduler } from "../runtime/sched.js";
-import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp } from "./meta.js";
+import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp, type RaftGroupInfo } from "./meta.js";
+import { groupName, selectPeers, type PeerInfo } from "./placement.js";
+import type { EntryApplier, Proposer } from "../stream/entry.js";
+import type { Stream } from "../stream/stream.js";
 
 export const META_GROUP = "_meta_";
 const PEERS_FILE = "meta-peers.json";
@@ -50,6 +53,66 @@ const STEPDOWN_TIMEOUT_MS = 3000;
 
 export const META_STEPDOWN_SUBJECT = "$JS.API.META.LEADER.STEPDOWN";
 const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
+
+/** A $JS.API request carried from one server to the one that answers it (FWD frame). hops:
+ *  how often it was forwarded already; local: handle it on the receiving server's own
+ *  streams, without routing it again. */
+export interface ForwardedRequest {
+  subject: string;
+  reply: string;
+  hdr: Buffer | null;
+  payload: Buffer;
+  hops: number;
+  local: boolean;
+}
+
+const FWD_LOCAL = 0x80;
+
+/** FWD frame: tag, flags (hops | local), u16 subject length, u16 reply length, u32 header
+ *  length (0xffffffff: none), subject, reply, header, payload. */
+export function encodeForward(r: ForwardedRequest): Buffer {
+  const subj = Buffer.from(r.subject, "utf8");
+  const rep = Buffer.from(r.reply, "utf8");
+  const hlen = r.hdr === null ? 0 : r.hdr.length;
+  const f = Buffer.allocUnsafe(10 + subj.length + rep.length + hlen + r.payload.length);
+  f[0] = TAG_FWD;
+  f[1] = (Math.min(r.hops, 0x7f) & 0x7f) | (r.local ? FWD_LOCAL : 0);
+  f.writeUInt16BE(subj.length, 2);
+  f.writeUInt16BE(rep.length, 4);
+  f.writeUInt32BE(r.hdr === null ? 0xffffffff : hlen, 6);
+  let o = 10;
+  o += subj.copy(f, o);
+  o += rep.copy(f, o);
+  if (r.hdr !== null) o += r.hdr.copy(f, o);
+  r.payload.copy(f, o);
+  return f;
+}
+
+/** Decodes a FWD frame (copies: the frame is only valid during the call); null if malformed. */
+export function decodeForward(f: Uint8Array): ForwardedRequest | null {
+  if (f.length < 10 || f[0] !== TAG_FWD) return null;
+  const b = Buffer.from(f.buffer, f.byteOffset, f.length);
+  const sl = b.readUInt16BE(2);
+  const rl = b.readUInt16BE(4);
+  const hraw = b.readUInt32BE(6);
+  const hl = hraw === 0xffffffff ? 0 : hraw;
+  if (10 + sl + rl + hl > b.length) return null;
+  let o = 10;
+  const subject = b.toString("utf8", o, o + sl);
+  o += sl;
+  const reply = b.toString("utf8", o, o + rl);
+  o += rl;
+  const hdr = hraw === 0xffffffff ? null : Buffer.from(b.subarray(o, o + hl));
+  o += hl;
+  return { subject, reply, hdr, payload: Buffer.from(b.subarray(o)), hops: b[1]! & 0x7f, local: (b[1]! & FWD_LOCAL) !== 0 };
+}
+
+/** What a server says about itself in HELLO (placement input on the meta leader). */
+export interface ServerFacts {
+  tags: string[];
+  maxStore: number;
+  maxMemory: number;
+}
 
 /** The channel to other tsnats servers by name (RoutePeerTransport over the routes, made by
  *  the composition root): frames are views valid only during the call. */
@@ -83,6 +146,8 @@ export interface MetaGroupOptions {
   sched: Scheduler;
   random: Random;
   fs: Fs;
+  /** Tags and limits this server announces (placement). */
+  facts?: ServerFacts;
   tickMs?: number;
   electionTicks?: number;
   heartbeatTicks?: number;
@@ -145,8 +210,21 @@ export class MetaGroup implements GroupApp {
   private pendingStepdowns: Array<{ reply: string; timer: TimerHandle }> = [];
   /** Changes applied since start, for tests and logs. */
   applied = 0;
-  /** Called with each applied op's change (increment 2 hooks stream creation here). */
-  onChange: ((op: MetaOp, change: MetaChange) => void) | null = null;
+  /** Called with each applied op's change. live: false while entries that were in the log
+   *  before this start are applied again (a restart: nobody waits for their replies). */
+  onChange: ((op: MetaOp, change: MetaChange, live: boolean) => void) | null = null;
+  /** The state was replaced by a snapshot (the local side reconciles with it). */
+  onReset: (() => void) | null = null;
+  /** A $JS.API request another server forwarded here. */
+  onForward: ((from: string, req: ForwardedRequest) => void) | null = null;
+  /** The meta leader changed (leaderless: ""). */
+  onLeader: ((leader: string) => void) | null = null;
+  /** What each JetStream peer said about itself in HELLO. */
+  private readonly facts = new Map<string, ServerFacts & { cluster: string }>();
+  /** Entries up to this index were in the log at start (replayed, not live). */
+  private replayUpTo = 0;
+  /** Proposals waiting for their entry to apply: index -> term, settle. */
+  private readonly waiting = new Map<number, { term: number; settle: (c: MetaChange | null) => void; timer: TimerHandle }>();
 
   constructor(private readonly o: MetaGroupOptions) {
     this.startedMs = o.clock.monoMs();
@@ -235,6 +313,7 @@ export class MetaGroup implements GroupApp {
     if (this.bootTimer !== null) this.o.clock.clearTimer(this.bootTimer);
     for (const p of this.pendingStepdowns) this.o.clock.clearTimer(p.timer);
     this.pendingStepdowns = [];
+    this.settleAll();
     this.sub?.unsubscribe();
     this.transport.close();
     this.host.close();
@@ -261,11 +340,110 @@ export class MetaGroup implements GroupApp {
     return this.host.propose(META_GROUP, encodeMetaOp(op));
   }
 
+  get serverName(): string {
+    return this.o.serverName;
+  }
+
+  get clusterName(): string {
+    return this.o.clusterName();
+  }
+
+  /** The server's RaftHost (stream groups run on it beside the meta group). */
+  get raftHost(): RaftHost {
+    return this.host;
+  }
+
+  /** Propose an op and wait for it to apply here: its change, or null when it did not (this
+   *  server lost leadership, the entry was replaced, or timeoutMs passed). Leader only. */
+  proposeWait(op: MetaOp, timeoutMs: number): Promise<MetaChange | null> {
+    if (!this.isLeader) return Promise.resolve(null);
+    let index: number;
+    try {
+      index = this.propose(op);
+    } catch {
+      return Promise.resolve(null);
+    }
+    const term = this.host.status(META_GROUP)?.term ?? 0;
+    return new Promise((resolve) => {
+      const timer = this.o.clock.setTimer(() => {
+        if (this.waiting.get(index)?.timer === timer) this.waiting.delete(index);
+        resolve(null);
+      }, timeoutMs);
+      this.waiting.get(index)?.settle(null);
+      this.waiting.set(index, { term, settle: resolve, timer });
+    });
+  }
+
+  private settleAll(): void {
+    for (const w of this.waiting.values()) {
+      this.o.clock.clearTimer(w.timer);
+      w.settle(null);
+    }
+    this.waiting.clear();
+  }
+
+  /** The JetStream servers placement may pick from: this one and every peer that said
+   *  hello (offline when its route is down). */
+  placementPeers(): PeerInfo[] {
+    const self = this.o.facts ?? { tags: [], maxStore: -1, maxMemory: -1 };
+    const out: PeerInfo[] = [
+      { id: this.o.serverName, name: this.o.serverName, cluster: this.o.clusterName(), tags: self.tags, offline: false, maxStore: self.maxStore, maxMemory: self.maxMemory, usedStore: 0, usedMemory: 0 },
+    ];
+    const members = this.peers ?? [];
+    for (const p of new Set([...members, ...this.jsPeers])) {
+      if (p === this.o.serverName) continue;
+      const f = this.facts.get(p);
+      out.push({
+        id: p,
+        name: p,
+        cluster: f?.cluster ?? this.o.clusterName(),
+        tags: f?.tags ?? [],
+        offline: !this.connected.has(p) || f === undefined,
+        maxStore: f?.maxStore ?? -1,
+        maxMemory: f?.maxMemory ?? -1,
+        usedStore: 0,
+        usedMemory: 0,
+      });
+    }
+    return out;
+  }
+
+  /** Place a new stream's replicas (nats-server selectPeerGroup): its Raft group, or the
+   *  10005 text. The first peer is the preferred one (it answers the create). */
+  placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { ok: true; group: RaftGroupInfo } | { ok: false; error: string } {
+    const r = selectPeers(
+      { replicas: req.replicas, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, tags: req.tags, storage: req.storage, maxBytes: req.maxBytes },
+      this.placementPeers(),
+      this.state.load(),
+      this.o.random,
+    );
+    if (!r.ok) return r;
+    const group: RaftGroupInfo = { name: groupName("S", req.replicas, req.storage, this.o.random), peers: r.peers, store: req.storage, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, preferred: r.peers[0] };
+    return { ok: true, group };
+  }
+
+  /** Opens a replicated stream's Raft group on this server's RaftHost (stream-groups.ts sets
+   *  it: this file does not import the stream group, which imports serverHash from here). */
+  openStreamGroup?: (o: { group: RaftGroupInfo; open: (proposer: (applier: EntryApplier) => Proposer) => Stream; onLeaderChange?: (leader: string) => void }) => unknown;
+
+  /** Send a request to another server (false when it cannot be reached now). */
+  forward(peer: string, req: ForwardedRequest): boolean {
+    if (peer === this.o.serverName || !this.connected.has(peer)) return false;
+    this.transport.send(peer, encodeForward(req));
+    return true;
+  }
+
+  /** Peers with a route up now. */
+  isConnected(peer: string): boolean {
+    return peer === this.o.serverName || this.connected.has(peer);
+  }
+
   private startGroup(peers: string[], fresh: boolean): void {
     const sorted = [...new Set(peers)].sort();
     if (fresh) writeFileAtomicSync(this.o.fs, this.o.dir, PEERS_FILE, Buffer.from(JSON.stringify(sorted)));
     this.peers = sorted;
     this.host.addGroup(META_GROUP, sorted, this);
+    this.replayUpTo = this.host.status(META_GROUP)?.lastIndex ?? 0;
     this.host.start();
     this.o.log.info(`JetStream cluster meta group ${fresh ? "bootstrapped" : "recovered"} with peers [${sorted.join(", ")}] (fixed: meta membership changes are not supported yet)`);
   }
@@ -273,7 +451,8 @@ export class MetaGroup implements GroupApp {
   // ---- frames ----
 
   private sendHello(peer: string): void {
-    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true }));
+    const f0 = this.o.facts ?? { tags: [], maxStore: -1, maxMemory: -1 };
+    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory }));
     const f = Buffer.allocUnsafe(1 + body.length);
     f[0] = TAG_HELLO;
     body.copy(f, 1);
@@ -285,6 +464,17 @@ export class MetaGroup implements GroupApp {
     this.lastSeen.set(from, this.o.clock.monoMs());
     const tag = frame[0]!;
     if (tag === TAG_HELLO) {
+      try {
+        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown };
+        this.facts.set(from, {
+          cluster: typeof h.cluster === "string" ? h.cluster : this.o.clusterName(),
+          tags: Array.isArray(h.tags) ? h.tags.filter((t): t is string => typeof t === "string") : [],
+          maxStore: typeof h.max_store === "number" ? h.max_store : -1,
+          maxMemory: typeof h.max_mem === "number" ? h.max_mem : -1,
+        });
+      } catch {
+        // an older HELLO: no facts
+      }
       if (!this.jsPeers.has(from)) {
         this.jsPeers.add(from);
         // It may not have heard from us yet.
@@ -293,13 +483,10 @@ export class MetaGroup implements GroupApp {
       return;
     }
     if (tag === TAG_FWD) {
-      let req: { reply?: unknown; subject?: unknown };
-      try {
-        req = JSON.parse(frame.subarray(1).toString("utf8")) as typeof req;
-      } catch {
-        return;
-      }
-      if (req.subject === META_STEPDOWN_SUBJECT && typeof req.reply === "string") this.stepdownRequest(req.reply, true);
+      const req = decodeForward(frame);
+      if (req === null) return;
+      if (req.subject === META_STEPDOWN_SUBJECT) this.stepdownRequest(req.reply, true);
+      else this.onForward?.(from, req);
       return;
     }
     this.raftReceive?.(from, frame);
@@ -313,7 +500,13 @@ export class MetaGroup implements GroupApp {
       const op = decodeMetaOp(e.data);
       const change = this.state.apply(op);
       this.applied++;
-      this.onChange?.(op, change);
+      this.onChange?.(op, change, e.index > this.replayUpTo);
+      const w = this.waiting.get(e.index);
+      if (w !== undefined) {
+        this.waiting.delete(e.index);
+        this.o.clock.clearTimer(w.timer);
+        w.settle(e.term === w.term ? change : null);
+      }
     }
   }
 
@@ -323,12 +516,15 @@ export class MetaGroup implements GroupApp {
 
   restore(data: Uint8Array): void {
     this.state = MetaState.restore(data);
+    this.onReset?.();
   }
 
   onLeaderChange(leader: string): void {
     const was = this.leader;
     this.leader = leader;
     if (leader === was) return;
+    if (was === this.o.serverName) this.settleAll();
+    this.onLeader?.(leader);
     if (leader === this.o.serverName) this.o.log.info("Self is new JetStream cluster metadata leader");
     else if (leader !== "") this.o.log.info(`JetStream cluster new metadata leader: ${leader}/${this.o.clusterName()}`);
     else this.o.log.warn("JetStream cluster has no metadata leader");
@@ -363,11 +559,7 @@ export class MetaGroup implements GroupApp {
     if (this.leader !== this.o.serverName) {
       // Only the leader answers; a request that reached a follower goes to it.
       if (forwarded) return;
-      const body = Buffer.from(JSON.stringify({ subject: META_STEPDOWN_SUBJECT, reply }));
-      const f = Buffer.allocUnsafe(1 + body.length);
-      f[0] = TAG_FWD;
-      body.copy(f, 1);
-      this.transport.send(this.leader, f);
+      this.transport.send(this.leader, encodeForward({ subject: META_STEPDOWN_SUBJECT, reply, hdr: null, payload: Buffer.alloc(0), hops: 1, local: false }));
       return;
     }
     const st = this.host.status(META_GROUP)!;
@@ -455,6 +647,7 @@ export interface MetaWiring {
   random: Random;
   /** The disk the meta group's log lives on (the composition root gives it). */
   fs: Fs;
+  facts?: ServerFacts;
   attach(m: MetaGroup): void;
 }
 
@@ -472,6 +665,7 @@ export function startMetaGroup(w: MetaWiring): MetaGroup {
     sched: w.sched,
     random: w.random,
     fs: w.fs,
+    facts: w.facts,
   });
   w.attach(m);
   m.start();

@@ -1,14 +1,16 @@
 // Routing: the subscription index and the one path every message takes to its
 // subscribers (Router.routeRange), whoever sent it: a client, a route (the one-hop rule: a
-// routed message reaches local client subscriptions only, and the queue groups its RMSG
-// names), or an internal publisher (JetStream). Subscriptions enter and leave the index only
-// through updateSub/dropSubs, which also tell the cluster (routes announce RS+/RS-). The Bus
-// that JetStream talks to is implemented here. Server (server.ts) extends Router.
+// routed message reaches local routable subscriptions only, never another route, and the
+// queue groups its RMSG names), or an internal publisher (JetStream). Subscriptions enter and
+// leave the index only through updateSub/dropSubs, which also tell the cluster about the
+// routable ones (routes announce RS+/RS-): every client's, and internal ones subscribed with
+// `cluster: true`. The Bus that JetStream talks to is implemented here. Server (server.ts)
+// extends Router.
 
 import { randomBytes } from "node:crypto";
 import { Sublist, type SublistResult } from "../subjects/sublist.js";
 import { Subscription, type SubOwner } from "./subscription.js";
-import type { AckBytesHandler, Bus, InternalHandler, InternalSubscription } from "../contracts/bus.js";
+import type { AckBytesHandler, Bus, BusSubscribeOptions, InternalHandler, InternalSubscription } from "../contracts/bus.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import { inReadBuffer } from "../runtime/net.js";
 import type { Clock } from "../runtime/clock.js";
@@ -47,6 +49,8 @@ export interface ClusterLike {
   /** A client subscription was added (+1) or removed (-1). */
   localInterest(sub: Subscription, delta: 1 | -1): void;
   hasRemoteInterest(subject: string): boolean;
+  /** Moves whenever the peers' interest changes (the ack fast path rechecks on a move). */
+  readonly remoteGen: number;
   /** Hand what routes have buffered to their sockets. */
   flushRoutes(): void;
   /** This server enters lame duck mode: peers drop its client URLs. */
@@ -76,8 +80,11 @@ interface AckRoute {
   readonly key: Buffer; // the bytes of prefix after "$JS.ACK."
   readonly sub: Subscription;
   readonly onBytes: AckBytesHandler;
+  /** A subject of an ack's depth under prefix, to ask the routes' interest about. */
+  readonly probe: string;
   gen: number; // sublist.gen when sole was decided
-  sole: boolean; // sub is the only subscription any prefix... subject matches
+  rgen: number; // the cluster's remoteGen then (-1: no cluster)
+  sole: boolean; // sub is the only subscription any prefix... subject matches, here and on routes
 }
 
 const ACK_PFX_LEN = "$JS.ACK.".length;
@@ -133,13 +140,13 @@ export abstract class Router implements Bus {
 
   // ---- subscriptions: the one place they change ----
 
-  /** A subscription enters (+1) or leaves (-1) the index. Routes hear of a client's (RS+ /
-   *  RS-); internal subscriptions (owner cid 0) are never announced. */
+  /** A subscription enters (+1) or leaves (-1) the index. Routes hear of a routable one
+   *  (RS+ / RS-): a client's, or an internal one subscribed with `cluster: true`. */
   updateSub(sub: Subscription, delta: 1 | -1): void {
     if (delta > 0) this.sublist.insert(sub);
     else this.sublist.remove(sub);
     const cl = this.cluster;
-    if (cl !== null && sub.owner.cid !== 0) cl.localInterest(sub, delta);
+    if (cl !== null && sub.routable) cl.localInterest(sub, delta);
   }
 
   /** A closed connection's subscriptions (already marked closed, so nothing reaches them):
@@ -147,7 +154,7 @@ export abstract class Router implements Bus {
    *  turn (a connection with 100k subscriptions took ~70 ms in one go). */
   dropSubs(subs: Subscription[]): void {
     const cl = this.cluster;
-    if (cl !== null) for (let i = 0; i < subs.length; i++) if (subs[i]!.owner.cid !== 0) cl.localInterest(subs[i]!, -1);
+    if (cl !== null) for (let i = 0; i < subs.length; i++) if (subs[i]!.routable) cl.localInterest(subs[i]!, -1);
     this.unindex(subs, 0);
   }
 
@@ -174,8 +181,9 @@ export abstract class Router implements Bus {
   /**
    * route() with the payload as buf[start, end): client publishes hand in the read buffer,
    * so no view is made per message. from: the client or route it came from, null for an
-   * internal publisher. A message from a route follows the one-hop rule: local client
-   * subscriptions only (never an internal one, never another route), and of the queue groups
+   * internal publisher. A message from a route follows the one-hop rule: local routable
+   * subscriptions only (a client's, or an internal `cluster: true` one; never another
+   * route), and of the queue groups
    * only those named in queues (the RMSG's), one local member each. Otherwise, with routes,
    * queue groups are picked cluster-wide and routes get their copies (Cluster.forward).
    */
@@ -189,8 +197,9 @@ export abstract class Router implements Bus {
       const sub = ps[i]!;
       // Closed (its client is being removed a slice per turn): no delivery, no interest.
       if (sub.closed || (noEcho && sub.owner.cid === from.cid)) continue;
-      // Internal subscriptions are not announced over routes: they take nothing from them.
-      if (fromRoute && sub.owner.cid === 0) continue;
+      // Subscriptions not announced over routes (internal ones without `cluster`) take
+      // nothing from them.
+      if (fromRoute && !sub.routable) continue;
       if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
       sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
       delivered++;
@@ -228,7 +237,7 @@ export abstract class Router implements Bus {
     if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from as Client, subject, reply);
   }
 
-  /** A routed message's queue groups: one local client member of each group it names. */
+  /** A routed message's queue groups: one local routable member of each group it names. */
   private deliverNamedQueues(qs: SublistResult<Subscription>["qsubs"], queues: readonly string[], subject: string, shown: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     for (let g = 0; g < qs.length; g++) {
       const members = qs[g]!;
@@ -237,7 +246,7 @@ export abstract class Router implements Bus {
       const first = n === 1 ? 0 : this.random.int(n);
       for (let k = 0; k < n; k++) {
         const sub = members[(first + k) % n]!;
-        if (sub.closed || sub.owner.cid === 0) continue;
+        if (sub.closed || !sub.routable) continue;
         if (sub.denyFilter !== null && sub.denyFilter.denies(subject, sub.queue)) continue;
         sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, null);
         break;
@@ -282,13 +291,13 @@ export abstract class Router implements Bus {
   private readonly ackRoutes = new Map<string, AckRoute>(); // by AckRoute.key as a string
   private lastAck: AckRoute | null = null;
 
-  subscribeAck(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler): InternalSubscription {
+  subscribeAck(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler, opts?: BusSubscribeOptions): InternalSubscription {
     const owner = new InternalOwner(handler, false);
     const subject = prefix + ">";
-    const sub = new Subscription(owner, subject, "", "0");
+    const sub = new Subscription(owner, subject, "", "0", opts?.cluster === true);
     this.updateSub(sub, 1);
     const keyStr = prefix.slice(ACK_PFX_LEN);
-    const route: AckRoute = { prefix, key: Buffer.from(keyStr, "utf8"), sub, onBytes, gen: -1, sole: false };
+    const route: AckRoute = { prefix, key: Buffer.from(keyStr, "utf8"), sub, onBytes, probe: prefix + "1.1.1.1.1", gen: -1, rgen: -1, sole: false };
     this.ackRoutes.set(keyStr, route);
     return {
       subject,
@@ -318,9 +327,14 @@ export abstract class Router implements Bus {
       this.lastAck = r;
     }
     const sl = this.sublist;
-    if (r.gen !== sl.gen) {
-      r.sole = sl.soleSubscriberUnder(r.prefix.slice(0, -1), r.sub);
+    const cl = this.cluster;
+    const rgen = cl === null ? -1 : cl.remoteGen;
+    if (r.gen !== sl.gen || r.rgen !== rgen) {
+      // Routing would also send the ack to any route with interest in it (a client on
+      // another server subscribed to "$JS.ACK.>" or ">"): then no shortcut.
+      r.sole = sl.soleSubscriberUnder(r.prefix.slice(0, -1), r.sub) && (cl === null || !cl.hasRemoteInterest(r.probe));
       r.gen = sl.gen;
+      r.rgen = rgen;
     }
     const start = ks + r.key.length;
     if (!r.sole || r.sub.closed || start >= s1) return false;
@@ -329,9 +343,9 @@ export abstract class Router implements Bus {
     return true;
   }
 
-  subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false): InternalSubscription {
+  subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false, opts?: BusSubscribeOptions): InternalSubscription {
     const owner = new InternalOwner(handler, borrow);
-    const sub = new Subscription(owner, subject, queue, "0");
+    const sub = new Subscription(owner, subject, queue, "0", opts?.cluster === true);
     this.updateSub(sub, 1);
     return {
       subject,

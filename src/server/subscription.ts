@@ -34,6 +34,10 @@ export class Subscription implements SubLike {
     readonly subject: string,
     readonly queue: string,
     readonly sid: string,
+    /** Routes hear of it (RS+/RS-) and routed messages reach it: every client's, and an
+     *  internal one only when subscribed with `cluster: true` (Bus.subscribe). Fixed for
+     *  the subscription's life (the cluster counts interest by it). */
+    readonly routable: boolean = owner.cid !== 0,
   ) {
     this.wireSubject = isLiteral(subject) ? subject : null;
   }

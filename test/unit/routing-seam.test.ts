@@ -32,6 +32,8 @@ class FakeCluster implements ClusterLike {
   name = "c";
   port = 0;
   lastQueueBacklog = 0;
+  remoteGen = 0;
+  remote: string[] = [];
   interest: string[] = [];
   forwarded: string[] = [];
   async start(): Promise<void> {}
@@ -43,8 +45,8 @@ class FakeCluster implements ClusterLike {
   localInterest(sub: Subscription, delta: 1 | -1): void {
     this.interest.push(`${delta > 0 ? "+" : "-"}${sub.subject}${sub.queue !== "" ? " " + sub.queue : ""}`);
   }
-  hasRemoteInterest(): boolean {
-    return false;
+  hasRemoteInterest(subject: string): boolean {
+    return this.remote.some((p) => p === ">" || p === subject || (p.endsWith(">") && subject.startsWith(p.slice(0, -1))));
   }
   flushRoutes(): void {}
   lameDuck(): void {}
@@ -151,4 +153,56 @@ void test("routing seam: without routes, the queue pick comes from the Random se
     [5, 0, 0],
     "Random.int always 0: the first member every time",
   );
+});
+
+void test("routing seam: an internal subscription with cluster: true is announced like a client's and takes routed messages", () => {
+  const { srv, cl } = mk();
+  const got: string[] = [];
+  const local: string[] = [];
+  const a = new Owner(7);
+  const cs = srv.subscribe("in.>", (subject) => got.push(subject), "", false, { cluster: true });
+  const ls = srv.subscribe("in.>", (subject) => local.push(subject));
+  const cq = srv.subscribe("in.q", (subject) => got.push(`q:${subject}`), "grp", false, { cluster: true });
+  srv.updateSub(new Subscription(a, "in.>", "", "c"), 1);
+  assert.deepEqual(cl.interest, ["+in.>", "+in.q grp", "+in.>"], "cluster subscriptions announced, the local one not");
+  pub(srv, ROUTE, "in.x");
+  assert.deepEqual(got, ["in.x"]);
+  assert.deepEqual(local, [], "internal subscriptions without cluster still take nothing from routes");
+  assert.deepEqual(a.got, ["c:in.x"]);
+  pub(srv, ROUTE, "in.q", ["grp"]);
+  assert.deepEqual(got, ["in.x", "in.q", "q:in.q"], "a named queue group reaches its internal cluster member");
+  pub(srv, ROUTE, "in.q", ["other"]);
+  assert.deepEqual(got, ["in.x", "in.q", "q:in.q", "in.q"], "a group the RMSG does not name is not reached");
+  assert.deepEqual(cl.forwarded, [], "one hop: nothing from a route goes back to the cluster");
+  pub(srv, CLIENT, "in.y");
+  assert.deepEqual(local, ["in.y"], "local publishes still reach every internal subscription");
+  assert.deepEqual(cl.forwarded, ["in.y"]);
+  cs.unsubscribe();
+  cq.unsubscribe();
+  ls.unsubscribe();
+  assert.deepEqual(cl.interest.slice(3), ["-in.>", "-in.q grp"]);
+});
+
+void test("routing seam: a cluster: true ack subscription is announced; the ack shortcut stops while a route has interest in the acks", () => {
+  const { srv, cl } = mk();
+  const handled: string[] = [];
+  const bytes: string[] = [];
+  const s = srv.subscribeAck("$JS.ACK.S.C.", (subject) => handled.push(subject), (buf, start, end) => {
+    bytes.push(buf.toString("latin1", start, end));
+    return true;
+  }, { cluster: true });
+  assert.deepEqual(cl.interest, ["+$JS.ACK.S.C.>"]);
+  const subj = Buffer.from("$JS.ACK.S.C.1.2.3.4.5");
+  assert.equal(srv.routeAck(subj, 0, subj.length, "", 0, 0), true, "sole subscriber: the shortcut");
+  assert.deepEqual(bytes, ["1.2.3.4.5"]);
+  cl.remote.push("$JS.ACK.>");
+  cl.remoteGen++;
+  assert.equal(srv.routeAck(subj, 0, subj.length, "", 0, 0), false, "a peer wants the acks too: route them");
+  cl.remote.length = 0;
+  cl.remoteGen++;
+  assert.equal(srv.routeAck(subj, 0, subj.length, "", 0, 0), true);
+  pub(srv, ROUTE, "$JS.ACK.S.C.1.2.3.4.6");
+  assert.deepEqual(handled, ["$JS.ACK.S.C.1.2.3.4.6"], "an ack routed from another server reaches the consumer");
+  s.unsubscribe();
+  assert.deepEqual(cl.interest, ["+$JS.ACK.S.C.>", "-$JS.ACK.S.C.>"]);
 });

@@ -1,0 +1,586 @@
+// Clustered JetStream on one server (ARCHITECTURE.md "Replicated JetStream"): the meta
+// group (src/jscluster/meta-group.ts, handed over as a ClusterMeta) decides which streams
+// exist and which servers hold them; this file routes the $JS.API to the server that
+// answers, handles the meta-level requests on the meta leader, and opens, updates and
+// removes this server's copies as the meta log applies.
+//
+// Routing (deviation from nats-server, which announces $JS.API interest over routes and lets
+// the responsible server answer): the API stays subscribed locally on every server; the
+// server a client's request reaches forwards it over the peer channel (FWD frame) to the
+// server responsible, which handles it as its own and publishes the reply (which routes back
+// to the client like any publish). Meta-level requests go to the meta leader; stream-level
+// ones to the stream's leader (R1: its only server; R>1: a member, which forwards once more
+// to the group's leader when it is not it). One answer per request.
+
+import { join } from "node:path";
+import { jsErr, JsApiError, type JsErrName } from "../contracts/errors.js";
+import { ApiType, type StreamConfig } from "../contracts/wire.js";
+import { checkStreamConfig, checkStreamUpdate, configToWire, decodeStreamConfig, sameConfig, setStaticMetadata } from "../stream/config.js";
+import type { Stream } from "../stream/stream.js";
+import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
+import { subjectsCollide } from "../subjects/subject.js";
+import { rfc3339Ns } from "../stream/time.js";
+import { JS_API_LEVEL } from "../version.js";
+import type { ApiRouter } from "./api.js";
+import { parseBody, responseType } from "./api-body.js";
+import type { JetStreamCore } from "./core.js";
+import type { Pacer } from "./pacer.js";
+import type { EntryApplier, Proposer } from "../stream/entry.js";
+import type {
+  ClusterApiHooks,
+  ClusterChange,
+  ClusterForward,
+  ClusterMeta,
+  ClusterOp,
+  ClusterStreamAssignment,
+  ClusterStreamGroup,
+} from "./cluster-types.js";
+
+const API_PREFIX = "$JS.API.";
+const NAMES_LIMIT = 1024;
+const LIST_LIMIT = 256;
+/** How long the meta leader waits for its proposal to apply before giving up on the reply. */
+const PROPOSE_TIMEOUT_MS = 5000;
+
+/** What the clustered side needs of the JetStream service beyond JetStreamCore. */
+export interface ClusterServiceHost extends JetStreamCore {
+  createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
+  closeStream(st: Stream): Promise<void>;
+}
+
+type Body = Record<string, unknown>;
+
+function fail(name: JsErrName, args?: Record<string, string | number>): never {
+  throw new JsApiError(jsErr(name, args));
+}
+
+function optBool(b: Body | null, k: string): boolean {
+  return b?.[k] === true;
+}
+
+function optStr(b: Body | null, k: string): string {
+  const v = b?.[k];
+  return typeof v === "string" ? v : "";
+}
+
+function optOffset(b: Body | null): number {
+  const v = b?.["offset"];
+  return typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
+}
+
+/** Where a request goes: the meta leader, a stream's leader, or this server. */
+type Route = { to: "meta" } | { to: "stream"; stream: string } | { to: "local" };
+
+/** The subject tokens after "$JS.API." decide (nats-server's API table). */
+export function routeOf(t: string[]): Route {
+  const [a, b, c, d] = t;
+  if (a === "INFO" && t.length === 1) return { to: "meta" };
+  if (a === "STREAM") {
+    if (b === "CREATE" || b === "UPDATE" || b === "DELETE" || b === "NAMES" || b === "LIST") return { to: "meta" };
+    if ((b === "INFO" || b === "PURGE") && c !== undefined) return { to: "stream", stream: c };
+    if ((b === "MSG" || b === "LEADER" || b === "PEER") && d !== undefined) return { to: "stream", stream: d };
+    return { to: "local" };
+  }
+  if (a === "CONSUMER") {
+    // CONSUMER.<op>.<stream>..., DURABLE.CREATE.<stream>.<c>, MSG.NEXT.<stream>.<c>,
+    // LEADER.STEPDOWN.<stream>.<c>.
+    const s = b === "DURABLE" || b === "MSG" || b === "LEADER" ? d : c;
+    return s !== undefined && s !== "" ? { to: "stream", stream: s } : { to: "local" };
+  }
+  return { to: "local" };
+}
+
+function consumerType(op: string): string {
+  if (op === "CREATE" || op === "DURABLE") return ApiType.ConsumerCreate;
+  if (op === "NAMES") return ApiType.ConsumerNames;
+  if (op === "LIST") return ApiType.ConsumerList;
+  if (op === "DELETE") return ApiType.ConsumerDelete;
+  return ApiType.ConsumerInfo;
+}
+
+/** A replicated stream's group, or null for R1 (a plain local stream). */
+interface LocalCopy {
+  sa: ClusterStreamAssignment;
+  group: ClusterStreamGroup<Stream> | null;
+}
+
+export class JsCluster implements ClusterApiHooks {
+  /** Local stream work (open, update, remove) in meta-log order, one at a time. */
+  private chain: Promise<void> = Promise.resolve();
+  private readonly copies = new Map<string, LocalCopy>();
+  /** Replicated streams created by a live op whose reply waits for the first leader: the
+   *  member that becomes leader answers. */
+  private readonly pendingCreate = new Map<string, { reply: string; type: string; didCreate: boolean }>();
+  private stopped = false;
+
+  constructor(
+    private readonly svc: ClusterServiceHost,
+    private readonly router: ApiRouter,
+    readonly meta: ClusterMeta,
+  ) {
+    router.cluster = this;
+    meta.onChange = (op, change, live) => this.applied(op, change, live);
+    meta.onReset = () => this.later(() => this.reconcile());
+    meta.onForward = (from, req) => this.forwarded(from, req);
+    // The streams recovered from directories at start are closed: the meta log says which
+    // ones this server holds, and they are opened again as it applies.
+    this.later(async () => {
+      for (const st of [...svc.streams.values()]) await svc.closeStream(st);
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.router.cluster = null;
+    for (const c of this.copies.values()) void c.group?.close();
+    this.copies.clear();
+  }
+
+  private get self(): string {
+    return this.meta.serverName;
+  }
+
+  private later(fn: () => Promise<void> | void): void {
+    this.chain = this.chain.then(fn).catch((e: unknown) => {
+      this.svc.deps.log.error(`JetStream cluster: ${(e as Error).stack ?? String(e)}`);
+    });
+  }
+
+  /** Resolves once the local work queued so far is done (tests). */
+  settled(): Promise<void> {
+    return this.chain;
+  }
+
+  // ---------- routing ----------
+
+  /** The server that leads a stream as far as this one knows: R1 its only peer; R>1 the
+   *  group's leader when this server is a member and knows it, else a reachable member
+   *  (which forwards again). "" when there is none to ask. */
+  streamLeader(sa: ClusterStreamAssignment): string {
+    const peers = sa.group.peers;
+    if (peers.length === 1) return peers[0]!;
+    const local = this.copies.get(sa.config.name)?.group;
+    if (local !== undefined && local !== null && local.leader !== "") return local.leader;
+    if (peers.includes(this.self)) return "";
+    const pref = sa.group.preferred;
+    if (pref !== undefined && this.meta.isConnected(pref)) return pref;
+    return peers.find((p) => this.meta.isConnected(p)) ?? "";
+  }
+
+  private respondErr(reply: string, t: string[], name: JsErrName): void {
+    this.router.respond(reply, { type: t[0] === "CONSUMER" ? consumerType(t[1] ?? "") : responseType(t), error: jsErr(name) });
+  }
+
+  intercept(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean {
+    return this.route(subject, reply, hdr, payload, 0);
+  }
+
+  /** True when forwarded or answered; false: handle it here. */
+  private route(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number): boolean {
+    if (this.stopped) return false;
+    const t = subject.slice(API_PREFIX.length).split(".");
+    const r = routeOf(t);
+    if (r.to === "local") return false;
+    const fwd = (peer: string): boolean => this.meta.forward(peer, { subject, reply, hdr, payload, hops: hops + 1, local: false });
+    if (r.to === "meta") {
+      const leader = this.meta.started ? this.meta.leaderName : "";
+      if (leader === this.self) return false;
+      if (leader === "" || hops > 0 || !fwd(leader)) this.respondErr(reply, t, "JSClusterNotAvailErr");
+      return true;
+    }
+    const sa = this.meta.state.stream(r.stream);
+    if (sa === undefined) {
+      if (t[1] === "MSG" && t[0] === "CONSUMER") return true; // a pull: no JSON reply
+      this.respondErr(reply, t, this.meta.started ? "JSStreamNotFoundErr" : "JSClusterNotAvailErr");
+      return true;
+    }
+    const leader = this.streamLeader(sa);
+    if (leader === this.self || hops >= 2) return false;
+    if (leader === "" || !fwd(leader)) {
+      if (!(t[1] === "MSG" && t[0] === "CONSUMER")) this.respondErr(reply, t, "JSClusterNotAvailErr");
+    }
+    return true;
+  }
+
+  /** A request another server sent here. */
+  private forwarded(_from: string, req: ClusterForward): void {
+    if (this.stopped) return;
+    if (!req.subject.startsWith(API_PREFIX)) return;
+    if (!req.local && this.route(req.subject, req.reply, req.hdr, req.payload, req.hops)) return;
+    this.router.enqueueForwarded(req.subject, req.reply, req.hdr, req.payload, req.local);
+  }
+
+  // ---------- meta-level requests (on the meta leader) ----------
+
+  async handle(t: string[], reply: string, _hdr: Buffer | null, payload: Buffer): Promise<Body | { raw: string } | null | undefined> {
+    const r = routeOf(t);
+    if (r.to === "stream" && t[0] === "STREAM" && t[1] === "LEADER") return this.stepdown(r.stream);
+    if (r.to !== "meta") return undefined;
+    if (!this.meta.isLeader) fail("JSClusterNotAvailErr");
+    if (t[0] === "INFO") return this.accountInfo();
+    const name = t[2] ?? "";
+    const op = t[1] ?? "";
+    if (op === "CREATE") return this.create(name, reply, payload);
+    if (op === "UPDATE") return this.update(name, reply, payload);
+    if (op === "DELETE") return this.remove(name);
+    if (op === "NAMES") return this.names(payload);
+    if (op === "LIST") return this.list(payload);
+    return undefined;
+  }
+
+  private configOf(sa: ClusterStreamAssignment): StreamConfig {
+    return decodeStreamConfig(sa.config);
+  }
+
+  private others(except: string): { get(name: string): StreamConfig | undefined } {
+    return {
+      get: (n) => {
+        if (n === except) return undefined;
+        const sa = this.meta.state.stream(n);
+        return sa === undefined ? undefined : this.configOf(sa);
+      },
+    };
+  }
+
+  private overlapsOthers(cfg: StreamConfig): boolean {
+    const others: string[] = [];
+    for (const n of this.meta.state.streamNames()) {
+      if (n === cfg.name) continue;
+      for (const s of this.configOf(this.meta.state.stream(n)!).subjects) others.push(s);
+    }
+    try {
+      return findCrossOverlap(cfg.subjects, others) >= 0;
+    } catch (e) {
+      if (e instanceof OverlapBudgetExceeded) fail("JSStreamInvalidConfigF", { err: "stream subjects are too complex to check for overlaps" });
+      throw e;
+    }
+  }
+
+  private changeError(c: ClusterChange | null): void {
+    if (c === null) fail("JSClusterNotAvailErr");
+    if (c.kind !== "error") return;
+    if (c.code === "stream_exists") fail("JSStreamNameExistErr");
+    if (c.code === "stream_not_found") fail("JSStreamNotFoundErr");
+    if (c.code === "consumer_not_found") fail("JSConsumerNotFoundErr");
+    fail("JSClusterNotAvailErr");
+  }
+
+  private async create(name: string, reply: string, payload: Buffer): Promise<Body | null> {
+    const body = parseBody(payload, true);
+    const raw = decodeStreamConfig(body ?? {});
+    if (name !== raw.name) fail("JSStreamMismatchErr");
+    if (/[\\/]/.test(name)) fail("JSStreamNameContainsPathSeparatorsErr");
+    if (raw.sealed) fail("JSStreamInvalidConfigF", { err: "stream configuration for create can not be sealed" });
+    if (raw.mirror_direct && raw.mirror === null) fail("JSStreamInvalidConfigF", { err: "stream has no mirror but does have mirror direct" });
+    const cfg = checkStreamConfig(raw, this.others(name), optBool(body, "pedantic"));
+    setStaticMetadata(cfg);
+    const existing = this.meta.state.stream(name);
+    if (existing !== undefined) {
+      if (!sameConfig(this.configOf(existing), cfg)) fail("JSStreamNameExistErr");
+      // The same config again: its leader answers with its info, as a create would.
+      const leader = this.streamLeader(existing);
+      const req: ClusterForward = { subject: `${API_PREFIX}STREAM.CREATE.${name}`, reply, hdr: null, payload, hops: 1, local: true };
+      if (leader === this.self) this.router.enqueueForwarded(req.subject, reply, null, payload, true);
+      else if (leader === "" || !this.meta.forward(leader, req)) fail("JSClusterNotAvailErr");
+      return null;
+    }
+    if (cfg.num_replicas > 1 && this.meta.openStreamGroup === undefined) fail("JSStreamReplicasNotSupportedErr");
+    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    const placed = this.meta.placeStream({
+      replicas: Math.max(1, cfg.num_replicas),
+      storage: cfg.storage,
+      maxBytes: cfg.max_bytes,
+      cluster: cfg.placement?.cluster ?? "",
+      tags: cfg.placement?.tags ?? [],
+    });
+    if (!placed.ok) fail("JSClusterNoPeersErrF", { err: placed.error });
+    const sa: ClusterStreamAssignment = {
+      config: configToWire(cfg, false) as ClusterStreamAssignment["config"],
+      group: placed.group,
+      created: this.svc.deps.clock.nowNs(),
+      reply,
+    };
+    this.changeError(await this.meta.proposeWait({ op: "assign_stream", sa }, PROPOSE_TIMEOUT_MS));
+    // The stream's responder answers once it opened its copy.
+    return null;
+  }
+
+  private async update(name: string, reply: string, payload: Buffer): Promise<Body | null> {
+    const body = parseBody(payload, true);
+    const raw = decodeStreamConfig(body ?? {});
+    if (name !== raw.name) fail("JSStreamMismatchErr");
+    const cur = this.meta.state.stream(name);
+    if (cur === undefined) fail("JSStreamNotFoundErr");
+    const checked = checkStreamConfig(raw, this.others(name), optBool(body, "pedantic"));
+    const cfg = checkStreamUpdate(this.configOf(cur), checked);
+    if (Math.max(1, cfg.num_replicas) !== cur.group.peers.length) fail("JSStreamReplicasNotUpdatableErr");
+    setStaticMetadata(cfg);
+    if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
+    const sa: ClusterStreamAssignment = { ...cur, config: configToWire(cfg, false) as ClusterStreamAssignment["config"], reply };
+    this.changeError(await this.meta.proposeWait({ op: "update_stream", sa }, PROPOSE_TIMEOUT_MS));
+    return null;
+  }
+
+  private async remove(name: string): Promise<Body> {
+    if (this.meta.state.stream(name) === undefined) fail("JSStreamNotFoundErr");
+    this.changeError(await this.meta.proposeWait({ op: "remove_stream", stream: name }, PROPOSE_TIMEOUT_MS));
+    return { success: true };
+  }
+
+  private filteredNames(filter: string): string[] {
+    const names = this.meta.state.streamNames();
+    if (filter === "") return names;
+    return names.filter((n) => {
+      const cfg = this.configOf(this.meta.state.stream(n)!);
+      if (cfg.subjects.length === 0) return subjectsCollide(filter, n);
+      return cfg.subjects.some((s) => subjectsCollide(filter, s));
+    });
+  }
+
+  private names(payload: Buffer): Body {
+    const body = parseBody(payload, false);
+    const names = this.filteredNames(optStr(body, "subject"));
+    const off = Math.min(optOffset(body), names.length);
+    const page = names.slice(off, off + NAMES_LIMIT);
+    return { total: names.length, offset: off, limit: NAMES_LIMIT, streams: page.length > 0 ? page : null };
+  }
+
+  /** STREAM.LIST from the meta state: a stream led here shows its state; one led elsewhere
+   *  shows its config with an empty state (nats-server gathers each leader's info; not yet). */
+  private list(payload: Buffer): { raw: string } {
+    const body = parseBody(payload, false);
+    const names = this.filteredNames(optStr(body, "subject"));
+    const off = Math.min(optOffset(body), names.length);
+    const page = names.slice(off, off + LIST_LIMIT);
+    const infos = page.map((n) => JSON.stringify(this.remoteInfo(this.meta.state.stream(n)!)));
+    return { raw: `{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}` };
+  }
+
+  private remoteInfo(sa: ClusterStreamAssignment): Body {
+    const st = this.svc.streams.get(sa.config.name);
+    const state = st !== undefined ? st.state() : { messages: 0, bytes: 0, first_seq: 0, first_ts: "0001-01-01T00:00:00Z", last_seq: 0, last_ts: "0001-01-01T00:00:00Z", consumer_count: this.meta.state.consumerNames(sa.config.name).length };
+    const o: Body = { config: sa.config, created: rfc3339Ns(sa.created), state };
+    if (this.svc.domain !== "") o["domain"] = this.svc.domain;
+    o["cluster"] = this.clusterBlock(sa.config.name);
+    o["ts"] = rfc3339Ns(this.svc.deps.clock.nowNs());
+    return o;
+  }
+
+  /** $JS.API.INFO on the meta leader: stream and consumer counts cluster-wide (from the meta
+   *  state), usage of this server's copies. */
+  private accountInfo(): Body {
+    const rest = { ...(this.svc.accountInfo() as Body) };
+    delete rest["type"];
+    let consumers = 0;
+    for (const n of this.meta.state.streamNames()) consumers += this.meta.state.consumerNames(n).length;
+    rest["streams"] = this.meta.state.streamCount;
+    rest["consumers"] = Math.max(consumers, typeof rest["consumers"] === "number" ? rest["consumers"] : 0);
+    rest["api"] = { level: JS_API_LEVEL, total: this.svc.apiStats.total, errors: this.svc.apiStats.errors };
+    return rest;
+  }
+
+  private async stepdown(name: string): Promise<Body> {
+    const copy = this.copies.get(name);
+    if (copy === undefined || !this.svc.streams.has(name)) fail("JSStreamNotFoundErr");
+    if (copy.group === null) fail("JSClusterNotAvailErr");
+    await copy.group.stepdown();
+    return { success: true };
+  }
+
+  clusterBlock(name: string): Record<string, unknown> {
+    const copy = this.copies.get(name);
+    if (copy?.group != null) return { name: this.meta.clusterName, ...copy.group.clusterInfo() };
+    return { name: this.meta.clusterName, leader: this.self };
+  }
+
+  purge(name: string, opts: { filter?: string; seq?: number; keep?: number }): Promise<number> | undefined {
+    const g = this.copies.get(name)?.group;
+    if (g == null) return undefined;
+    return Promise.resolve(g.purge(opts));
+  }
+
+  deleteMsg(name: string, seq: number, erase: boolean): Promise<boolean> | undefined {
+    const g = this.copies.get(name)?.group;
+    if (g == null) return undefined;
+    return Promise.resolve(g.deleteMsg(seq, erase));
+  }
+
+  // ---------- applying the meta log here ----------
+
+  /** The member that answers a create or update: R1 its server, else the preferred peer. */
+  private responder(sa: ClusterStreamAssignment): string {
+    return sa.group.peers.length === 1 ? sa.group.peers[0]! : (sa.group.preferred ?? sa.group.peers[0]!);
+  }
+
+  private applied(_op: ClusterOp, change: ClusterChange, live: boolean): void {
+    switch (change.kind) {
+      case "stream_added": {
+        const sa = change.sa;
+        if (!sa.group.peers.includes(this.self)) break;
+        this.later(async () => {
+          const replicated = sa.group.peers.length > 1;
+          const answer = live && sa.reply !== undefined && sa.reply !== "" && (replicated || this.responder(sa) === this.self);
+          try {
+            if (answer && replicated) this.pendingCreate.set(sa.config.name, { reply: sa.reply!, type: ApiType.StreamCreate, didCreate: true });
+            const st = await this.openLocal(sa);
+            if (answer && !replicated) this.router.replyInfo(sa.reply!, ApiType.StreamCreate, st, true);
+            const g = this.copies.get(sa.config.name)?.group;
+            if (answer && replicated && g != null && g.leader !== "") this.groupLeader(sa.config.name, g.leader);
+          } catch (e) {
+            this.svc.deps.log.warn(`Stream create failed for '$G > ${sa.config.name}': ${(e as Error).message}`);
+            if (answer) this.router.respond(sa.reply!, { type: ApiType.StreamCreate, error: jsErr("JSStreamCreateErrF", { err: (e as Error).message }) });
+          }
+        });
+        break;
+      }
+      case "stream_updated": {
+        const { sa, before } = change;
+        const mine = sa.group.peers.includes(this.self);
+        if (!mine && !before.group.peers.includes(this.self)) break;
+        this.later(async () => {
+          const st = this.svc.streams.get(sa.config.name);
+          if (!mine) {
+            if (st !== undefined) await this.removeLocal(sa.config.name);
+            return;
+          }
+          const copy0 = this.copies.get(sa.config.name);
+          const who = copy0?.group != null && copy0.group.leader !== "" ? copy0.group.leader : this.responder(sa);
+          const answer = live && sa.reply !== undefined && sa.reply !== "" && who === this.self;
+          try {
+            let out: Stream;
+            if (st === undefined) out = await this.openLocal(sa);
+            else {
+              const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(st.name), false);
+              await this.svc.updateStream(st, cfg);
+              const copy = this.copies.get(st.name);
+              if (copy !== undefined) copy.sa = sa;
+              out = st;
+            }
+            if (answer) this.router.replyInfo(sa.reply!, ApiType.StreamUpdate, out, false);
+          } catch (e) {
+            if (answer) this.router.respond(sa.reply!, { type: ApiType.StreamUpdate, error: jsErr("JSStreamUpdateErrF", { err: (e as Error).message }) });
+          }
+        });
+        break;
+      }
+      case "stream_removed": {
+        const sa = change.sa;
+        if (!sa.group.peers.includes(this.self)) break;
+        this.later(() => this.removeLocal(sa.config.name));
+        break;
+      }
+      case "consumer_added":
+      case "consumer_removed":
+      case "peer_removed":
+      case "noop":
+      case "error":
+        break;
+    }
+  }
+
+  private localOthers(except: string): { get(name: string): StreamConfig | undefined } {
+    return { get: (n) => (n === except ? undefined : this.svc.streams.get(n)?.cfg) };
+  }
+
+  /** This server's copy of an assigned stream: the open one, else its directory opened as a
+   *  restart would (a copy from before), else a new one. */
+  private async openLocal(sa: ClusterStreamAssignment): Promise<Stream> {
+    const name = sa.config.name;
+    const open = this.svc.streams.get(name);
+    if (open !== undefined) return open;
+    const dir = join(this.svc.streamsDir(), name);
+    let st: Stream;
+    const build = async (): Promise<Stream> => {
+      if (sa.group.store === "file" && this.svc.fs.readFile(join(dir, "meta.json")) !== null) {
+        const s = this.router.openStreamDir(dir);
+        const want = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
+        if (!sameConfig(s.cfg, want)) await this.svc.updateStream(s, want);
+        return s;
+      }
+      const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
+      return this.svc.createStream(cfg, undefined, sa.created);
+    };
+    if (sa.group.peers.length > 1) {
+      if (this.meta.openStreamGroup === undefined) throw new Error("replicated streams are not available on this server");
+      const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
+      // The group builds the stream with its proposer (the Raft log between checks and apply).
+      const group = this.meta.openStreamGroup<Stream>({
+        group: sa.group,
+        open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
+        onLeaderChange: (leader) => this.groupLeader(name, leader),
+      });
+      this.copies.set(name, { sa, group });
+      st = group.stream;
+    } else {
+      st = await build();
+      this.copies.set(name, { sa, group: null });
+    }
+    return st;
+  }
+
+  /** A replicated stream's group changed leader (here: "" while electing). */
+  private groupLeader(name: string, leader: string): void {
+    if (this.stopped) return;
+    const pending = this.pendingCreate.get(name);
+    if (pending !== undefined && leader !== "") {
+      this.pendingCreate.delete(name);
+      if (leader === this.self) this.answerWhenTaking(name, pending);
+    }
+  }
+
+  /** Answer a replicated stream's create once this replica leads and takes publishes (so a
+   *  publish right after the reply finds the stream), within a bound. */
+  private answerWhenTaking(name: string, p: { reply: string; type: string; didCreate: boolean }): void {
+    const end = this.svc.deps.clock.monoMs() + 2000;
+    const tryAnswer = (): void => {
+      const copy = this.copies.get(name);
+      const st = this.svc.streams.get(name);
+      if (this.stopped || copy === undefined || st === undefined) return;
+      const taking = (copy.group as { isTakingPublishes?: boolean } | null)?.isTakingPublishes ?? true;
+      if (taking || this.svc.deps.clock.monoMs() >= end) {
+        this.router.replyInfo(p.reply, p.type, st, p.didCreate);
+        return;
+      }
+      this.svc.deps.clock.setTimer(tryAnswer, 10);
+    };
+    tryAnswer();
+  }
+
+  private async removeLocal(name: string): Promise<void> {
+    const copy = this.copies.get(name);
+    this.copies.delete(name);
+    if (copy?.group != null) await copy.group.close();
+    const st = this.svc.streams.get(name);
+    if (st !== undefined) await this.svc.deleteStream(st);
+    else {
+      const dir = join(this.svc.streamsDir(), name);
+      if (this.svc.fs.readFile(join(dir, "meta.json")) !== null) this.svc.fs.rmrf(dir);
+    }
+  }
+
+  /** After a meta snapshot replaced the state: open what is assigned here and not open; close
+   *  (never delete) what is open and no longer assigned here. */
+  private async reconcile(): Promise<void> {
+    for (const n of this.meta.state.streamNames()) {
+      const sa = this.meta.state.stream(n)!;
+      if (sa.group.peers.includes(this.self) && !this.svc.streams.has(n)) {
+        try {
+          await this.openLocal(sa);
+        } catch (e) {
+          this.svc.deps.log.error(`JetStream cluster could not open stream '$G > ${n}': ${(e as Error).message}`);
+        }
+      }
+    }
+    for (const st of [...this.svc.streams.values()]) {
+      const sa = this.meta.state.stream(st.name);
+      if (sa === undefined || !sa.group.peers.includes(this.self)) {
+        this.svc.deps.log.warn(`JetStream stream '$G > ${st.name}' is not assigned to this server: closed, its files left on disk`);
+        const copy = this.copies.get(st.name);
+        this.copies.delete(st.name);
+        if (copy?.group != null) await copy.group.close();
+        await this.svc.closeStream(st);
+      }
+    }
+  }
+}

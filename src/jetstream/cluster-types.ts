@@ -1,0 +1,124 @@
+// What clustered JetStream (cluster-api.ts) needs of the meta group running on this server
+// (src/jscluster/meta-group.ts), as types of this layer: jetstream/ does not import
+// jscluster/, the composition root hands the meta group over (JetStreamService
+// .attachClusterMeta). The shapes follow src/jscluster/meta.ts.
+
+/** A Raft group: name, peers (server names), store; the preferred peer answers a create. */
+export interface ClusterGroup {
+  name: string;
+  peers: string[];
+  store: "file" | "memory";
+  cluster?: string;
+  preferred?: string;
+}
+
+export interface ClusterStreamAssignment {
+  /** The stream's config in wire JSON (configToWire of the checked config). */
+  config: { name: string; [k: string]: unknown };
+  group: ClusterGroup;
+  /** Creation time, ns since the epoch. */
+  created: number;
+  /** The request's reply subject: the responder answers it once the op applied. */
+  reply?: string;
+}
+
+export interface ClusterConsumerAssignment {
+  stream: string;
+  name: string;
+  config: { [k: string]: unknown };
+  group: ClusterGroup;
+  created: number;
+  reply?: string;
+}
+
+export type ClusterOp =
+  | { op: "assign_stream"; sa: ClusterStreamAssignment }
+  | { op: "update_stream"; sa: ClusterStreamAssignment }
+  | { op: "remove_stream"; stream: string; reply?: string }
+  | { op: "assign_consumer"; ca: ClusterConsumerAssignment }
+  | { op: "remove_consumer"; stream: string; name: string; reply?: string }
+  | { op: "remove_peer"; peer: string };
+
+export type ClusterChange =
+  | { kind: "stream_added"; sa: ClusterStreamAssignment }
+  | { kind: "stream_updated"; sa: ClusterStreamAssignment; before: ClusterStreamAssignment }
+  | { kind: "stream_removed"; sa: ClusterStreamAssignment }
+  | { kind: "consumer_added"; ca: ClusterConsumerAssignment }
+  | { kind: "consumer_removed"; ca: ClusterConsumerAssignment }
+  | { kind: "peer_removed"; peer: string; groups: string[] }
+  | { kind: "noop" }
+  | { kind: "error"; code: string; description: string };
+
+/** A request carried to another server over the peer channel (the FWD frame). */
+export interface ClusterForward {
+  subject: string;
+  reply: string;
+  hdr: Buffer | null;
+  payload: Buffer;
+  /** Forwarded this many times already. */
+  hops: number;
+  /** Handle on the receiving server's own streams, without routing again. */
+  local: boolean;
+}
+
+/** A replicated stream's Raft group on this server (src/jscluster/stream-group.ts). */
+export interface ClusterStreamGroup<S> {
+  readonly stream: S;
+  readonly leader: string;
+  readonly isLeader: boolean;
+  clusterInfo(): Record<string, unknown>;
+  purge(req: { filter?: string; seq?: number; keep?: number }): Promise<number> | number;
+  deleteMsg(seq: number, erase: boolean): Promise<boolean> | boolean;
+  stepdown(): Promise<unknown> | unknown;
+  close(): Promise<void> | void;
+}
+
+/** The meta group as clustered JetStream uses it. */
+export interface ClusterMeta {
+  readonly serverName: string;
+  readonly clusterName: string;
+  /** The group started (bootstrap done). */
+  readonly started: boolean;
+  /** "" when there is none. */
+  readonly leaderName: string;
+  readonly isLeader: boolean;
+  readonly state: {
+    readonly streamCount: number;
+    stream(name: string): ClusterStreamAssignment | undefined;
+    streamNames(): string[];
+    consumer(stream: string, name: string): ClusterConsumerAssignment | undefined;
+    consumerNames(stream: string): string[];
+  };
+  proposeWait(op: ClusterOp, timeoutMs: number): Promise<ClusterChange | null>;
+  placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { ok: true; group: ClusterGroup } | { ok: false; error: string };
+  forward(peer: string, req: ClusterForward): boolean;
+  isConnected(peer: string): boolean;
+  onChange: ((op: ClusterOp, change: ClusterChange, live: boolean) => void) | null;
+  onReset: (() => void) | null;
+  onForward: ((from: string, req: ClusterForward) => void) | null;
+  onLeader: ((leader: string) => void) | null;
+  /** Open a replicated stream's group on this server's RaftHost; absent until stream groups
+   *  exist (then R>1 is refused). */
+  openStreamGroup?<S>(o: {
+    group: ClusterGroup;
+    open: (proposer: unknown) => S;
+    onLeaderChange?: (leader: string) => void;
+  }): ClusterStreamGroup<S>;
+  jszInfo(): Record<string, unknown>;
+  close(): void;
+}
+
+/** What the API router asks of clustered JetStream. */
+export interface ClusterApiHooks {
+  /** In the bus callback: true when the request was forwarded or answered here. */
+  intercept(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): boolean;
+  /** Meta-level requests (and stepdown) on this server: undefined = not clustered handling
+   *  (handle locally), null = answered elsewhere (or already), else the reply body (an
+   *  object, or JSON text as {raw}). Throws JsApiError for an error reply. */
+  handle(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<Record<string, unknown> | { raw: string } | null | undefined>;
+  /** STREAM.INFO's cluster block for a local stream. */
+  clusterBlock(name: string): Record<string, unknown>;
+  /** Purge / message delete of a replicated stream through its group (undefined: local). */
+  purge?(name: string, opts: { filter?: string; seq?: number; keep?: number }): Promise<number> | undefined;
+  deleteMsg?(name: string, seq: number, erase: boolean): Promise<boolean> | undefined;
+}

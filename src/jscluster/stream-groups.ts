@@ -1,0 +1,21 @@
+// Replicated streams on the meta group's RaftHost: gives a MetaGroup its openStreamGroup
+// (a separate file: stream-group.ts imports serverHash from meta-group.ts).
+
+import type { MetaGroup } from "./meta-group.js";
+import { StreamGroup } from "./stream-group.js";
+
+export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"], log: StreamGroupDeps["log"]): void {
+  m.openStreamGroup = (o) =>
+    StreamGroup.open({
+      group: o.group.name,
+      peers: o.group.peers,
+      self: m.serverName,
+      host: m.raftHost,
+      open: o.open,
+      clock,
+      log,
+      ...(o.onLeaderChange !== undefined ? { onLeaderChange: o.onLeaderChange } : {}),
+    });
+}
+
+type StreamGroupDeps = Parameters<typeof StreamGroup.open>[0];

@@ -1,0 +1,307 @@
+// Streams through the meta group across three tsnats processes (src/jetstream/cluster-api.ts):
+// a create sent to any server is placed by the meta leader (here by placement tags, on a
+// server other than the one asked), answered by the server holding it; INFO, publish, a
+// consumer and its pulls work from any server; names come from the meta state; delete from
+// any server removes it everywhere; placement that cannot be met answers 10005; a restarted
+// server opens the streams assigned to it again; with no meta leader a create answers 10008.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
+import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { until } from "../helpers/until.js";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+function monPort(s: ChildServer): number {
+  return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
+}
+
+async function metaLeader(s: ChildServer): Promise<string> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
+    const j = (await r.json()) as { meta_cluster?: { leader?: string } };
+    return j.meta_cluster?.leader ?? "";
+  } catch {
+    return "";
+  }
+}
+
+async function req(nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> {
+  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout: 5000 });
+  return r.json();
+}
+
+interface Rig {
+  dir: string;
+  names: string[];
+  confs: string[];
+  procs: Array<ChildServer | null>;
+}
+
+async function startRig(prefix: string): Promise<Rig> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const names = ["a1", "b1", "c1"];
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
+  const confs = names.map((n, i) => {
+    const f = join(dir, `${n}.conf`);
+    writeFileSync(
+      f,
+      [
+        `server_name: ${n}`,
+        "listen: 127.0.0.1:-1",
+        "http: 127.0.0.1:-1",
+        `server_tags: ["node:${n}"]`,
+        `jetstream { store_dir: "${join(dir, n)}" }`,
+        "cluster {",
+        "  name: jsc",
+        `  listen: 127.0.0.1:${ports[i]}`,
+        `  routes: [ ${routes} ]`,
+        "}",
+        "",
+      ].join("\n"),
+    );
+    return f;
+  });
+  const procs: Array<ChildServer | null> = [];
+  for (const c of confs) procs.push(await startTsnatsChild(["-c", c]));
+  return { dir, names, confs, procs };
+}
+
+function live(r: Rig): ChildServer[] {
+  return r.procs.filter((p): p is ChildServer => p !== null);
+}
+
+async function stopRig(r: Rig): Promise<void> {
+  for (const p of live(r)) await p.stop();
+  rmSync(r.dir, { recursive: true, force: true });
+}
+
+async function agreedLeader(r: Rig): Promise<string> {
+  const ls = await Promise.all(live(r).map(metaLeader));
+  return ls[0] !== "" && ls.every((l) => l === ls[0]) ? ls[0]! : "";
+}
+
+void test("clustered streams: R1 placed by tags, used from every server, deleted from any, restarted from meta state", async () => {
+  const rig = await startRig("jsc-streams-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+    // Create from a1, placed on b1 by its tag.
+    const [pa, pb, pc] = rig.procs as ChildServer[];
+    const ncA = await connect({ servers: pa!.url });
+    const ncB = await connect({ servers: pb!.url });
+    const ncC = await connect({ servers: pc!.url });
+    ncs.push(ncA, ncB, ncC);
+    const created = await req(ncA, "$JS.API.STREAM.CREATE.ORDERS", {
+      name: "ORDERS",
+      subjects: ["orders.>"],
+      num_replicas: 1,
+      placement: { tags: ["node:b1"] },
+    });
+    assert.equal(created["type"], "io.nats.jetstream.api.v1.stream_create_response", JSON.stringify(created));
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    assert.equal(created["did_create"], true);
+    assert.equal((created["config"] as { name: string }).name, "ORDERS");
+    // Only b1 holds it on disk.
+    assert.ok(existsSync(join(rig.dir, "b1", "jetstream", "$G", "streams", "ORDERS", "meta.json")));
+    assert.ok(!existsSync(join(rig.dir, "a1", "jetstream", "$G", "streams", "ORDERS")));
+    assert.ok(!existsSync(join(rig.dir, "c1", "jetstream", "$G", "streams", "ORDERS")));
+
+    // Publish from every server: the stream's subscriptions are announced over routes.
+    const pubs = [jetstream(ncB), jetstream(ncA), jetstream(ncC)];
+    await until("b1's interest in orders.> reached a1 and c1", async () => {
+      const r = await Promise.all([ncA, ncC].map((nc) => nc.request("orders.probe", "", { timeout: 1000 }).then(() => true, () => false)));
+      return r.every((x) => x);
+    });
+    await req(ncB, "$JS.API.STREAM.PURGE.ORDERS");
+    for (let i = 0; i < 5; i++) {
+      const ack = await pubs[i % 3]!.publish(`orders.${i}`, `o${i}`);
+      assert.equal(ack.stream, "ORDERS");
+    }
+    // INFO from every server: the same state, the cluster block names b1.
+    for (const nc of [ncA, ncB, ncC]) {
+      const info = await req(nc, "$JS.API.STREAM.INFO.ORDERS");
+      assert.equal(info["error"], undefined, JSON.stringify(info));
+      assert.equal((info["state"] as { messages: number }).messages, 5);
+      assert.deepEqual(info["cluster"], { name: "jsc", leader: "b1" });
+    }
+    // Names and account info come from the meta state, on any server.
+    for (const nc of [ncA, ncC]) {
+      const names = await req(nc, "$JS.API.STREAM.NAMES");
+      assert.deepEqual(names["streams"], ["ORDERS"]);
+      const ai = await req(nc, "$JS.API.INFO");
+      assert.equal(ai["streams"], 1);
+    }
+    // MSG.GET from c1.
+    const got = await req(ncC, "$JS.API.STREAM.MSG.GET.ORDERS", { seq: 5 });
+    assert.equal((got["message"] as { subject: string }).subject, "orders.2");
+    // A consumer made from a1 lives on b1; pulls and acks from a1 reach it.
+    const jsmA = await jetstreamManager(ncA);
+    const ci = await jsmA.consumers.add("ORDERS", { durable_name: "proc", ack_policy: AckPolicy.Explicit });
+    assert.equal(ci.name, "proc");
+    const c = await jetstream(ncA).consumers.get("ORDERS", "proc");
+    const batch = await c.fetch({ max_messages: 5, expires: 3000 });
+    const seen: string[] = [];
+    for await (const m of batch) {
+      seen.push(m.subject);
+      await m.ackAck();
+    }
+    assert.deepEqual(seen, ["orders.0", "orders.1", "orders.2", "orders.3", "orders.4"]);
+    const cinfo = await jsmA.consumers.info("ORDERS", "proc");
+    assert.equal(cinfo.ack_floor.stream_seq, 7);
+    assert.equal(cinfo.num_ack_pending, 0);
+
+    // The same create again from c1: answered with the existing stream's info.
+    const again = await req(ncC, "$JS.API.STREAM.CREATE.ORDERS", { name: "ORDERS", subjects: ["orders.>"], num_replicas: 1, placement: { tags: ["node:b1"] } });
+    assert.equal(again["error"], undefined, JSON.stringify(again));
+    assert.equal((again["state"] as { messages: number }).messages, 5);
+    // Overlapping subjects with a stream held elsewhere: refused by the meta leader.
+    const overlap = await req(ncA, "$JS.API.STREAM.CREATE.OTHER", { name: "OTHER", subjects: ["orders.x"] });
+    assert.equal((overlap["error"] as { err_code: number }).err_code, 10065);
+    // Placement that cannot be met: 10005.
+    const noPeers = await req(ncA, "$JS.API.STREAM.CREATE.NOPE", { name: "NOPE", subjects: ["nope"], placement: { tags: ["node:zz"] } });
+    assert.equal((noPeers["error"] as { err_code: number; description: string }).err_code, 10005);
+    assert.match((noPeers["error"] as { description: string }).description, /no suitable peers for placement/);
+    // Not assigned: 10059 from any server.
+    const missing = await req(ncA, "$JS.API.STREAM.INFO.MISSING");
+    assert.equal((missing["error"] as { err_code: number }).err_code, 10059);
+
+    // A second stream on c1, then restart c1: it comes back from the meta state.
+    const s2 = await req(ncB, "$JS.API.STREAM.CREATE.EVENTS", { name: "EVENTS", subjects: ["events.>"], placement: { tags: ["node:c1"] } });
+    assert.equal(s2["error"], undefined, JSON.stringify(s2));
+    await jetstream(ncC).publish("events.1", "e1");
+    await ncC.close();
+    ncs.splice(ncs.indexOf(ncC), 1);
+    await rig.procs[2]!.stop();
+    rig.procs[2] = await startTsnatsChild(["-c", rig.confs[2]!]);
+    const ncC2 = await connect({ servers: rig.procs[2]!.url });
+    ncs.push(ncC2);
+    await until("EVENTS is back on c1 with its message", async () => {
+      const i = await req(ncA, "$JS.API.STREAM.INFO.EVENTS").catch(() => ({}) as Record<string, unknown>);
+      return (i["state"] as { messages?: number } | undefined)?.messages === 1;
+    }, 20_000);
+
+    // Delete from c1 (not the holder): gone everywhere, its directory removed on b1.
+    await until("the restarted server knows the meta leader", async () => (await agreedLeader(rig)) !== "", 15_000);
+    const del = await req(ncC2, "$JS.API.STREAM.DELETE.ORDERS");
+    assert.deepEqual(del, { type: "io.nats.jetstream.api.v1.stream_delete_response", success: true });
+    await until("ORDERS removed from b1's disk", () => !existsSync(join(rig.dir, "b1", "jetstream", "$G", "streams", "ORDERS")));
+    const gone = await req(ncB, "$JS.API.STREAM.INFO.ORDERS");
+    assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
+    const names = await req(ncB, "$JS.API.STREAM.NAMES");
+    assert.deepEqual(names["streams"], ["EVENTS"]);
+
+    // Only one server left: no meta leader; a create answers 503/10008.
+    for (const nc of ncs.splice(0)) await nc.close();
+    const lone = rig.procs[0]!;
+    for (const i of [1, 2]) {
+      await rig.procs[i]!.stop();
+      rig.procs[i] = null;
+    }
+    await until("no meta leader on the lone server", async () => (await metaLeader(lone)) === "", 15_000);
+    const ncL = await connect({ servers: lone.url });
+    ncs.push(ncL);
+    const r = await req(ncL, "$JS.API.STREAM.CREATE.LATE", { name: "LATE", subjects: ["late"] });
+    assert.deepEqual(r["error"], { code: 503, err_code: 10008, description: "JetStream system temporarily unavailable" });
+  } finally {
+    for (const nc of ncs) await nc.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+interface ClusterBlock {
+  name: string;
+  raft_group?: string;
+  leader?: string;
+  leader_since?: string;
+  replicas?: Array<{ name: string; current: boolean; active: number; peer: string; lag?: number; offline?: boolean }>;
+}
+
+void test("clustered streams: R3 created from any server, published to and read from every server, stepdown, purge, delete everywhere", async () => {
+  const rig = await startRig("jsc-r3-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
+    const created = await req(ncC, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    assert.equal(created["did_create"], true);
+    assert.equal((created["config"] as { num_replicas: number }).num_replicas, 3);
+    for (const n of rig.names) assert.ok(existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S", "meta.json")), n);
+
+    const info0 = await req(ncA, "$JS.API.STREAM.INFO.R3S");
+    const cl0 = info0["cluster"] as ClusterBlock;
+    assert.equal(cl0.name, "jsc");
+    assert.match(cl0.raft_group ?? "", /^S-R3F-/);
+    assert.ok(rig.names.includes(cl0.leader ?? ""), JSON.stringify(cl0));
+    assert.equal(typeof cl0.leader_since, "string");
+    assert.deepEqual(cl0.replicas!.map((r) => r.name).sort(), rig.names.filter((n) => n !== cl0.leader));
+
+    // Publishes from every server reach the leader; each PubAck after commit.
+    await until("the leader's interest in r3.> reached every server", async () => {
+      const r = await Promise.all(ncs.map((nc) => nc.request("r3.probe", "", { timeout: 1000 }).then(() => true, () => false)));
+      return r.every((x) => x);
+    });
+    const before = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["state"] as { messages: number }).messages;
+    for (let i = 0; i < 30; i++) {
+      const ack = await jetstream(ncs[i % 3]!).publish(`r3.${i % 4}`, `m${i}`);
+      assert.equal(ack.stream, "R3S");
+    }
+    for (const nc of ncs) {
+      const i = await req(nc, "$JS.API.STREAM.INFO.R3S");
+      assert.equal((i["state"] as { messages: number }).messages, before + 30);
+    }
+    await until("both followers current", async () => {
+      const c = (await req(ncB, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock;
+      return (c.replicas ?? []).length === 2 && c.replicas!.every((r) => r.current);
+    });
+
+    // Stepdown, asked of any server: another replica leads, and publishes go on.
+    const sd = await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.R3S");
+    assert.deepEqual(sd, { type: "io.nats.jetstream.api.v1.stream_leader_stepdown_response", success: true });
+    let next = "";
+    await until("a new stream leader", async () => {
+      next = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock).leader ?? "";
+      return next !== "" && next !== cl0.leader;
+    });
+    const js = jetstream(ncA);
+    let acked = false;
+    await until("a publish after the stepdown is acknowledged", async () => {
+      acked = await js.publish("r3.after", "x").then(() => true, () => false);
+      return acked;
+    });
+    // Purge through the group: every replica applies it.
+    const pr = await req(ncC, "$JS.API.STREAM.PURGE.R3S", { filter: "r3.0" });
+    assert.equal(pr["success"], true);
+    assert.ok((pr["purged"] as number) > 0);
+
+    // Delete from any server: every replica's directory goes.
+    const del = await req(ncB, "$JS.API.STREAM.DELETE.R3S");
+    assert.equal(del["success"], true, JSON.stringify(del));
+    for (const n of rig.names) {
+      await until(`R3S removed on ${n}`, () => !existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S")));
+    }
+    const gone = await req(ncC, "$JS.API.STREAM.INFO.R3S");
+    assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
+  } finally {
+    for (const nc of ncs) await nc.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
