@@ -340,6 +340,8 @@ export class StreamGroup implements GroupApp {
 
   private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
+    // Publishes taken before this request go first, as they would on a single server.
+    this.flushBatch();
     let index: number;
     try {
       index = this.o.host.propose(this.name, data);
