@@ -3,11 +3,11 @@
 // unique Nats-Msg-Ids to whichever replica takes publishes and retries unanswered ones with
 // the same id; meanwhile links are cut (both ways or one way), servers are killed and
 // restarted (and, for file stores, lose power: unsynced writes vanish), streams are closed
-// and opened again on a running server, leaders step down, messages are deleted, and
-// file-store clusters sometimes restart whole at the heal. A memory store is wiped by a kill
-// or a reopen, so those happen only while every other replica holds its state. After
-// healing, every replica must hold the same messages at the same sequences, every
-// acknowledged message where its PubAck said, and no message twice.
+// and opened again on a running server, leaders step down, messages are deleted, a subject
+// is purged (keeping its newest few), and file-store clusters sometimes restart whole at the
+// heal. A memory store is wiped by a kill or a reopen, so those happen only while every
+// other replica holds its state. After healing, every replica must hold the same messages at
+// the same sequences, every acknowledged message where its PubAck said, and no message twice.
 //
 // Ticks and frame delays come from a manual clock; fsyncs and PubAck flushes run on real
 // event-loop turns with no I/O behind them, so a seed replays the same way.
@@ -30,6 +30,7 @@ export interface StreamSimResult {
 
 interface Msg {
   id: string;
+  subject: string;
   data: string;
   sentAt: number;
   attempts: number;
@@ -43,6 +44,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
   const msgs: Msg[] = [];
   const byToken = new Map<string, Msg>();
   const deleted = new Set<number>();
+  let purged = false;
   const down = new Map<string, number>(); // id -> restart time
   let lastLeader = "";
   let t = 0;
@@ -74,7 +76,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
     const tok = `${m.id}_${m.attempts++}`;
     byToken.set(tok, m);
     m.sentAt = t;
-    c.pub(id, `r.${rnd.int(4)}`, m.data, tok, [["Nats-Msg-Id", m.id]]);
+    c.pub(id, m.subject, m.data, tok, [["Nats-Msg-Id", m.id]]);
   };
 
   await c.startAll();
@@ -103,7 +105,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
       }
       // New messages while faulting and a little after; retries until acknowledged.
       if (t < faultMs + healMs / 3 && rnd.next() < 0.5) {
-        const m: Msg = { id: `m${msgs.length}`, data: `d${msgs.length}`, sentAt: t, attempts: 0, ackSeq: 0 };
+        const m: Msg = { id: `m${msgs.length}`, subject: `r.${rnd.int(4)}`, data: `d${msgs.length}`, sentAt: t, attempts: 0, ackSeq: 0 };
         msgs.push(m);
         res.published++;
         publish(m);
@@ -146,10 +148,14 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
         } else {
           const l = c.leaders()[0];
           const last = l === undefined ? 0 : c.node(l).store.state().lastSeq;
-          if (l !== undefined && last > 0) {
+          if (l !== undefined && last > 0 && rnd.next() < 0.5) {
             const seq = 1 + rnd.int(last);
             deleted.add(seq);
             c.node(l).group.deleteMsg(seq, rnd.next() < 0.5).catch(() => undefined);
+          } else if (l !== undefined) {
+            // Purges keep the newest of r.3 only (r.3's acked messages may then be gone).
+            purged = true;
+            c.node(l).group.purge({ filter: "r.3", keep: rnd.int(20) }).catch(() => undefined);
           }
         }
       }
@@ -195,7 +201,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
       seen.set(data, seq);
     }
     for (const m of msgs) {
-      if (deleted.has(m.ackSeq)) continue;
+      if (deleted.has(m.ackSeq) || (purged && m.subject === "r.3")) continue;
       const held = ref.get(m.ackSeq);
       if (held === undefined || held.split("|")[1] !== m.data) throw new Error(`acked ${m.id} at ${m.ackSeq} but the store holds ${held}`);
     }
