@@ -83,6 +83,7 @@ const SNAP_HDR = 4 + 1 + 8;
 const SNAP_STATE_LEN = 5 + 7 * 8;
 /** A catch-up request not answered within this long goes to another peer. */
 const CATCHUP_RETRY_MS = 500;
+const CATCHUP_WARN_ATTEMPTS = 20;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
 /** Ack keys: Raft index × this + the publish's place in its batch. */
@@ -648,6 +649,11 @@ export class StreamGroup implements GroupApp {
     const leader = this.leaderName !== "" && this.leaderName !== this.o.self ? this.leaderName : "";
     const peer = leader !== "" && cu.attempt % 2 === 0 ? leader : others[cu.attempt % others.length];
     cu.attempt++;
+    if (cu.attempt % CATCHUP_WARN_ATTEMPTS === 0) {
+      // Every replica may have lost what the snapshot describes (a memory stream whose servers
+      // all restarted): this waits for one that holds it, and says so.
+      this.o.log.warn(`stream group ${this.name}: catching up to index ${cu.minIndex}: no replica has answered after ${cu.attempt} requests`);
+    }
     if (peer !== undefined) this.o.host.sendApp(this.name, peer, encodeCatchupRequest({ reqId: cu.reqId, storeLast: this.store.state().lastSeq, minIndex: cu.minIndex }));
     cu.timer = this.o.clock.setTimer(() => {
       if (this.catchup === cu) this.sendCatchupRequest();
