@@ -395,6 +395,7 @@ export class ApiRouter {
     const tokens = t.slice(2);
     if (this.consumerApi !== null) {
       this.consumerApi(this.ctx, op, tokens, reply, hdr, payload);
+      this.cluster?.consumerDone?.(op, tokens);
       return;
     }
     // No consumer layer: answer like a server whose consumers cannot be found.

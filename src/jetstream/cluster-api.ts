@@ -26,6 +26,7 @@ import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import type { EntryApplier, Proposer } from "../stream/entry.js";
+import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, recoverConsumersAgain } from "./consumer-api.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -41,6 +42,8 @@ const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 /** How long the meta leader waits for its proposal to apply before giving up on the reply. */
 const PROPOSE_TIMEOUT_MS = 5000;
+/** FWD subject of a meta proposal a server asks the meta leader to make (not an API subject). */
+const PROPOSE_SUBJECT = "$JSC.META.PROPOSE";
 
 /** What the clustered side needs of the JetStream service beyond JetStreamCore. */
 export interface ClusterServiceHost extends JetStreamCore {
@@ -103,6 +106,8 @@ function consumerType(op: string): string {
 interface LocalCopy {
   sa: ClusterStreamAssignment;
   group: ClusterStreamGroup<Stream> | null;
+  /** This replica leads and has brought its consumers back (R>1). */
+  consumersUp: boolean;
 }
 
 export class JsCluster implements ClusterApiHooks {
@@ -206,6 +211,15 @@ export class JsCluster implements ClusterApiHooks {
   /** A request another server sent here. */
   private forwarded(_from: string, req: ClusterForward): void {
     if (this.stopped) return;
+    if (req.subject === PROPOSE_SUBJECT) {
+      if (!this.meta.isLeader) return;
+      try {
+        void this.meta.proposeWait(JSON.parse(req.payload.toString("utf8")) as ClusterOp, PROPOSE_TIMEOUT_MS);
+      } catch {
+        // not JSON: dropped
+      }
+      return;
+    }
     if (!req.subject.startsWith(API_PREFIX)) return;
     if (!req.local && this.route(req.subject, req.reply, req.hdr, req.payload, req.hops)) return;
     this.router.enqueueForwarded(req.subject, req.reply, req.hdr, req.payload, req.local);
@@ -406,6 +420,44 @@ export class JsCluster implements ClusterApiHooks {
     return Promise.resolve(g.deleteMsg(seq, erase));
   }
 
+  // ---------- consumers of replicated streams ----------
+
+  consumerDone(op: string, tokens: string[]): void {
+    if (op !== "CREATE" && op !== "DURABLE" && op !== "DELETE") return;
+    const name = op === "DURABLE" ? tokens[1] : tokens[0];
+    const copy = name === undefined ? undefined : this.copies.get(name);
+    if (copy === undefined || copy.group === null || !copy.consumersUp) return;
+    this.syncDurables(copy);
+  }
+
+  /** On a replicated stream's leader: record its durable consumers' configs in the meta
+   *  state (assign_consumer), and drop the ones deleted here (remove_consumer). */
+  private syncDurables(copy: LocalCopy): void {
+    const name = copy.sa.config.name;
+    const st = this.svc.streams.get(name);
+    if (st === undefined) return;
+    const local = durableConfigs(st);
+    const have = new Set<string>();
+    for (const d of local) {
+      have.add(d.name);
+      const ca = this.meta.state.consumer(name, d.name);
+      if (ca !== undefined && JSON.stringify(ca.config) === JSON.stringify(d.config)) continue;
+      const group = { name: ca?.group.name ?? `C-${copy.sa.group.name.slice(2)}-${d.name}`, peers: [...copy.sa.group.peers], store: copy.sa.group.store };
+      this.proposeToMeta({ op: "assign_consumer", ca: { stream: name, name: d.name, config: d.config, group, created: d.created } });
+    }
+    for (const c of this.meta.state.consumerNames(name)) if (!have.has(c)) this.proposeToMeta({ op: "remove_consumer", stream: name, name: c });
+  }
+
+  private proposeToMeta(op: ClusterOp): void {
+    if (this.meta.isLeader) {
+      void this.meta.proposeWait(op, PROPOSE_TIMEOUT_MS);
+      return;
+    }
+    const leader = this.meta.leaderName;
+    if (leader === "") return;
+    this.meta.forward(leader, { subject: PROPOSE_SUBJECT, reply: "", hdr: null, payload: Buffer.from(JSON.stringify(op)), hops: 1, local: true });
+  }
+
   // ---------- applying the meta log here ----------
 
   /** The member that answers a create or update: R1 its server, else the preferred peer. */
@@ -471,7 +523,21 @@ export class JsCluster implements ClusterApiHooks {
         break;
       }
       case "consumer_added":
-      case "consumer_removed":
+      case "consumer_removed": {
+        // The stream leader makes or drops it when it has not already (the op may come from
+        // an earlier leader of the stream).
+        const ca = change.ca;
+        const copy = this.copies.get(ca.stream);
+        if (copy === undefined || copy.group === null || !copy.consumersUp) break;
+        const added = change.kind === "consumer_added";
+        this.later(() => {
+          const st = this.svc.streams.get(ca.stream);
+          if (st === undefined || !copy.consumersUp) return;
+          if (added) ensureDurable(this.router.ctx, st, ca.name, ca.config);
+          else dropConsumer(this.router.ctx, st, ca.name);
+        });
+        break;
+      }
       case "peer_removed":
       case "noop":
       case "error":
@@ -510,18 +576,42 @@ export class JsCluster implements ClusterApiHooks {
         open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
         onLeaderChange: (leader) => this.groupLeader(name, leader),
       });
-      this.copies.set(name, { sa, group });
+      this.copies.set(name, { sa, group, consumersUp: false });
       st = group.stream;
+      holdConsumers(this.router.ctx, st);
     } else {
       st = await build();
-      this.copies.set(name, { sa, group: null });
+      this.copies.set(name, { sa, group: null, consumersUp: true });
     }
     return st;
   }
 
-  /** A replicated stream's group changed leader (here: "" while electing). */
+  /** A replicated stream's group changed leader (here: "" while electing). Its consumers run
+   *  on the leader only (issue 18 replicates them): a new leader reloads them from its own
+   *  obs/ directory and makes the durables the meta state lists that it lacks; a replica that
+   *  stops leading stops its consumers (their state stays on disk). */
   private groupLeader(name: string, leader: string): void {
     if (this.stopped) return;
+    this.later(async () => {
+      const copy = this.copies.get(name);
+      const st = this.svc.streams.get(name);
+      if (copy === undefined || copy.group === null || st === undefined) return;
+      if (leader === this.self && !copy.consumersUp) {
+        recoverConsumersAgain(this.router.ctx, st);
+        for (const c of this.meta.state.consumerNames(name)) {
+          const ca = this.meta.state.consumer(name, c)!;
+          try {
+            ensureDurable(this.router.ctx, st, c, ca.config);
+          } catch (e) {
+            this.svc.deps.log.warn(`JetStream consumer '${name} > ${c}' could not be made on the new stream leader: ${(e as Error).message}`);
+          }
+        }
+        copy.consumersUp = true;
+      } else if (leader !== this.self && copy.consumersUp) {
+        copy.consumersUp = false;
+        await st.stopConsumers(false);
+      }
+    });
     const pending = this.pendingCreate.get(name);
     if (pending !== undefined && leader !== "") {
       this.pendingCreate.delete(name);

@@ -273,6 +273,17 @@ void test("clustered streams: R3 created from any server, published to and read 
       return (c.replicas ?? []).length === 2 && c.replicas!.every((r) => r.current);
     });
 
+    // A durable consumer made from c1 runs on the leader; b1 fetches and acks through it.
+    const jsmC = await jetstreamManager(ncC);
+    await jsmC.consumers.add("R3S", { durable_name: "d3", ack_policy: AckPolicy.Explicit, filter_subject: "r3.1" });
+    const d3 = await jetstream(ncB).consumers.get("R3S", "d3");
+    const got: string[] = [];
+    for await (const m of await d3.fetch({ max_messages: 5, expires: 3000 })) {
+      got.push(m.string());
+      await m.ackAck();
+    }
+    assert.deepEqual(got, ["m1", "m5", "m9", "m13", "m17"]);
+
     // Stepdown, asked of any server: another replica leads, and publishes go on.
     const sd = await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.R3S");
     assert.deepEqual(sd, { type: "io.nats.jetstream.api.v1.stream_leader_stepdown_response", success: true });
@@ -287,6 +298,21 @@ void test("clustered streams: R3 created from any server, published to and read 
       acked = await js.publish("r3.after", "x").then(() => true, () => false);
       return acked;
     });
+    // The new leader made the durable from the meta state (its delivery state stayed with the
+    // old leader: it starts over).
+    let d3info: Record<string, unknown> = {};
+    await until("d3 on the new stream leader", async () => {
+      d3info = await req(ncA, "$JS.API.CONSUMER.INFO.R3S.d3");
+      return d3info["error"] === undefined;
+    });
+    assert.equal((d3info["config"] as { filter_subject: string }).filter_subject, "r3.1");
+    const again: string[] = [];
+    for await (const m of await (await jetstream(ncC).consumers.get("R3S", "d3")).fetch({ max_messages: 2, expires: 3000 })) {
+      again.push(m.string());
+      m.ack();
+    }
+    assert.deepEqual(again, ["m1", "m5"]);
+
     // Purge through the group: every replica applies it.
     const pr = await req(ncC, "$JS.API.STREAM.PURGE.R3S", { filter: "r3.0" });
     assert.equal(pr["success"], true);
