@@ -318,13 +318,34 @@ void test("clustered streams: R3 created from any server, published to and read 
     assert.equal(pr["success"], true);
     assert.ok((pr["purged"] as number) > 0);
 
+    // A follower stops; publishes go on with two of three; it restarts, opens its copy from the
+    // meta state and catches up (its own /jsz counts the messages it holds).
+    const lead = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock).leader!;
+    const fi = rig.names.findIndex((n) => n !== lead && n !== "a1");
+    await ncs[fi]!.close();
+    await rig.procs[fi]!.stop();
+    rig.procs[fi] = null;
+    for (let i = 0; i < 10; i++) await jetstream(ncA).publish("r3.late", `late${i}`);
+    const want = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["state"] as { messages: number }).messages;
+    rig.procs[fi] = await startTsnatsChild(["-c", rig.confs[fi]!]);
+    ncs[fi] = await connect({ servers: rig.procs[fi]!.url });
+    await until("the restarted replica holds every message", async () => {
+      try {
+        const r = await fetch(`http://127.0.0.1:${monPort(rig.procs[fi]!)}/jsz`, { signal: AbortSignal.timeout(2000) });
+        const j = (await r.json()) as { streams: number; messages: number };
+        return j.streams === 1 && j.messages === want;
+      } catch {
+        return false;
+      }
+    }, 20_000);
+
     // Delete from any server: every replica's directory goes.
-    const del = await req(ncB, "$JS.API.STREAM.DELETE.R3S");
+    const del = await req(ncs[1]!, "$JS.API.STREAM.DELETE.R3S");
     assert.equal(del["success"], true, JSON.stringify(del));
     for (const n of rig.names) {
       await until(`R3S removed on ${n}`, () => !existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S")));
     }
-    const gone = await req(ncC, "$JS.API.STREAM.INFO.R3S");
+    const gone = await req(ncs[2]!, "$JS.API.STREAM.INFO.R3S");
     assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
   } finally {
     for (const nc of ncs) await nc.close().catch(() => undefined);
