@@ -364,6 +364,11 @@ export class ApiRouter {
   /** info(st, opts) as JSON text, the same fields in the same order, after `head` (fields
    *  with their trailing comma, or "") and before `tail` (fields, each after a comma).
    *  withCluster false: without the cluster block (create and update replies). */
+  /** A local stream's info as STREAM.LIST shows it (JSON text). */
+  listInfoJson(st: Stream): string {
+    return this.infoJson(st, "");
+  }
+
   private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }, withCluster = true, tail = ""): string {
     const w = this.wire(st);
     let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;

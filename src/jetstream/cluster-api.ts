@@ -19,7 +19,6 @@ import { checkStreamConfig, checkStreamUpdate, configToWire, decodeStreamConfig,
 import type { Stream } from "../stream/stream.js";
 import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import { subjectsCollide } from "../subjects/subject.js";
-import { rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL } from "../version.js";
 import type { ApiRouter } from "./api.js";
 import { parseBody, responseType } from "./api-body.js";
@@ -44,6 +43,12 @@ const LIST_LIMIT = 256;
 const PROPOSE_TIMEOUT_MS = 5000;
 /** FWD subject of a meta proposal a server asks the meta leader to make (not an API subject). */
 const PROPOSE_SUBJECT = "$JSC.META.PROPOSE";
+/** FWD subjects of STREAM.LIST's gathering: the meta leader asks a stream's leader for its
+ *  info (reply = request id), the answer comes back with the info as payload. */
+const INFO_ASK = "$JSC.INFO.ASK";
+const INFO_ANSWER = "$JSC.INFO.ANSWER";
+/** How long STREAM.LIST waits for the streams' leaders. */
+const LIST_GATHER_MS = 2000;
 
 /** What the clustered side needs of the JetStream service beyond JetStreamCore. */
 export interface ClusterServiceHost extends JetStreamCore {
@@ -117,6 +122,9 @@ export class JsCluster implements ClusterApiHooks {
   /** Replicated streams created by a live op whose reply waits for the first leader: the
    *  member that becomes leader answers. */
   private readonly pendingCreate = new Map<string, { reply: string; type: string; didCreate: boolean }>();
+  /** STREAM.LIST info requests in flight: id -> settle with the info JSON text. */
+  private readonly infoAsks = new Map<string, (json: string | null) => void>();
+  private nextAsk = 0;
   private stopped = false;
 
   constructor(
@@ -211,6 +219,18 @@ export class JsCluster implements ClusterApiHooks {
   /** A request another server sent here. */
   private forwarded(_from: string, req: ClusterForward): void {
     if (this.stopped) return;
+    if (req.subject === INFO_ASK) {
+      const st = this.svc.streams.get(req.payload.toString("utf8"));
+      const json = st === undefined ? "" : this.router.listInfoJson(st);
+      this.meta.forward(_from, { subject: INFO_ANSWER, reply: req.reply, hdr: null, payload: Buffer.from(json), hops: 1, local: true });
+      return;
+    }
+    if (req.subject === INFO_ANSWER) {
+      const settle = this.infoAsks.get(req.reply);
+      this.infoAsks.delete(req.reply);
+      settle?.(req.payload.length > 0 ? req.payload.toString("utf8") : null);
+      return;
+    }
     if (req.subject === PROPOSE_SUBJECT) {
       if (!this.meta.isLeader) return;
       try {
@@ -360,25 +380,46 @@ export class JsCluster implements ClusterApiHooks {
     return { total: names.length, offset: off, limit: NAMES_LIMIT, streams: page.length > 0 ? page : null };
   }
 
-  /** STREAM.LIST from the meta state: a stream led here shows its state; one led elsewhere
-   *  shows its config with an empty state (nats-server gathers each leader's info; not yet). */
-  private list(payload: Buffer): { raw: string } {
+  /** STREAM.LIST from the meta state, each stream's info from its leader (asked over the peer
+   *  channel, as nats-server gathers them); streams whose leader did not answer in time are
+   *  named in `missing`. */
+  private async list(payload: Buffer): Promise<{ raw: string }> {
     const body = parseBody(payload, false);
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(optOffset(body), names.length);
     const page = names.slice(off, off + LIST_LIMIT);
-    const infos = page.map((n) => JSON.stringify(this.remoteInfo(this.meta.state.stream(n)!)));
-    return { raw: `{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}` };
+    const got = await Promise.all(page.map((n) => this.infoOf(n)));
+    const infos: string[] = [];
+    const missing: string[] = [];
+    got.forEach((j, i) => (j === null ? missing.push(page[i]!) : infos.push(j)));
+    const miss = missing.length > 0 ? `,"missing":${JSON.stringify(missing)}` : "";
+    return { raw: `{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]${miss}}` };
   }
 
-  private remoteInfo(sa: ClusterStreamAssignment): Body {
-    const st = this.svc.streams.get(sa.config.name);
-    const state = st !== undefined ? st.state() : { messages: 0, bytes: 0, first_seq: 0, first_ts: "0001-01-01T00:00:00Z", last_seq: 0, last_ts: "0001-01-01T00:00:00Z", consumer_count: this.meta.state.consumerNames(sa.config.name).length };
-    const o: Body = { config: sa.config, created: rfc3339Ns(sa.created), state };
-    if (this.svc.domain !== "") o["domain"] = this.svc.domain;
-    o["cluster"] = this.clusterBlock(sa.config.name);
-    o["ts"] = rfc3339Ns(this.svc.deps.clock.nowNs());
-    return o;
+  /** A stream's info (JSON text) from its leader, or null when it did not answer in time. */
+  private infoOf(name: string): Promise<string | null> {
+    const sa = this.meta.state.stream(name);
+    if (sa === undefined) return Promise.resolve(null);
+    const leader = this.streamLeader(sa);
+    const local = this.svc.streams.get(name);
+    if (leader === this.self && local !== undefined) return Promise.resolve(this.router.listInfoJson(local));
+    if (leader === "") return Promise.resolve(null);
+    const id = `${this.self}.${++this.nextAsk}`;
+    return new Promise((resolve) => {
+      const timer = this.svc.deps.clock.setTimer(() => {
+        this.infoAsks.delete(id);
+        resolve(null);
+      }, LIST_GATHER_MS);
+      this.infoAsks.set(id, (json) => {
+        this.svc.deps.clock.clearTimer(timer);
+        resolve(json);
+      });
+      if (!this.meta.forward(leader, { subject: INFO_ASK, reply: id, hdr: null, payload: Buffer.from(name), hops: 1, local: true })) {
+        this.svc.deps.clock.clearTimer(timer);
+        this.infoAsks.delete(id);
+        resolve(null);
+      }
+    });
   }
 
   /** $JS.API.INFO on the meta leader: stream and consumer counts cluster-wide (from the meta

@@ -148,6 +148,14 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
       const ai = await req(nc, "$JS.API.INFO");
       assert.equal(ai["streams"], 1);
     }
+    // LIST gathers each stream's info from its leader (b1), asked of c1.
+    const list = await req(ncC, "$JS.API.STREAM.LIST");
+    assert.equal(list["total"], 1);
+    const li = (list["streams"] as Array<{ config: { name: string }; state: { messages: number }; cluster: { leader: string } }>)[0]!;
+    assert.equal(li.config.name, "ORDERS");
+    assert.equal(li.state.messages, 5);
+    assert.equal(li.cluster.leader, "b1");
+    assert.equal(list["missing"], undefined);
     // MSG.GET from c1.
     const got = await req(ncC, "$JS.API.STREAM.MSG.GET.ORDERS", { seq: 5 });
     assert.equal((got["message"] as { subject: string }).subject, "orders.2");
