@@ -594,7 +594,7 @@ export class ApiRouter {
     }
     await this.pacer.breathe();
     const cfg = await this.checkConfig(raw, this.others(name), pedantic);
-    if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
+    if (cfg.num_replicas > 1 && this.cluster === null) fail("JSStreamReplicasNotSupportedErr");
     setStaticMetadata(cfg);
     await this.pacer.breathe();
     const existing = this.svc.streams.get(name);

@@ -347,7 +347,9 @@ export class JsCluster implements ClusterApiHooks {
     const cur = this.meta.state.stream(name);
     if (cur === undefined) fail("JSStreamNotFoundErr");
     const checked = checkStreamConfig(raw, this.others(name), optBool(body, "pedantic"));
-    const cfg = checkStreamUpdate(this.configOf(cur), checked);
+    // checkStreamUpdate refuses replicas > 1 (a single server's rule): checked with 1 here.
+    const cfg = checkStreamUpdate({ ...this.configOf(cur), num_replicas: 1 }, { ...checked, num_replicas: 1 });
+    cfg.num_replicas = checked.num_replicas;
     if (Math.max(1, cfg.num_replicas) !== cur.group.peers.length) fail("JSStreamReplicasNotUpdatableErr");
     setStaticMetadata(cfg);
     if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");

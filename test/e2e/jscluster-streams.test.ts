@@ -253,6 +253,16 @@ void test("clustered streams: R3 created from any server, published to and read 
     assert.equal(created["did_create"], true);
     assert.equal((created["config"] as { num_replicas: number }).num_replicas, 3);
     for (const n of rig.names) assert.ok(existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S", "meta.json")), n);
+    // The same create again, asked of another server: the stream's leader answers with its info.
+    const again0 = await req(ncA, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
+    assert.equal(again0["error"], undefined, JSON.stringify(again0));
+    assert.equal((again0["config"] as { num_replicas: number }).num_replicas, 3);
+    // Replicas cannot change by update (not yet); other updates apply on every replica.
+    const upR = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 1 });
+    assert.equal((upR["error"] as { err_code: number }).err_code, 10061);
+    const up = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3, max_msgs: 1000 });
+    assert.equal(up["error"], undefined, JSON.stringify(up));
+    assert.equal((up["config"] as { max_msgs: number }).max_msgs, 1000);
 
     const info0 = await req(ncA, "$JS.API.STREAM.INFO.R3S");
     const cl0 = info0["cluster"] as ClusterBlock;
