@@ -215,12 +215,32 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     const names = await req(ncB, "$JS.API.STREAM.NAMES");
     assert.deepEqual(names["streams"], ["EVENTS"]);
 
+    // SIGKILL of the meta leader: the two others elect one; a create asked of either works.
+    for (const nc of ncs.splice(0)) await nc.close();
+    const ml = await agreedLeader(rig);
+    const mi = rig.names.indexOf(ml);
+    rig.procs[mi]!.proc.kill("SIGKILL");
+    await rig.procs[mi]!.exited;
+    rig.procs[mi] = null;
+    await until("the survivors elect a meta leader", async () => {
+      const l = await agreedLeader(rig);
+      return l !== "" && l !== ml;
+    }, 20_000);
+    const survivor = live(rig)[0]!;
+    const ncS = await connect({ servers: survivor.url });
+    ncs.push(ncS);
+    const after = await req(ncS, "$JS.API.STREAM.CREATE.AFTER", { name: "AFTER", subjects: ["after"] });
+    assert.equal(after["error"], undefined, JSON.stringify(after));
+    const afterInfo = await req(ncS, "$JS.API.STREAM.INFO.AFTER");
+    assert.notEqual((afterInfo["cluster"] as { leader: string }).leader, ml, "placed on a server that is up");
+
     // Only one server left: no meta leader; a create answers 503/10008.
     for (const nc of ncs.splice(0)) await nc.close();
-    const lone = rig.procs[0]!;
-    for (const i of [1, 2]) {
-      await rig.procs[i]!.stop();
-      rig.procs[i] = null;
+    const lone = survivor;
+    for (const p of live(rig)) {
+      if (p === lone) continue;
+      await p.stop();
+      rig.procs[rig.procs.indexOf(p)] = null;
     }
     await until("no meta leader on the lone server", async () => (await metaLeader(lone)) === "", 15_000);
     const ncL = await connect({ servers: lone.url });
@@ -356,6 +376,27 @@ void test("clustered streams: R3 created from any server, published to and read 
         return false;
       }
     }, 20_000);
+
+    // SIGKILL of the stream leader: the other two elect one, publishes and the durable go on
+    // there; the killed server comes back as a follower.
+    const lead2 = ((await req(ncs[0]!, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock).leader!;
+    const ki = rig.names.indexOf(lead2);
+    const other = ncs[(ki + 1) % 3]!;
+    await ncs[ki]!.close();
+    rig.procs[ki]!.proc.kill("SIGKILL");
+    await rig.procs[ki]!.exited;
+    rig.procs[ki] = null;
+    let lead3 = "";
+    await until("a new stream leader after SIGKILL", async () => {
+      const i = await req(other, "$JS.API.STREAM.INFO.R3S").catch(() => ({}) as Record<string, unknown>);
+      lead3 = (i["cluster"] as ClusterBlock | undefined)?.leader ?? "";
+      return lead3 !== "" && lead3 !== lead2;
+    }, 20_000);
+    await until("a publish after the SIGKILL is acknowledged", () => jetstream(other).publish("r3.1", "after-kill").then(() => true, () => false), 20_000);
+    await until("d3 on the leader after the SIGKILL", async () => (await req(other, "$JS.API.CONSUMER.INFO.R3S.d3").catch(() => ({ error: 1 })))["error"] === undefined);
+    rig.procs[ki] = await startTsnatsChild(["-c", rig.confs[ki]!]);
+    ncs[ki] = await connect({ servers: rig.procs[ki]!.url });
+    await until("the killed server knows the meta leader again", async () => (await agreedLeader(rig)) !== "", 20_000);
 
     // Delete from any server: every replica's directory goes.
     const del = await req(ncs[1]!, "$JS.API.STREAM.DELETE.R3S");
