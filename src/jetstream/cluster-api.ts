@@ -250,6 +250,8 @@ export class JsCluster implements ClusterApiHooks {
   async handle(t: string[], reply: string, _hdr: Buffer | null, payload: Buffer): Promise<Body | { raw: string } | null | undefined> {
     const r = routeOf(t);
     if (r.to === "stream" && t[0] === "STREAM" && t[1] === "LEADER") return this.stepdown(r.stream);
+    // A restored stream would be one the meta state does not know; peer removal is not there yet.
+    if (t[0] === "STREAM" && (t[1] === "RESTORE" || t[1] === "PEER")) fail("JSClusterUnSupportFeatureErr");
     if (r.to !== "meta") return undefined;
     if (!this.meta.isLeader) fail("JSClusterNotAvailErr");
     if (t[0] === "INFO") return this.accountInfo();

@@ -385,8 +385,14 @@ function create(
   } else {
     if (cfg.durable_name !== "") fail("JSConsumerEphemeralWithDurableNameErr");
   }
-  // A single server (streams refuse replicas > 1 the same way).
-  if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
+  // A single server refuses replicas > 1 (as its streams do). Clustered, a consumer of a
+  // replicated stream may ask for up to the stream's replicas (it runs on the stream leader
+  // only until consumers are replicated, issue 18).
+  if (cfg.num_replicas > 1) {
+    const sr = Number(ctx.getStream(streamName)?.wireConfig()["num_replicas"] ?? 1);
+    if (sr <= 1) fail("JSStreamReplicasNotSupportedErr");
+    if (cfg.num_replicas > sr) fail("JSConsumerReplicasExceedsStream");
+  }
   const st = lookup(ctx, streamName);
   recoverConsumers(ctx, st);
   const view = streamView(st);

@@ -314,6 +314,12 @@ void test("clustered streams: R3 created from any server, published to and read 
     // A durable consumer made from c1 runs on the leader; b1 fetches and acks through it.
     const jsmC = await jetstreamManager(ncC);
     await jsmC.consumers.add("R3S", { durable_name: "d3", ack_policy: AckPolicy.Explicit, filter_subject: "r3.1" });
+    const r3c = await req(ncA, "$JS.API.CONSUMER.DURABLE.CREATE.R3S.rep3", { stream_name: "R3S", config: { durable_name: "rep3", num_replicas: 3 } });
+    assert.equal(r3c["error"], undefined, JSON.stringify(r3c));
+    const r5c = await req(ncA, "$JS.API.CONSUMER.DURABLE.CREATE.R3S.rep5", { stream_name: "R3S", config: { durable_name: "rep5", num_replicas: 5 } });
+    assert.equal((r5c["error"] as { err_code: number }).err_code, 10126);
+    const restore = await req(ncA, "$JS.API.STREAM.RESTORE.R3S", { config: { name: "R3S" } });
+    assert.equal((restore["error"] as { err_code: number }).err_code, 10036);
     const d3 = await jetstream(ncB).consumers.get("R3S", "d3");
     const got: string[] = [];
     for await (const m of await d3.fetch({ max_messages: 5, expires: 3000 })) {
