@@ -7,7 +7,7 @@
 
 import { randomBytes } from "node:crypto";
 import * as wsmod from "ws";
-import { WsFrameDecoder, type WsSink } from "../src/server/websocket.js";
+import { WsFrameDecoder, type WsSink } from "../src/server/ws-frame.js";
 
 function maskedFrame(payload: Buffer): Buffer {
   const len = payload.length;

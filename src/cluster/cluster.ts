@@ -1,13 +1,14 @@
-// Cluster routes (nats-server route.go, the 2.9 no-pool protocol): the route listener, the
-// routes this server solicits (configured, and implicit ones learned from gossiped INFO),
-// which connection is *the* route to each peer, the interest each peer announced, and the
-// two message paths:
+// Cluster routes (nats-server route.go): the route listener, the routes this server dials
+// (configured, and implicit ones learned from gossiped INFO), and the two message paths:
 // - forward(): a message published here (by a client or an internal publisher) goes to every
 //   route with matching plain interest once, and each queue group picks one member among
 //   the local members and the routes' weights (nats-server's weighted pick);
-// - inbound(): a message that came over a route is delivered to local subscribers only (the
-//   one-hop rule), and to one local member of each queue group the RMSG names.
-// Internal subscriptions (JetStream) are neither announced nor reached by routed messages.
+// - inbound(): a message that came over a route is delivered to local routable subscribers
+//   only (the one-hop rule: a client's, or an internal one subscribed with cluster: true),
+//   and to one local member of each queue group the RMSG names.
+// Which connection is which peer's route (pool slots, pinned accounts, duplicates, gossip)
+// is the Registry's (registry.ts); the handshake's messages are handshake.ts's; what /varz
+// and /routez show, cluster-info.ts's.
 //
 // The Server (src/server/server.ts) loads this module lazily and talks to it through
 // ClusterLike; this module sees the Server through ClusterHost.
@@ -17,8 +18,12 @@ import tls from "node:tls";
 import { randomBytes } from "node:crypto";
 import { Sublist } from "../subjects/sublist.js";
 import { Interest } from "./interest.js";
-import { announcesUrls, joinHostPort, listenerUrls, redactUrl, splitHostPort, subjectPermissionJson, urlKey } from "./urls.js";
+import { announcesUrls, redactUrl, urlKey } from "./urls.js";
 import { Route, RemoteSub, GLOBAL_ACCOUNT, SYSTEM_ACCOUNT, PEER_SUBJECT_PREFIX, type RouteInfo } from "./route.js";
+import { Registry } from "./registry.js";
+import type { Peer } from "./pool.js";
+import { PEER_PROTOCOL, connectJson, infoJson, processConnect } from "./handshake.js";
+import { clientUrls, ownClientUrls, ownWsUrls, routez, varz } from "./cluster-info.js";
 import { buildTls, peerRejection, pinnedOk, type TlsSetup } from "../server/tls.js";
 import type { ClusterOptions, ServerOptions } from "../server/options.js";
 import type { Logger } from "../runtime/log.js";
@@ -29,7 +34,6 @@ import type { ClusterLike, RoutezOptions, Sender } from "../server/routing.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Scheduler } from "../runtime/sched.js";
 import type { Random } from "../runtime/random.js";
-import { SERVER_VERSION } from "../version.js";
 import { ClientPermissions } from "../server/permissions.js";
 
 /** What the cluster needs of the server. */
@@ -64,9 +68,10 @@ const RECONNECT_MAX_MS = 2000;
 const DIAL_TIMEOUT_MS = 2000;
 const ROUTE_RECONNECT_MS = 1000;
 const FIRST_PING_MS = 1000;
-const ROUTE_PROTO_V2 = 2;
-/** The version of tsnats's peer protocol announced in route INFO (tsnats_peer). */
-export const PEER_PROTOCOL = 1;
+/** The pool size when `cluster { accounts }` pins accounts and pool_size is not set
+ *  (nats-server's default); without either, tsnats speaks the 2.9 protocol. */
+export const DEFAULT_POOL_SIZE = 3;
+export { PEER_PROTOCOL };
 
 /** Receives tsnats peer frames (subject under $TSR., payload a view valid only during the
  *  call) and hears of peers whose route registered or closed. */
@@ -80,12 +85,16 @@ export class Cluster implements ClusterLike {
   name: string;
   dynamic: boolean;
   readonly log: Logger;
-  /** Registered routes by remote server id. */
+  /** Each peer's route for the global account, by remote server id (Registry.carriers). */
   readonly routes = new Map<string, Route>();
   /** Every route connection, pending ones included. */
   readonly all = new Set<Route>();
   /** Our clients' interest and the peers' (interest.ts). */
   private readonly interest: Interest;
+  /** The peers and their route connections (registry.ts). */
+  readonly registry: Registry;
+  /** Our pool size; -1: the 2.9 protocol (no pool). */
+  readonly poolSize: number;
   private listener: net.Server | null = null;
   private boundPort = 0;
   private tlsSetup: TlsSetup | null = null;
@@ -94,7 +103,7 @@ export class Cluster implements ClusterLike {
   private readonly flushBound = (): void => this.flushRoutes();
   /** URLs (host:port, lower case) that turned out to be this server. */
   private readonly selfUrls = new Set<string>();
-  /** URLs being dialled or waiting to be re-dialled. */
+  /** URLs being dialled or waiting to be re-dialled ("<host:port> <account>"). */
   private readonly dialing = new Set<string>();
   private readonly timers = new Set<TimerHandle>();
   private tickTimer: TimerHandle | null = null;
@@ -106,17 +115,48 @@ export class Cluster implements ClusterLike {
 
   constructor(
     private readonly host: ClusterHost,
-    private readonly opts: ClusterOptions,
+    readonly opts: ClusterOptions,
   ) {
     this.log = host.log;
     this.perms = opts.permissions !== null ? new ClientPermissions(opts.permissions) : null;
+    this.poolSize = opts.poolSize > 0 ? opts.poolSize : opts.poolSize === 0 && opts.accounts.length > 0 ? DEFAULT_POOL_SIZE : -1;
     this.interest = new Interest(this.routes, this.perms, host.log, host.random);
+    this.registry = new Registry(this, this.interest, this.routes);
     this.dynamic = opts.name === "";
     this.name = opts.name !== "" ? opts.name : randomBytes(11).toString("base64url").toUpperCase().replace(/[^A-Z0-9]/g, "X");
   }
 
+  /** At least one peer is connected. */
   get active(): boolean {
-    return this.routes.size > 0;
+    return this.registry.peers.size > 0;
+  }
+
+  get peers(): ReadonlyMap<string, Peer> {
+    return this.registry.peers;
+  }
+
+  get serverId(): string {
+    return this.host.serverId;
+  }
+
+  get serverName(): string {
+    return this.host.serverName;
+  }
+
+  get serverOpts(): ServerOptions {
+    return this.host.opts;
+  }
+
+  get tls(): boolean {
+    return this.tlsSetup !== null;
+  }
+
+  get clientPort(): number {
+    return this.host.port;
+  }
+
+  get wsPort(): number {
+    return this.host.wsPort;
   }
 
   get traceEnabled(): boolean {
@@ -168,7 +208,9 @@ export class Cluster implements ClusterLike {
     this.log.info(`Listening for route connections on ${o.host}:${this.boundPort}`);
     if (this.tlsSetup !== null) this.log.info("TLS required for route connections");
     this.armTick();
-    for (const u of o.routes) this.dial(u, true, 0);
+    for (const u of o.routes) this.dial(u, true, 0, "");
+    // Each configured route again for every pinned account (its dedicated route).
+    for (const a of this.registry.pinnedAccounts) for (const u of o.routes) this.dial(u, true, 0, a);
   }
 
   async stop(): Promise<void> {
@@ -194,7 +236,7 @@ export class Cluster implements ClusterLike {
     }
     const t = this.tlsSetup;
     if (t === null) {
-      this.attach(raw, false, "", false);
+      this.attach(raw, false, "", false, "");
       return;
     }
     // Route TLS: the handshake first, and always mutual (nats-server requires and verifies
@@ -214,13 +256,13 @@ export class Cluster implements ClusterLike {
         ts.destroy();
         return;
       }
-      this.attach(ts, false, "", false);
+      this.attach(ts, false, "", false, "");
     });
   }
 
-  /** Connect to url: explicit routes are retried for ever, implicit ones connect_retries
-   *  times. */
-  private dial(url: string, explicit: boolean, attempt: number): void {
+  /** Connect to url (for account's pinned route, or "" a pooled / no-pool one): explicit
+   *  routes are retried for ever, implicit ones connect_retries times. */
+  dial(url: string, explicit: boolean, attempt: number, account: string): void {
     if (this.stopped) return;
     let u: URL;
     try {
@@ -229,8 +271,9 @@ export class Cluster implements ClusterLike {
       this.log.error(`Error parsing route URL ${JSON.stringify(redactUrl(url))}`);
       return;
     }
-    const key = urlKey(u);
-    if (this.selfUrls.has(key)) return;
+    const self = urlKey(u);
+    if (this.selfUrls.has(self)) return;
+    const key = `${self} ${account}`;
     if (attempt === 0) {
       if (this.dialing.has(key)) return;
       this.dialing.add(key);
@@ -252,7 +295,7 @@ export class Cluster implements ClusterLike {
         this.dialing.delete(key);
         return;
       }
-      this.later(backoff(attempt, this.host.random), () => this.dial(url, explicit, attempt + 1));
+      this.later(backoff(attempt, this.host.random), () => this.dial(url, explicit, attempt + 1, account));
     };
     const onUp = (s: net.Socket): void => {
       if (settled) return;
@@ -262,7 +305,7 @@ export class Cluster implements ClusterLike {
         s.destroy();
         return;
       }
-      this.attach(s, true, url, explicit);
+      this.attach(s, true, url, explicit, account);
     };
     if (t === null) {
       sock = net.connect({ host, port, noDelay: true });
@@ -302,7 +345,7 @@ export class Cluster implements ClusterLike {
     }, 1000);
   }
 
-  private attach(s: net.Socket, didSolicit: boolean, url: string, explicit: boolean): void {
+  private attach(s: net.Socket, didSolicit: boolean, url: string, explicit: boolean, account: string): void {
     s.setTimeout(0);
     s.setNoDelay(true);
     s.removeAllListeners("error");
@@ -319,13 +362,16 @@ export class Cluster implements ClusterLike {
       this.closeRoute(r, "Read Error", "");
     });
     s.on("close", () => this.closeRoute(r, "Client Closed", ""));
+    if (account !== "") r.pin(account);
     if (didSolicit) r.queueString(`CONNECT ${this.connectJson(url)}\r\n`);
-    r.queueString(`INFO ${this.infoJson()}\r\n`);
+    // A pooled route we dialled sends its INFO once the peer's has told which slot it takes.
+    if (didSolicit && account === "" && this.poolSize > 0) r.infoDelayed = true;
+    else r.queueString(this.infoLine(0, account));
     this.flushRoutes();
   }
 
-  /** Close a route (idempotent): its interest goes, and a solicited route is dialled again
-   *  unless the peer is connected some other way. */
+  /** Close a route (idempotent): its interest goes, and a route we dialled is dialled again
+   *  unless the peer is connected some other way (Registry.redials). */
   closeRoute(r: Route, reason: string, detail: string): void {
     if (r.closed) return;
     if (detail !== "") this.log.error(`${r.label()} - Route closed: ${detail}`);
@@ -333,131 +379,50 @@ export class Cluster implements ClusterLike {
     r.shut();
     this.all.delete(r);
     this.interest.dropRoute(r);
-    const wasRegistered = r.registered && this.routes.get(r.remoteId) === r;
-    if (wasRegistered) {
-      this.routes.delete(r.remoteId);
-      r.registered = false;
-      if (r.remoteInfo?.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") this.peerListener?.peerDown(r.remoteName);
-      this.log.info(`${r.label()} - Router connection closed: ${reason}`);
-      if (announcesUrls(r.remoteInfo) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
-    } else this.log.debug(`${r.label()} - Router connection closed: ${reason}`);
-    if (this.stopped || r.noReconnect || r.url === "") return;
-    if (!(r.didSolicit || r.retry)) return;
-    if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
+    const wasRegistered = r.registered;
+    const gone = this.registry.unregister(r);
+    if (wasRegistered) this.log.info(`${r.label()} - Router connection closed: ${reason}`);
+    else this.log.debug(`${r.label()} - Router connection closed: ${reason}`);
+    if (this.stopped) return;
+    const accounts = this.registry.redials(r, gone);
+    if (accounts.length === 0) return;
     const explicit = r.explicit;
     // nats-server waits DEFAULT_ROUTE_RECONNECT (1 s) before re-dialling a configured route,
     // and only the jitter for an implicit one.
     this.later(backoff(0, this.host.random) - RECONNECT_MIN_MS + (explicit ? ROUTE_RECONNECT_MS : 0), () => {
-      if (r.remoteId !== "" && this.routes.has(r.remoteId)) return;
-      this.dial(r.url, explicit, 0);
+      for (const a of this.registry.redials(r, gone)) this.dial(r.url, explicit, 0, a);
     });
   }
 
-  // ---- handshake ----
+  // ---- handshake (handshake.ts) and registration (registry.ts) ----
 
   connectJson(url: string): string {
-    let user = "";
-    let pass = "";
-    try {
-      const u = new URL(url);
-      user = decodeURIComponent(u.username);
-      pass = decodeURIComponent(u.password);
-    } catch {
-      /* checked when dialled */
-    }
-    const c: Record<string, unknown> = { echo: true, verbose: false, pedantic: false };
-    if (user !== "") c["user"] = user;
-    if (pass !== "") c["pass"] = pass;
-    c["tls_required"] = this.tlsSetup !== null;
-    c["headers"] = true;
-    c["name"] = this.host.serverId;
-    c["cluster"] = this.name;
-    c["dynamic"] = this.dynamic;
-    c["lnoc"] = true;
-    return JSON.stringify(c);
+    return connectJson(this, url);
   }
 
-  infoJson(): string {
-    const o = this.opts;
-    const h = this.host;
-    const info: Record<string, unknown> = {
-      server_id: h.serverId,
-      server_name: h.serverName,
-      version: SERVER_VERSION,
-      proto: ROUTE_PROTO_V2,
-      go: `node${process.version}`,
-      host: o.host,
-      port: this.boundPort,
-      headers: true,
-      max_payload: h.opts.maxPayloadBytes,
-      cluster: this.name,
-    };
-    if (o.user !== "") info["auth_required"] = true;
-    if (this.tlsSetup !== null) {
-      info["tls_required"] = true;
-      info["tls_verify"] = true;
-    }
-    if (this.dynamic) info["cluster_dynamic"] = true;
-    if (o.advertise !== "") {
-      const hp = splitHostPort(o.advertise, this.boundPort);
-      info["host"] = hp.host;
-      info["port"] = hp.port;
-      info["ip"] = `nats-route://${joinHostPort(hp.host, hp.port)}/`;
-    }
-    if (!o.noAdvertise) {
-      info["connect_urls"] = this.ownClientUrls();
-      const ws = this.ownWsUrls();
-      if (ws.length > 0) info["ws_connect_urls"] = ws;
-    }
-    if (h.opts.jetstream.enabled) info["jetstream"] = true;
-    const p = o.permissions;
-    if (p !== null) {
-      if (p.publish !== null) info["import"] = subjectPermissionJson(p.publish);
-      if (p.subscribe !== null) info["export"] = subjectPermissionJson(p.subscribe);
-    }
-    info["lnoc"] = true;
-    info["tsnats_peer"] = PEER_PROTOCOL;
-    return JSON.stringify(info);
+  infoJson(poolIdx = 0, account = ""): string {
+    return infoJson(this, poolIdx, account);
+  }
+
+  infoLine(poolIdx: number, account: string): string {
+    return `INFO ${infoJson(this, poolIdx, account)}\r\n`;
   }
 
   processConnect(r: Route, json: string): void {
-    let c: Record<string, unknown>;
-    try {
-      const v: unknown = JSON.parse(json);
-      if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error("not an object");
-      c = v as Record<string, unknown>;
-    } catch {
-      return this.closeRoute(r, "Protocol Violation", "bad CONNECT JSON");
-    }
-    // Clients send lang; routes do not (nats-server's way to tell them apart).
-    if (typeof c["lang"] === "string" && c["lang"] !== "") {
-      r.queueString("-ERR 'attempted to connect to route port'\r\n");
-      r.noReconnect = true;
-      return this.closeRoute(r, "Wrong Port", "a client connected to the route port");
-    }
-    if (typeof c["gateway"] === "string" && c["gateway"] !== "") {
-      r.queueString(`-ERR 'Rejecting connection from gateway "${c["gateway"]}" on the Route port'\r\n`);
-      return this.closeRoute(r, "Wrong Gateway", "a gateway connected to the route port");
-    }
-    const o = this.opts;
-    if (o.user !== "" && (c["user"] !== o.user || c["pass"] !== o.password)) {
-      r.queueString("-ERR 'Authorization Violation'\r\n");
-      return this.closeRoute(r, "Authentication Failure", `authentication error - user ${JSON.stringify(typeof c["user"] === "string" ? c["user"] : "")}`);
-    }
-    const theirs = typeof c["cluster"] === "string" ? c["cluster"] : "";
-    if (theirs !== this.name && !this.adoptName(theirs, c["dynamic"] === true, r)) {
-      const txt = `Rejecting connection, cluster name "${theirs}" does not match "${this.name}"`;
-      r.queueString(`-ERR '${txt}'\r\n`);
-      return this.closeRoute(r, "Cluster Name Conflict", txt);
-    }
-    r.remoteId = typeof c["name"] === "string" ? c["name"] : "";
-    r.headers = c["headers"] === true;
-    r.connectDone = true;
+    processConnect(this, r, json);
+  }
+
+  processInfo(r: Route, info: RouteInfo): void {
+    this.registry.processInfo(r, info);
+  }
+
+  routePong(r: Route): void {
+    this.registry.routePong(r);
   }
 
   /** A dynamic cluster name gives way to a configured one, or to a greater dynamic one
    *  (nats-server); then every other route goes. True when the names now agree. */
-  private adoptName(theirs: string, theirsDynamic: boolean, keep: Route): boolean {
+  adoptName(theirs: string, theirsDynamic: boolean, keep: Route): boolean {
     if (theirs === "" || !this.dynamic || (theirsDynamic && this.name >= theirs)) return false;
     this.name = theirs;
     if (!theirsDynamic) this.dynamic = false;
@@ -465,106 +430,27 @@ export class Cluster implements ClusterLike {
     return true;
   }
 
-  processInfo(r: Route, info: RouteInfo): void {
-    const id = info.server_id;
-    if (id === this.host.serverId) {
-      r.noReconnect = true;
-      if (r.didSolicit) {
-        try {
-          this.selfUrls.add(urlKey(new URL(r.url)));
-        } catch {
-          /* checked when dialled */
-        }
-      }
-      this.log.debug(`${r.label()} - Detected route to self, ignoring ${redactUrl(r.url)}`);
-      return this.closeRoute(r, "Duplicate Route", "");
+  markSelf(r: Route): void {
+    if (!r.didSolicit) return;
+    try {
+      this.selfUrls.add(urlKey(new URL(r.url)));
+    } catch {
+      /* checked when dialled */
     }
-    if (info.cluster !== undefined && info.cluster !== "" && info.cluster !== this.name && !this.adoptName(info.cluster, info.cluster_dynamic === true, r)) {
-      return this.closeRoute(r, "Cluster Name Conflict", `cluster name "${info.cluster}" does not match "${this.name}"`);
-    }
-    if (r.infoReceived) {
-      // Gossip: the peer tells us about another server, which we then connect to.
-      if (r.remoteId !== "" && r.remoteId !== id) this.implicitRoute(info);
-      else if (info.ldm === true && r.remoteInfo !== null && !r.lameDuck) {
-        // The peer is in lame duck mode: our clients stop hearing of its URLs.
-        r.lameDuck = true;
-        if (announcesUrls(r.remoteInfo) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
-      }
-      return;
-    }
-    if (info.server_name !== undefined && info.server_name !== "" && info.server_name === this.host.serverName) {
-      // Names must be unique in a cluster (JetStream needs it): no route, and no retries.
-      r.noReconnect = true;
-      this.log.error(`${r.label()} - Remote server has a duplicate name: "${info.server_name}"`);
-      return this.closeRoute(r, "Duplicate Server Name", "");
-    }
-    r.infoReceived = true;
-    r.remoteId = id;
-    r.remoteName = info.server_name ?? "";
-    r.remoteInfo = info;
-    if (r.didSolicit) r.headers = info.headers === true;
-    else r.headers = r.headers && info.headers === true;
-    // Where the peer is reached: its advertised address, else the address it came from with
-    // its route port (a listener on 0.0.0.0 names no host).
-    if (info.ip === undefined || info.ip === "") info.ip = `nats-route://${joinHostPort(r.host, typeof info.port === "number" ? info.port : 0)}/`;
-    if (r.url === "") r.url = info.ip;
-    const existing = this.routes.get(id);
-    if (existing !== undefined) {
-      // Both sides dialled each other: the first registered stays (nats-server addRoute). If
-      // the duplicate was ours, the kept route takes over its URL, so that it is re-dialled
-      // should it drop (the peer may keep the other connection and close this one).
-      if (r.didSolicit) {
-        if (existing.url === "" || !existing.didSolicit) existing.url = r.url;
-        existing.explicit = existing.explicit || r.explicit;
-      }
-      existing.retry = true;
-      r.noReconnect = true;
-      this.log.debug(`${r.label()} - Detected duplicate remote route "${id}"`);
-      return this.closeRoute(r, "Duplicate Route", "");
-    }
-    this.routes.set(id, r);
-    r.registered = true;
-    if (info.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") this.peerListener?.peerUp(r.remoteName);
-    this.log.debug(`${r.label()} - Registering remote route "${id}"`);
-    this.interest.sendAllTo(r);
-    if (this.routes.size > 1) {
-      // Tell the others about the new server: each then connects to it.
-      const fwd = { ...info };
-      delete fwd["nonce"];
-      const line = `INFO ${JSON.stringify(fwd)}\r\n`;
-      for (const o of this.routes.values()) if (o !== r) o.queueString(line);
-    }
-    if (announcesUrls(info) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
-    this.flushRoutes();
   }
 
-  private implicitRoute(info: RouteInfo): void {
-    const id = info.server_id;
-    if (id === this.host.serverId || this.routes.has(id)) return;
-    let url = typeof info.ip === "string" && info.ip !== "" ? info.ip : "";
-    if (url === "" && typeof info.host === "string" && typeof info.port === "number") url = `nats-route://${joinHostPort(info.host, info.port)}/`;
-    if (url === "") return;
-    let u: URL;
-    try {
-      u = new URL(url);
-    } catch {
-      return;
-    }
-    // A configured route is dialled (and re-dialled) on its own.
-    const hp = typeof info.host === "string" && typeof info.port === "number" ? joinHostPort(info.host, info.port).toLowerCase() : "";
-    for (const c of this.opts.routes) {
-      try {
-        const cu = new URL(c);
-        if (cu.host.toLowerCase() === hp || urlKey(cu) === urlKey(u)) return;
-      } catch {
-        /* validated at startup */
-      }
-    }
-    if (info.auth_required === true && this.opts.user !== "") {
-      u.username = encodeURIComponent(this.opts.user);
-      u.password = encodeURIComponent(this.opts.password);
-    }
-    this.dial(u.toString(), false, 0);
+  peerUp(p: Peer): void {
+    if (p.info.tsnats_peer === PEER_PROTOCOL && p.name !== "") this.peerListener?.peerUp(p.name);
+    if (announcesUrls(p.info) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+  }
+
+  peerDown(p: Peer): void {
+    if (p.info.tsnats_peer === PEER_PROTOCOL && p.name !== "") this.peerListener?.peerDown(p.name);
+    if (announcesUrls(p.info) && !this.opts.noAdvertise) this.host.clientUrlsChanged();
+  }
+
+  clientUrlsChanged(): void {
+    this.host.clientUrlsChanged();
   }
 
   // ---- interest (interest.ts) ----
@@ -583,7 +469,7 @@ export class Cluster implements ClusterLike {
   }
 
   hasRemoteInterest(subject: string): boolean {
-    return this.routes.size > 0 && this.interest.hasRemoteInterest(subject);
+    return this.interest.hasRemoteInterest(subject);
   }
 
   get remoteGen(): number {
@@ -608,7 +494,7 @@ export class Cluster implements ClusterLike {
     const info = JSON.parse(this.infoJson()) as Record<string, unknown>;
     info["ldm"] = true;
     const line = `INFO ${JSON.stringify(info)}\r\n`;
-    for (const r of this.routes.values()) r.queueString(line);
+    for (const p of this.registry.peers.values()) (p.anyPooled() ?? p.all()[0])?.queueString(line);
     this.flushRoutes();
   }
 
@@ -641,17 +527,20 @@ export class Cluster implements ClusterLike {
 
   // ---- tsnats peers (frames of our own protocol, for Raft) ----
 
-  /** Registered peers that speak the tsnats peer protocol, by server name. */
+  /** Connected peers that speak the tsnats peer protocol, by server name. */
   peerNames(): string[] {
     const out: string[] = [];
-    for (const r of this.routes.values()) if (r.remoteInfo?.tsnats_peer === PEER_PROTOCOL && r.remoteName !== "") out.push(r.remoteName);
+    for (const p of this.registry.peers.values()) if (p.info.tsnats_peer === PEER_PROTOCOL && p.name !== "") out.push(p.name);
     return out;
   }
 
-  /** Send one peer frame to the server named name; false if no route to it speaks the protocol. */
+  /** Send one peer frame to the server named name (on its route for the system account);
+   *  false if no route to it speaks the protocol. */
   sendPeer(name: string, subject: string, payload: Buffer): boolean {
-    for (const r of this.routes.values()) {
-      if (r.remoteName !== name || r.remoteInfo?.tsnats_peer !== PEER_PROTOCOL) continue;
+    for (const p of this.registry.peers.values()) {
+      if (p.name !== name || p.info.tsnats_peer !== PEER_PROTOCOL) continue;
+      const r = this.registry.systemRoute(p);
+      if (r === null) return false;
       r.sendSystem(subject, payload);
       return true;
     }
@@ -710,93 +599,28 @@ export class Cluster implements ClusterLike {
     this.flushRoutes();
   }
 
-  // ---- clients and monitoring ----
+  // ---- clients and monitoring (cluster-info.ts) ----
 
-  /** This server's client URLs as it announces them ("host:port"): client_advertise, else
-   *  the listener's address (every non-loopback address for 0.0.0.0 / ::). */
   ownClientUrls(): string[] {
-    const o = this.host.opts;
-    return listenerUrls(o.clientAdvertise, o.host, this.host.port);
+    return ownClientUrls(this);
   }
 
-  /** This server's websocket URLs, the same way from the websocket block (none without a
-   *  websocket listener). */
   ownWsUrls(): string[] {
-    const w = this.host.opts.websocket;
-    const port = this.host.wsPort;
-    if (w === null || port === 0) return [];
-    return listenerUrls(w.advertise, w.host, port);
+    return ownWsUrls(this);
   }
 
-  /** What clients are told in connect_urls: every server's client URLs (for websocket
-   *  clients, every server's websocket URLs, as nats-server). */
   clientUrls(websocket = false): string[] {
-    if (this.opts.noAdvertise) return [];
-    const out = websocket ? this.ownWsUrls() : this.ownClientUrls();
-    for (const r of this.routes.values()) {
-      if (r.lameDuck) continue;
-      const theirs = websocket ? r.remoteInfo?.ws_connect_urls : r.remoteInfo?.connect_urls;
-      for (const u of theirs ?? []) if (!out.includes(u)) out.push(u);
-    }
-    return out;
-  }
-
-  /** The route URLs for /varz cluster.urls: the configured routes, without credentials. */
-  configuredUrls(): string[] {
-    return this.opts.routes.map((u) => {
-      try {
-        const x = new URL(u);
-        return x.host;
-      } catch {
-        return u;
-      }
-    });
+    return clientUrls(this, websocket);
   }
 
   varz(): Record<string, unknown> {
-    const v: Record<string, unknown> = { name: this.name, addr: this.opts.host, cluster_port: this.boundPort, auth_timeout: this.opts.authTimeoutMs / 1000 };
-    const urls = this.configuredUrls();
-    if (urls.length > 0) v["urls"] = urls;
-    // nats-server shows the TLS timeout (2 s by default) with or without TLS.
-    v["tls_timeout"] = (this.opts.tls?.timeoutMs ?? 2000) / 1000;
-    if (this.tlsSetup !== null) {
-      v["tls_required"] = true;
-      v["tls_verify"] = true;
-    }
-    return v;
+    return varz(this);
   }
 
-  /** The routes for /routez, raw (src/monitor/misc.ts formats times as nats-server). */
   routez(opts: RoutezOptions): Record<string, unknown> {
-    const routes: Record<string, unknown>[] = [];
-    for (const r of this.routes.values()) {
-      const e: Record<string, unknown> = {
-        rid: r.rid,
-        remote_id: r.remoteId,
-        remote_name: r.remoteName,
-        did_solicit: r.didSolicit,
-        is_configured: r.explicit,
-        ip: r.host,
-        port: r.port,
-        startMs: r.startMs,
-        lastActivityMs: r.lastActivityMs,
-        rttMs: r.rttMs,
-        pending_size: r.pendingBytes(),
-        in_msgs: r.inMsgs,
-        out_msgs: r.outMsgs,
-        in_bytes: r.inBytes,
-        out_bytes: r.outBytes,
-        subscriptions: r.remoteSubs.size,
-      };
-      // nats-server lists the subjects (a queue subscription by its subject too).
-      if (opts.subs) e["subscriptions_list"] = [...r.remoteSubs.values()].map((x) => x.subject);
-      routes.push(e);
-    }
-    routes.sort((a, b) => (a["rid"] as number) - (b["rid"] as number));
-    return { num_routes: routes.length, routes };
+    return routez(this, opts);
   }
 }
-
 
 function backoff(attempt: number, random: Random): number {
   const base = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt, 8));

@@ -1,8 +1,10 @@
-// The cluster's interest: what our clients subscribe to, counted and announced to every
-// route (RS+/RS-), what the peers announced (remoteSl, a Sublist of RemoteSub), and the
-// forwarding decision for a message published here: queue groups picked cluster-wide
-// (nats-server's weighted pick, local members first by their count) and one copy per route
-// with interest. Cluster (cluster.ts) owns one and hands it the routes.
+// The cluster's interest: what our clients (and internal cluster: true subscriptions)
+// subscribe to, counted and announced to every peer (RS+/RS-) on the route that carries the
+// global account to it, what the peers announced (remoteSl, a Sublist of RemoteSub, each
+// held by the route connection it came on), and the forwarding decision for a message
+// published here: queue groups picked cluster-wide (nats-server's weighted pick, local
+// members first by their count) and one copy per route connection with interest (the one
+// the interest came on). Cluster (cluster.ts) owns one and hands it the carriers.
 
 import { Sublist, type SublistResult } from "../subjects/sublist.js";
 import { RemoteSub, GLOBAL_ACCOUNT, type Route } from "./route.js";
@@ -23,7 +25,7 @@ export class Interest {
   private readonly targets: Route[] = [];
 
   constructor(
-    /** Registered routes by remote server id (the Cluster's map). */
+    /** Each peer's carrier of the global account, by server id (the Cluster's map). */
     private readonly routes: Map<string, Route>,
     /** Route permissions: import (what we announce) and export (what peers may announce). */
     private readonly perms: ClientPermissions | null,
@@ -37,20 +39,22 @@ export class Interest {
     r.remoteSubs.clear();
   }
 
-  /** Everything we announce, to a route that just registered. */
+  /** Everything we announce, to a route that just became a peer's carrier of the global
+   *  account (a route pinned to it leaves the account out). */
   sendAllTo(r: Route): void {
     if (this.local.size === 0) return;
+    const acc = r.account === "" ? `${GLOBAL_ACCOUNT} ` : "";
     let s = "";
     for (const [key, n] of this.local) {
       const sp = key.indexOf(" ");
-      s += sp < 0 ? `RS+ $G ${key}\r\n` : `RS+ $G ${key} ${n}\r\n`;
+      s += sp < 0 ? `RS+ ${acc}${key}\r\n` : `RS+ ${acc}${key} ${n}\r\n`;
     }
     r.queueRaw(Buffer.from(s, "latin1"));
   }
 
-  /** A client subscription came or went: announce the changes of interest to every route
-   *  (RS+ when a subject gains its first subscription, RS- when it loses its last; a queue
-   *  group's weight on every change). */
+  /** A local subscription (a client's, or an internal one with cluster: true) came or went:
+   *  announce the changes of interest to every peer (RS+ when a subject gains its first
+   *  subscription, RS- when it loses its last; a queue group's weight on every change). */
   localInterest(sub: Subscription, delta: 1 | -1): void {
     // Interest in a subject we may not import is never announced (nats-server canImport).
     if (this.perms !== null && !this.perms.pubAllowed(sub.subject, 0)) return;
@@ -61,18 +65,24 @@ export class Interest {
     if (now <= 0) {
       if (was <= 0) return;
       this.local.delete(key);
-      this.broadcast(`RS- $G ${key}\r\n`);
+      this.broadcast("RS-", key);
       return;
     }
     this.local.set(key, now);
-    if (q !== "") this.broadcast(`RS+ $G ${key} ${now}\r\n`);
-    else if (was === 0) this.broadcast(`RS+ $G ${key}\r\n`);
+    if (q !== "") this.broadcast("RS+", `${key} ${now}`);
+    else if (was === 0) this.broadcast("RS+", key);
   }
 
-  private broadcast(line: string): void {
+  /** `<op> $G <rest>` to each peer's carrier of the global account (`<op> <rest>` on one
+   *  pinned to it). */
+  private broadcast(op: string, rest: string): void {
     if (this.routes.size === 0) return;
-    const b = Buffer.from(line, "latin1");
-    for (const r of this.routes.values()) r.queueRaw(b);
+    let named: Buffer | null = null;
+    let implied: Buffer | null = null;
+    for (const r of this.routes.values()) {
+      if (r.account === "") r.queueRaw((named ??= Buffer.from(`${op} ${GLOBAL_ACCOUNT} ${rest}\r\n`, "latin1")));
+      else r.queueRaw((implied ??= Buffer.from(`${op} ${rest}\r\n`, "latin1")));
+    }
   }
 
   remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void {
@@ -113,7 +123,7 @@ export class Interest {
 
   /** Whether any route has interest in subject. */
   hasRemoteInterest(subject: string): boolean {
-    if (this.routes.size === 0) return false;
+    if (this.remoteSl.size === 0) return false;
     const r = this.remoteSl.match(subject);
     return r.psubs.length > 0 || r.qsubs.length > 0;
   }

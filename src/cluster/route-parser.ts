@@ -12,6 +12,8 @@
 //   RMSG <acc> <subj> [<reply>] <size>            RMSG <acc> <subj> (+ <reply> | '|') <q>... <size>
 //   HMSG <acc> <subj> [<reply>] <hsize> <size>    HMSG <acc> <subj> (+ <reply> | '|') <q>... <hsize> <size>
 //   LMSG <origin> <acc> <subj> ...                (as RMSG, with the leaf origin cluster first)
+// On a route pinned to one account (nats-server 2.10 `cluster { accounts }`) the account is
+// implied and left out of RS+/RS-/RMSG/HMSG (after the origin for LS+/LS-/LMSG): `account`.
 
 export interface RouteParserHandler {
   onInfo(json: string): void;
@@ -41,6 +43,8 @@ const LF = 10;
 const CR = 13;
 
 export class RouteParser {
+  /** The account a pinned route implies ("" : each operation names its own). */
+  account = "";
   private state = S_CONTROL;
   private partialLine: Buffer | null = null;
   private stopped = false;
@@ -188,6 +192,7 @@ export class RouteParser {
       if (args.length < 1) return this.fail(`${op}: missing origin`);
       off = 1; // the leaf origin cluster: delivery does not need it
     }
+    if (this.account !== "") args.splice(off, 0, this.account);
     const hdrs = op === "HMSG";
     const sizes = hdrs ? 2 : 1;
     const n = args.length - off;
@@ -227,6 +232,7 @@ export class RouteParser {
   private subArgs(origin: boolean, b: Buffer, s: number, e: number): void {
     const args = splitArgs(b, s, e);
     const off = origin ? 1 : 0;
+    if (this.account !== "" && args.length >= off) args.splice(off, 0, this.account);
     const n = args.length - off;
     if (n === 2) return this.h.onSub(args[off]!, args[off + 1]!, "", 0);
     if (n === 4) {
@@ -240,6 +246,7 @@ export class RouteParser {
   private unsubArgs(origin: boolean, b: Buffer, s: number, e: number): void {
     const args = splitArgs(b, s, e);
     const off = origin ? 1 : 0;
+    if (this.account !== "" && args.length >= off) args.splice(off, 0, this.account);
     const n = args.length - off;
     if (n === 2) return this.h.onUnsub(args[off]!, args[off + 1]!, "");
     if (n === 3) return this.h.onUnsub(args[off]!, args[off + 1]!, args[off + 2]!);

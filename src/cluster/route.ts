@@ -1,8 +1,10 @@
-// One route connection to another server (nats-server route.go, the 2.9 no-pool path): the
-// handshake (CONNECT from the soliciting side, INFO both ways), interest the peer announces
-// (RS+/RS-), routed messages both ways (RMSG/HMSG) and the route's outbound buffer, flushed
-// once per turn of the event loop. The Cluster (cluster.ts) owns the decisions: who is
-// registered, duplicates, gossip, reconnects.
+// One route connection to another server (nats-server route.go): the handshake (CONNECT from
+// the soliciting side, INFO both ways), interest the peer announces (RS+/RS-), routed
+// messages both ways (RMSG/HMSG) and the route's outbound buffer, flushed once per turn of
+// the event loop. A route is one slot of a peer's pool, the one route of a no-pool peer, or
+// pinned to one account (which its operations then leave out, pool.ts). The Cluster
+// (cluster.ts) and its Registry (registry.ts) own the decisions: who is registered where,
+// duplicates, gossip, reconnects.
 
 import type net from "node:net";
 import { RouteParser, type RouteParserHandler } from "./route-parser.js";
@@ -74,6 +76,8 @@ export interface RouteHost {
   closeRoute(r: Route, reason: string, detail: string): void;
   processConnect(r: Route, json: string): void;
   processInfo(r: Route, info: RouteInfo): void;
+  /** The peer answered a PING (a pooled route may then ask for the next connection). */
+  routePong(r: Route): void;
   remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void;
   remoteUnsub(r: Route, acc: string, subject: string, queue: string): void;
   inbound(r: Route, acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number, size: number): void;
@@ -113,6 +117,16 @@ export class Route extends Conn implements RouteParserHandler {
   retry = false;
   /** The peer's interest, keyed "<subject>" or "<subject> <queue>". */
   readonly remoteSubs = new Map<string, RemoteSub>();
+  /** The account this route is pinned to ("" : pooled or no-pool); its operations leave the
+   *  account out. Set when dialled for it, or from the peer's first INFO. */
+  account = "";
+  /** Its slot in the peer's pool once registered; -1 before, and for a pinned route. */
+  poolIdx = -1;
+  /** A solicited pooled route sends its INFO only after the peer's (naming its slot). */
+  infoDelayed = false;
+  /** Dial the next pool connection when the peer answers our PING (nats-server
+   *  startNewRoute: the peer accepted our credentials). */
+  startNewRoute = false;
 
   // stats (routez)
   inMsgs = 0;
@@ -236,6 +250,16 @@ export class Route extends Conn implements RouteParserHandler {
       this.rttMs = this.cluster.clock.monoMs() - this.rttStartMs;
       this.rttStartMs = 0;
     }
+    if (this.startNewRoute) {
+      this.startNewRoute = false;
+      this.cluster.routePong(this);
+    }
+  }
+
+  /** Pin this route to account (its operations leave the account out from now on). */
+  pin(account: string): void {
+    this.account = account;
+    this.parser.account = account;
   }
 
   onErr(text: string): void {
@@ -277,10 +301,11 @@ export class Route extends Conn implements RouteParserHandler {
     const hlen = useHdr ? hdr.length : 0;
     const plen = end - start;
     const total = hlen + plen;
-    // "RMSG $G <subject> " as bytes, kept for the last subject (publishers repeat theirs).
+    // "RMSG $G <subject> " as bytes, kept for the last subject (publishers repeat theirs); a
+    // route pinned to the account leaves it out.
     let pre = this.lastPrefix;
     if (subject !== this.lastSubject || useHdr !== this.lastHdr || pre === null) {
-      pre = this.lastPrefix = Buffer.from(`${useHdr ? "HMSG" : "RMSG"} $G ${subject} `, "latin1");
+      pre = this.lastPrefix = Buffer.from(`${useHdr ? "HMSG" : "RMSG"} ${this.account === "" ? "$G " : ""}${subject} `, "latin1");
       this.lastSubject = subject;
       this.lastHdr = useHdr;
     }
@@ -312,7 +337,7 @@ export class Route extends Conn implements RouteParserHandler {
    *  PEER_SUBJECT_PREFIX), payload as given. Only sent to peers that announced it. */
   sendSystem(subject: string, payload: Buffer): void {
     if (this.closed) return;
-    const line = `RMSG ${SYSTEM_ACCOUNT} ${subject} ${payload.length}\r\n`;
+    const line = this.account === "" ? `RMSG ${SYSTEM_ACCOUNT} ${subject} ${payload.length}\r\n` : `RMSG ${subject} ${payload.length}\r\n`;
     const need = line.length + payload.length + 2;
     if (this.outLen + need > this.out.length) this.grow(need);
     const out = this.out;

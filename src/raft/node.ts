@@ -9,8 +9,9 @@
 // (disk or checksum error) that neither votes, acknowledges nor leads.
 import type { Random } from "../runtime/random.js";
 import { RaftLog } from "./log.js";
-import { Progress, ProgressState } from "./progress.js";
+import { type Progress, ProgressState } from "./progress.js";
 import { ReadOnly } from "./readindex.js";
+import { type ProgressStatus, Replication, answerAppend, answerSnapshot } from "./replicate.js";
 import {
   CAMPAIGN_TRANSFER,
   type Entry,
@@ -73,7 +74,7 @@ export interface RaftStatus {
   firstIndex: number;
   failed: string | null;
   transferee: string;
-  progress: Array<{ id: string; match: number; next: number; state: ProgressState; active: boolean }>;
+  progress: ProgressStatus[];
 }
 
 interface PendingReadIndex {
@@ -99,7 +100,8 @@ export class RaftNode {
   failed: string | null = null;
 
   private readonly cfg: Required<RaftConfig>;
-  private prs = new Map<string, Progress>();
+  /** The leader's side of log replication (replicate.ts): a Progress per voter. */
+  private readonly repl: Replication;
   private votes = new Map<string, boolean>();
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
@@ -125,6 +127,7 @@ export class RaftNode {
     };
     raftAssert(cfg.electionTicks > cfg.heartbeatTicks && cfg.heartbeatTicks > 0, "electionTicks > heartbeatTicks > 0");
     this.id = cfg.id;
+    this.repl = new Replication(this, (m) => this.send(m), this.cfg.maxMsgBytes, this.cfg.maxInflight);
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
     this.voters = snap !== null ? [...snap.voters] : [...cfg.peers];
@@ -280,7 +283,7 @@ export class RaftNode {
     raftAssert(this.readyOut === null, "ready() before advance() of the previous one");
     if (this.needBcast) {
       this.needBcast = false;
-      this.bcastAppend();
+      this.repl.bcastAppend();
     }
     const hs = this.hardState();
     const soft = { leader: this.lead, role: this.role };
@@ -315,8 +318,7 @@ export class RaftNode {
     if (lastApplied !== undefined) this.log.appliedTo(lastApplied.index);
     if (this.role === Role.Leader && this.failed === null) {
       // The leader's own log counts towards commit only once it is on disk.
-      const self = this.prs.get(this.id)!;
-      if (self.maybeUpdate(this.log.stabled) && this.maybeCommit()) this.bcastAppend();
+      if (this.repl.selfStable(this.log.stabled) && this.maybeCommit()) this.repl.bcastAppend();
     }
   }
 
@@ -325,10 +327,7 @@ export class RaftNode {
   }
 
   status(): RaftStatus {
-    const progress: RaftStatus["progress"] = [];
-    if (this.role === Role.Leader) {
-      for (const [id, pr] of this.prs) progress.push({ id, match: pr.match, next: pr.next, state: pr.state, active: pr.recentActive });
-    }
+    const progress = this.role === Role.Leader ? this.repl.progress() : [];
     return {
       id: this.id,
       term: this.term,
@@ -366,13 +365,7 @@ export class RaftNode {
     this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.random.int(this.cfg.electionTicks);
     this.leadTransferee = NONE;
     this.votes.clear();
-    this.prs = new Map();
-    const next = this.log.lastIndex() + 1;
-    for (const v of this.voters) {
-      const pr = new Progress(next, this.cfg.maxInflight);
-      if (v === this.id) pr.match = this.log.stabled;
-      this.prs.set(v, pr);
-    }
+    this.repl.reset();
     this.readOnly.reset();
     this.pendingReadIndex = [];
     this.needBcast = false;
@@ -403,10 +396,7 @@ export class RaftNode {
     this.reset(this.term);
     this.lead = this.id;
     this.role = Role.Leader;
-    const self = this.prs.get(this.id)!;
-    self.becomeReplicate();
-    self.match = this.log.stabled;
-    self.next = this.log.lastIndex() + 1;
+    this.repl.lead();
     this.appendEntry(EntryType.Noop, EMPTY);
   }
 
@@ -465,33 +455,17 @@ export class RaftNode {
     this.electionElapsed++;
     if (this.electionElapsed >= this.cfg.electionTicks) {
       this.electionElapsed = 0;
-      if (this.cfg.checkQuorum && !this.quorumActive()) {
+      if (this.cfg.checkQuorum && !this.repl.quorumActive(this.quorum())) {
         this.becomeFollower(this.term, NONE);
         return;
       }
       this.leadTransferee = NONE; // a transfer that did not finish in one timeout is abandoned
     }
-    for (const [id, pr] of this.prs) {
-      if (id === this.id || pr.state !== ProgressState.Snapshot) continue;
-      // A snapshot lost on the way would stall this follower forever: retry after a timeout.
-      if (++pr.snapshotTicks > this.cfg.electionTicks) {
-        pr.becomeProbe();
-        this.sendAppend(id, true);
-      }
-    }
+    this.repl.retryLostSnapshots(this.cfg.electionTicks);
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.bcastHeartbeat(this.readOnly.lastPendingContext());
+      this.repl.bcastHeartbeat(this.readOnly.lastPendingContext());
     }
-  }
-
-  private quorumActive(): boolean {
-    let active = 0;
-    for (const [id, pr] of this.prs) {
-      if (id === this.id || pr.recentActive) active++;
-      if (id !== this.id) pr.recentActive = false;
-    }
-    return active >= this.quorum();
   }
 
   // ---- per role ----
@@ -514,7 +488,7 @@ export class RaftNode {
   }
 
   private stepLeader(m: Message): void {
-    const pr = this.prs.get(m.from);
+    const pr = this.repl.get(m.from);
     // Each role handles a few message types and ignores the rest.
     switch (m.type as number) {
       case MsgType.AppResp:
@@ -522,12 +496,7 @@ export class RaftNode {
         return;
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
-        pr.recentActive = true;
-        pr.probeSent = false;
-        // A full window that stays full means appends were lost: let one more out, which the
-        // follower rejects if it has a gap, sending us back to probing.
-        if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirstOne();
-        if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
+        this.repl.onHeartbeatResp(m.from, pr);
         if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
           for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);
         }
@@ -544,31 +513,12 @@ export class RaftNode {
   }
 
   private handleAppResp(m: Message, pr: Progress): void {
-    pr.recentActive = true;
-    if (m.reject) {
-      let hint = m.rejectHint;
-      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
-      if (pr.maybeDecrTo(m.index, hint)) {
-        if (pr.state === ProgressState.Replicate) pr.becomeProbe();
-        this.sendAppend(m.from, true);
-      }
-      return;
-    }
-    const wasPaused = pr.isPaused();
-    if (!pr.maybeUpdate(m.index)) {
-      if (wasPaused && pr.state === ProgressState.Probe) this.sendAppend(m.from, true);
-      return;
-    }
-    if (pr.state === ProgressState.Probe) pr.becomeReplicate();
-    else if (pr.state === ProgressState.Snapshot && pr.match >= pr.pendingSnapshot) {
-      pr.becomeProbe();
-      pr.becomeReplicate();
-    } else if (pr.state === ProgressState.Replicate) pr.inflights.freeLE(m.index);
-
-    if (this.maybeCommit()) this.bcastAppend();
-    else if (wasPaused) this.sendAppend(m.from, true);
+    const wasPaused = this.repl.onAppResp(m, pr);
+    if (wasPaused === null) return;
+    if (this.maybeCommit()) this.repl.bcastAppend();
+    else if (wasPaused) this.repl.sendAppend(m.from, true);
     // Fill the window while there is more to send.
-    while (this.sendAppend(m.from, false));
+    while (this.repl.sendAppend(m.from, false));
     if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(m.from);
   }
 
@@ -597,7 +547,7 @@ export class RaftNode {
           if (this.role === Role.PreCandidate) this.startCampaign("elect");
           else {
             this.becomeLeader();
-            this.bcastAppend();
+            this.repl.bcastAppend();
           }
         } else if (rejected >= this.quorum()) {
           this.becomeFollower(this.term, NONE);
@@ -648,23 +598,8 @@ export class RaftNode {
   // ---- follower handlers ----
 
   private handleAppend(m: Message): void {
-    if (m.index < this.log.committed) {
-      const r = this.msg(MsgType.AppResp, m.from);
-      r.index = this.log.committed;
-      this.send(r);
-      return;
-    }
     const r = this.msg(MsgType.AppResp, m.from);
-    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
-    if (lastNew !== null) {
-      r.index = lastNew;
-    } else {
-      const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-      r.reject = true;
-      r.index = m.index;
-      r.rejectHint = hint.index;
-      r.logTerm = hint.term;
-    }
+    answerAppend(this.log, m, r);
     this.send(r);
   }
 
@@ -679,16 +614,9 @@ export class RaftNode {
     const s = m.snapshot;
     if (s === null) return;
     const r = this.msg(MsgType.AppResp, m.from);
-    if (s.index <= this.log.committed) {
-      r.index = this.log.committed;
-    } else if (this.log.matchTerm(s.index, s.term)) {
-      this.log.commitTo(s.index);
-      r.index = this.log.committed;
-    } else {
-      this.log.restoreSnapshot(s);
+    if (answerSnapshot(this.log, s, r)) {
       this.snapshot = s;
       this.voters = [...s.voters];
-      r.index = this.log.lastIndex();
     }
     this.send(r);
   }
@@ -708,10 +636,7 @@ export class RaftNode {
   }
 
   private maybeCommit(): boolean {
-    const matches: number[] = [];
-    for (const v of this.voters) matches.push(this.prs.get(v)?.match ?? 0);
-    matches.sort((a, b) => b - a);
-    const mci = matches[this.quorum() - 1]!;
+    const mci = this.repl.quorumMatch(this.quorum());
     // Raft §5.4.2 (and nats-server #7955): entries of earlier terms commit only indirectly.
     if (mci > this.log.committed && this.log.term(mci) === this.term) {
       const wasCommittedInTerm = this.committedInTerm();
@@ -726,50 +651,6 @@ export class RaftNode {
     return this.log.term(this.log.committed) === this.term;
   }
 
-  private bcastAppend(): void {
-    for (const v of this.voters) if (v !== this.id) this.sendAppend(v, true);
-  }
-
-  /** Send what pr is missing; false if nothing was sent. */
-  private sendAppend(to: string, sendIfEmpty: boolean): boolean {
-    const pr = this.prs.get(to);
-    if (pr === undefined || pr.isPaused()) return false;
-    if (pr.next > this.log.lastIndex() + 1) pr.next = this.log.lastIndex() + 1;
-    const prevIndex = pr.next - 1;
-    const prevTerm = this.log.term(prevIndex);
-    if (prevTerm === -1) return this.sendSnapshot(to, pr);
-    const ents = pr.next <= this.log.lastIndex() ? this.log.slice(pr.next, this.log.lastIndex() + 1, this.cfg.maxMsgBytes) : [];
-    if (ents.length === 0 && !sendIfEmpty) return false;
-    const m = this.msg(MsgType.App, to);
-    m.index = prevIndex;
-    m.logTerm = prevTerm;
-    m.entries = ents;
-    m.commit = this.log.committed;
-    pr.sentEntries(prevIndex + ents.length, ents.length);
-    this.send(m);
-    return true;
-  }
-
-  private sendSnapshot(to: string, pr: Progress): boolean {
-    const s = this.snapshot;
-    if (s === null || !pr.recentActive) return false;
-    const m = this.msg(MsgType.Snap, to);
-    m.snapshot = s;
-    pr.becomeSnapshot(s.index);
-    this.send(m);
-    return true;
-  }
-
-  private bcastHeartbeat(context: Uint8Array | null): void {
-    for (const [id, pr] of this.prs) {
-      if (id === this.id) continue;
-      const m = this.msg(MsgType.Heartbeat, id);
-      m.commit = Math.min(pr.match, this.log.committed);
-      m.context = context;
-      this.send(m);
-    }
-  }
-
   private sendTimeoutNow(to: string): void {
     this.send(this.msg(MsgType.TimeoutNow, to));
   }
@@ -779,9 +660,9 @@ export class RaftNode {
     if (this.leadTransferee === target) return;
     this.leadTransferee = target;
     this.electionElapsed = 0;
-    const pr = this.prs.get(target)!;
+    const pr = this.repl.get(target)!;
     if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(target);
-    else this.sendAppend(target, true);
+    else this.repl.sendAppend(target, true);
   }
 
   private handleReadIndex(from: string, context: Uint8Array): void {
@@ -795,7 +676,7 @@ export class RaftNode {
       return;
     }
     this.readOnly.add(this.log.committed, context, from, this.id);
-    this.bcastHeartbeat(context);
+    this.repl.bcastHeartbeat(context);
   }
 
   private flushPendingReads(): void {

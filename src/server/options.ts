@@ -100,6 +100,13 @@ export interface ClusterOptions {
    *  subscribe): we announce interest only in subjects we may import, and take a peer's
    *  interest only in subjects we export. null = everything. */
   permissions: Permissions | null;
+  /** pool_size (nats-server 2.10): route connections per peer, each account's traffic on
+   *  one of them by a hash of its name. 0 = not set: the 2.9 protocol (one route per peer),
+   *  unless accounts are pinned (then 3, nats-server's default); -1 = off. */
+  poolSize: number;
+  /** accounts: each gets a dedicated (pinned) route to every peer. tsnats knows "$G" and
+   *  "$SYS" (where its own peer frames travel). */
+  accounts: string[];
 }
 
 export function defaultClusterOptions(): ClusterOptions {
@@ -116,6 +123,8 @@ export function defaultClusterOptions(): ClusterOptions {
     connectRetries: 0,
     tls: null,
     permissions: null,
+    poolSize: 0,
+    accounts: [],
   };
 }
 

@@ -3,11 +3,9 @@
 // when configured and offered by the client.
 //
 // The pieces:
-//   WsFrameDecoder  frames in, payload bytes out. Unmasks in place in the read buffer it is
-//                   given (the shared read buffer of src/runtime/net.ts) and hands the payload
-//                   on as views of it: no copy, no per-frame allocation. Only a header or a
-//                   control payload split across reads is copied (at most 14 / 125 bytes), and
-//                   the parts of a compressed message until it is whole (bounded).
+//   ws-frame.ts     WsFrameDecoder (frames in, payload bytes out, unmasked in place in the
+//                   shared read buffer), frameHeader, closePayload: the codec.
+//   ws-upgrade.ts   the opening handshake (answerUpgrade), origin and options checks.
 //   WsConn          the ClientConn a Client talks to: each write() becomes one binary frame
 //                   (the header and the bytes go out in one writev), end() sends the close
 //                   frame nats-server would send for the close reason. Before the upgrade it
@@ -16,9 +14,7 @@
 
 import net from "node:net";
 import { EventEmitter } from "node:events";
-import { createHash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
-import { endianness } from "node:os";
 import zlib from "node:zlib";
 import tls from "node:tls";
 import { adoptAccepted, LISTEN_BACKLOG } from "../runtime/net.js";
@@ -28,6 +24,26 @@ import { CLOSE_LINGER_MS } from "./conn.js";
 import type { Logger } from "../runtime/log.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { ServerOptions, WebSocketOptions } from "./options.js";
+import {
+  CLOSE_ABNORMAL,
+  CLOSE_GOING_AWAY,
+  CLOSE_INTERNAL_ERROR,
+  CLOSE_INVALID_PAYLOAD,
+  CLOSE_MESSAGE_TOO_BIG,
+  CLOSE_NO_STATUS,
+  CLOSE_NORMAL,
+  CLOSE_POLICY_VIOLATION,
+  CLOSE_PROTOCOL_ERROR,
+  closePayload,
+  frameHeader,
+  OP_BINARY,
+  OP_CLOSE,
+  OP_PING,
+  OP_PONG,
+  WsFrameDecoder,
+  type WsSink,
+} from "./ws-frame.js";
+import { allowedOriginsMap, answerUpgrade, httpError, MAX_REQUEST_BYTES, type AllowedOrigin } from "./ws-upgrade.js";
 
 /** What the websocket side needs of the server (server.ts implements it). */
 export interface WsHost {
@@ -39,37 +55,8 @@ export interface WsHost {
   acceptWebSocket(conn: WsConn): Client | null;
 }
 
-const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-export const OP_CONT = 0;
-export const OP_TEXT = 1;
-export const OP_BINARY = 2;
-export const OP_CLOSE = 8;
-export const OP_PING = 9;
-export const OP_PONG = 10;
-
-export const CLOSE_NORMAL = 1000;
-export const CLOSE_GOING_AWAY = 1001;
-export const CLOSE_PROTOCOL_ERROR = 1002;
-export const CLOSE_NO_STATUS = 1005;
-export const CLOSE_ABNORMAL = 1006;
-export const CLOSE_INVALID_PAYLOAD = 1007;
-export const CLOSE_POLICY_VIOLATION = 1008;
-export const CLOSE_MESSAGE_TOO_BIG = 1009;
-export const CLOSE_INTERNAL_ERROR = 1011;
-
-const MAX_CONTROL_PAYLOAD = 125;
 /** nats-server does not compress smaller writes. */
 const COMPRESS_THRESHOLD = 64;
-/** The HTTP upgrade request, headers included. */
-const MAX_REQUEST_BYTES = 16 * 1024;
-const PMC_RESPONSE = "Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover; client_no_context_takeover\r\n";
-const DEFLATE_TAIL = Buffer.from([0x00, 0x00, 0xff, 0xff]);
-const LITTLE_ENDIAN = endianness() === "LE";
-
-export function wsAcceptKey(key: string): string {
-  return createHash("sha1").update(key + WS_GUID).digest("base64");
-}
 
 /** The close status nats-server sends for a close reason (wsEnqueueCloseMessage). */
 export function closeStatusFor(reason: string): number {
@@ -97,391 +84,6 @@ export function closeStatusFor(reason: string): number {
     default:
       return CLOSE_INTERNAL_ERROR;
   }
-}
-
-/** A close frame's payload: the status, then the text cut to fit a control frame. */
-export function closePayload(status: number, body: string | Buffer): Buffer {
-  let b = typeof body === "string" ? Buffer.from(body, "utf8") : body;
-  if (b.length > MAX_CONTROL_PAYLOAD - 2) b = Buffer.concat([b.subarray(0, MAX_CONTROL_PAYLOAD - 5), Buffer.from("...")]);
-  const out = Buffer.allocUnsafe(2 + b.length);
-  out.writeUInt16BE(status, 0);
-  b.copy(out, 2);
-  return out;
-}
-
-/** An unmasked frame header (servers do not mask) for a payload of len bytes. */
-export function frameHeader(op: number, compressed: boolean, len: number): Buffer {
-  const b0 = 0x80 | op | (compressed ? 0x40 : 0);
-  let h: Buffer;
-  if (len <= 125) {
-    h = Buffer.allocUnsafe(2);
-    h[1] = len;
-  } else if (len < 65536) {
-    h = Buffer.allocUnsafe(4);
-    h[1] = 126;
-    h.writeUInt16BE(len, 2);
-  } else {
-    h = Buffer.allocUnsafe(10);
-    h[1] = 127;
-    h.writeUInt32BE(Math.floor(len / 2 ** 32), 2);
-    h.writeUInt32BE(len >>> 0, 6);
-  }
-  h[0] = b0;
-  return h;
-}
-
-// ---- frame decoding ----
-
-/** Where a WsFrameDecoder sends what it decodes. Buffers are valid only during the call. */
-export interface WsSink {
-  /** Message bytes (a data frame's payload or part of it, or a whole inflated message). */
-  wsData(b: Buffer): void;
-  /** A ping, pong or close frame, whole. */
-  wsControl(op: number, payload: Buffer): void;
-  /** A protocol error: decoding has stopped; the connection is to be closed with status. */
-  wsFail(status: number, reason: string): void;
-}
-
-/** The bytes a frame header takes, from its second byte. */
-function headerSize(b1: number): number {
-  const l = b1 & 0x7f;
-  return 2 + (l === 126 ? 2 : l === 127 ? 8 : 0) + ((b1 & 0x80) !== 0 ? 4 : 0);
-}
-
-export class WsFrameDecoder {
-  stopped = false;
-  private readonly hdr = Buffer.alloc(14);
-  private hdrHave = 0;
-  private inPayload = false;
-  private rem = 0;
-  private op = 0;
-  private masked = false;
-  private readonly key = Buffer.alloc(4);
-  private kpos = 0;
-  /** Inside a fragmented message: the next data frame must be a continuation. */
-  private msgOpen = false;
-  /** The current message is compressed (RSV1 on its first frame). */
-  private compressed = false;
-  private readonly ctl = Buffer.alloc(MAX_CONTROL_PAYLOAD);
-  private ctlHave = 0;
-  private zparts: Buffer[] = [];
-  private zbytes = 0;
-
-  /**
-   * requireMask: clients must mask (RFC 6455 5.1) unless they asked for no masking.
-   * inflate: permessage-deflate was negotiated. maxMessage: the bound on a compressed
-   * message, before and after inflating (uncompressed frames are streamed to the parser,
-   * which has its own limits).
-   */
-  constructor(
-    private readonly sink: WsSink,
-    readonly requireMask: boolean,
-    readonly inflate: boolean,
-    readonly maxMessage: number,
-  ) {}
-
-  /** Bytes this decoder holds between reads (header, control payload, compressed parts). */
-  heldBytes(): number {
-    return this.hdrHave + this.ctlHave + this.zbytes;
-  }
-
-  /** Decodes buf, unmasking its payloads in place. */
-  feed(buf: Buffer): void {
-    let i = 0;
-    const n = buf.length;
-    while (i < n && !this.stopped) {
-      if (!this.inPayload) {
-        i = this.header(buf, i, n);
-        continue;
-      }
-      const take = Math.min(this.rem, n - i);
-      const end = i + take;
-      if (this.masked) this.kpos = unmask(buf, i, end, this.key, this.kpos);
-      this.rem -= take;
-      const last = this.rem === 0;
-      if (last) this.inPayload = false;
-      if (this.op >= OP_CLOSE) {
-        buf.copy(this.ctl, this.ctlHave, i, end);
-        this.ctlHave += take;
-        if (last) this.sink.wsControl(this.op, this.ctl.subarray(0, this.ctlHave));
-      } else if (this.compressed) {
-        this.zbytes += take;
-        if (this.zbytes > this.maxMessage) {
-          this.fail(CLOSE_MESSAGE_TOO_BIG, "compressed message too big");
-          return;
-        }
-        this.zparts.push(Buffer.from(buf.subarray(i, end)));
-        if (last && !this.msgOpen) this.inflateMessage();
-      } else {
-        this.sink.wsData(buf.subarray(i, end));
-      }
-      i = end;
-    }
-  }
-
-  private header(buf: Buffer, i: number, n: number): number {
-    if (this.hdrHave === 0 && n - i >= 2) {
-      const need = headerSize(buf[i + 1]!);
-      if (n - i >= need) {
-        this.parseHeader(buf, i);
-        return i + need;
-      }
-    }
-    // A header split across reads: gather it (at most 14 bytes).
-    while (i < n) {
-      this.hdr[this.hdrHave++] = buf[i++]!;
-      if (this.hdrHave >= 2 && this.hdrHave === headerSize(this.hdr[1]!)) {
-        this.hdrHave = 0;
-        this.parseHeader(this.hdr, 0);
-        break;
-      }
-    }
-    return i;
-  }
-
-  private parseHeader(h: Buffer, p: number): void {
-    const b0 = h[p]!;
-    const b1 = h[p + 1]!;
-    const fin = (b0 & 0x80) !== 0;
-    const rsv1 = (b0 & 0x40) !== 0;
-    const op = b0 & 0x0f;
-    const masked = (b1 & 0x80) !== 0;
-    if (this.requireMask && !masked) return this.fail(CLOSE_PROTOCOL_ERROR, "mask bit missing");
-    let len = b1 & 0x7f;
-    let q = p + 2;
-    if (len === 126) {
-      len = h.readUInt16BE(q);
-      q += 2;
-    } else if (len === 127) {
-      const hi = h.readUInt32BE(q);
-      // RFC 6455: the most significant bit must be 0; beyond 2^53 a number is no length.
-      if (hi > 0x1fffff) return this.fail(CLOSE_PROTOCOL_ERROR, "invalid frame length");
-      len = hi * 2 ** 32 + h.readUInt32BE(q + 4);
-      q += 8;
-    }
-    switch (op) {
-      case OP_CLOSE:
-      case OP_PING:
-      case OP_PONG:
-        if (len > MAX_CONTROL_PAYLOAD) return this.fail(CLOSE_PROTOCOL_ERROR, `control frame length bigger than maximum allowed of ${MAX_CONTROL_PAYLOAD} bytes`);
-        if (!fin) return this.fail(CLOSE_PROTOCOL_ERROR, "control frame does not have final bit set");
-        if (rsv1) return this.fail(CLOSE_PROTOCOL_ERROR, "compressed control frame");
-        break;
-      case OP_TEXT:
-      case OP_BINARY:
-        if (this.msgOpen) return this.fail(CLOSE_PROTOCOL_ERROR, "new message started before final frame for previous message was received");
-        if (rsv1 && !this.inflate) return this.fail(CLOSE_PROTOCOL_ERROR, "compressed frame without negotiated compression");
-        this.msgOpen = !fin;
-        this.compressed = rsv1;
-        break;
-      case OP_CONT:
-        if (!this.msgOpen || rsv1) return this.fail(CLOSE_PROTOCOL_ERROR, "invalid continuation frame");
-        this.msgOpen = !fin;
-        break;
-      default:
-        return this.fail(CLOSE_PROTOCOL_ERROR, `unknown opcode ${op}`);
-    }
-    this.op = op;
-    this.masked = masked;
-    if (masked) {
-      h.copy(this.key, 0, q, q + 4);
-      this.kpos = 0;
-    }
-    this.rem = len;
-    this.ctlHave = 0;
-    if (len > 0) {
-      this.inPayload = true;
-      return;
-    }
-    // An empty frame is done at once.
-    if (op >= OP_CLOSE) this.sink.wsControl(op, this.ctl.subarray(0, 0));
-    else if (this.compressed && !this.msgOpen) this.inflateMessage();
-  }
-
-  private inflateMessage(): void {
-    const parts = this.zparts;
-    parts.push(DEFLATE_TAIL);
-    this.zparts = [];
-    this.zbytes = 0;
-    this.compressed = false;
-    let out: Buffer;
-    try {
-      out = zlib.inflateRawSync(Buffer.concat(parts), { finishFlush: zlib.constants.Z_SYNC_FLUSH, maxOutputLength: this.maxMessage });
-    } catch (err) {
-      const tooBig = (err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE";
-      this.fail(tooBig ? CLOSE_MESSAGE_TOO_BIG : CLOSE_PROTOCOL_ERROR, tooBig ? "decompressed message too big" : "invalid compressed data");
-      return;
-    }
-    if (out.length > 0) this.sink.wsData(out);
-  }
-
-  private fail(status: number, reason: string): void {
-    this.stopped = true;
-    this.zparts = [];
-    this.zbytes = 0;
-    this.sink.wsFail(status, reason);
-  }
-}
-
-/** XORs buf[start, end) with the key from key position kpos; returns the next position.
- *  Four bytes at a time over the aligned middle. */
-export function unmask(buf: Buffer, start: number, end: number, key: Buffer, kpos: number): number {
-  let i = start;
-  if (LITTLE_ENDIAN && end - start >= 32) {
-    while (((buf.byteOffset + i) & 3) !== 0) buf[i++]! ^= key[kpos++ & 3]!;
-    const words = (end - i) >>> 2;
-    const k = kpos & 3;
-    const kw = key[k]! | (key[(k + 1) & 3]! << 8) | (key[(k + 2) & 3]! << 16) | (key[(k + 3) & 3]! << 24);
-    const w = new Int32Array(buf.buffer, buf.byteOffset + i, words);
-    for (let j = 0; j < words; j++) w[j]! ^= kw;
-    i += words * 4;
-  }
-  for (; i < end; i++) buf[i]! ^= key[kpos++ & 3]!;
-  return kpos & 3;
-}
-
-// ---- the HTTP upgrade ----
-
-interface UpgradeRequest {
-  method: string;
-  path: string;
-  headers: Map<string, string[]>; // lower-case names
-}
-
-function parseRequest(head: string): UpgradeRequest | null {
-  const lines = head.split("\r\n");
-  const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP\/1\.\d$/.exec(lines[0] ?? "");
-  if (!m) return null;
-  const headers = new Map<string, string[]>();
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (line === "") continue;
-    const c = line.indexOf(":");
-    if (c <= 0) return null;
-    const name = line.slice(0, c).trim().toLowerCase();
-    const value = line.slice(c + 1).trim();
-    const list = headers.get(name);
-    if (list) list.push(value);
-    else headers.set(name, [value]);
-  }
-  return { method: m[1]!, path: m[2]!, headers };
-}
-
-function header(r: UpgradeRequest, name: string): string {
-  return r.headers.get(name)?.[0] ?? "";
-}
-
-/** A comma-separated token list header holds `value` (case-insensitive). */
-function headerHasToken(r: UpgradeRequest, name: string, value: string): boolean {
-  const v = value.toLowerCase();
-  for (const h of r.headers.get(name) ?? []) for (const t of h.split(",")) if (t.trim().toLowerCase() === v) return true;
-  return false;
-}
-
-function offersDeflate(r: UpgradeRequest): boolean {
-  for (const h of r.headers.get("sec-websocket-extensions") ?? []) {
-    for (const ext of h.split(",")) {
-      for (const p of ext.split(";")) if (p.trim().toLowerCase() === "permessage-deflate") return true;
-    }
-  }
-  return false;
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  400: "Bad Request",
-  403: "Forbidden",
-  405: "Method Not Allowed",
-  431: "Request Header Fields Too Large",
-};
-
-/** Go's http.Error reply, as nats-server's wsReturnHTTPError sends it. */
-function httpError(status: number): string {
-  const text = STATUS_TEXT[status] ?? "Error";
-  const body = `${text}\n`;
-  return (
-    `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nSec-Websocket-Version: 13\r\n` +
-    `X-Content-Type-Options: nosniff\r\nDate: ${new Date().toUTCString()}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`
-  );
-}
-
-/** host and port (default 80, or 443 for TLS) of "host[:port]" or "[v6]:port", lower-case. */
-function hostAndPort(hostport: string, tls: boolean): { host: string; port: string } {
-  const def = tls ? "443" : "80";
-  const v6 = /^\[([^\]]*)\](?::(\d*))?$/.exec(hostport);
-  if (v6) return { host: v6[1]!.toLowerCase(), port: v6[2] || def };
-  const c = hostport.lastIndexOf(":");
-  if (c >= 0 && hostport.indexOf(":") === c) return { host: hostport.slice(0, c).toLowerCase(), port: hostport.slice(c + 1) || def };
-  return { host: hostport.toLowerCase(), port: def };
-}
-
-interface AllowedOrigin {
-  scheme: string;
-  port: string;
-}
-
-/** Parses allowed_origins entries (nats-server wsSetOriginOptions); throws on a bad one. */
-export function allowedOriginsMap(list: string[]): Map<string, AllowedOrigin> {
-  const out = new Map<string, AllowedOrigin>();
-  for (const ao of list) {
-    let u: URL;
-    try {
-      u = new URL(ao);
-    } catch {
-      throw new Error(`unable to parse allowed origin: ${ao}`);
-    }
-    const scheme = u.protocol.slice(0, -1);
-    const hp = hostAndPort(u.host, scheme === "https");
-    out.set(hp.host, { scheme, port: hp.port });
-  }
-  return out;
-}
-
-/** nats-server checkOrigin: null when allowed, else why not. No Origin header: allowed. */
-function checkOrigin(o: WebSocketOptions, allowed: Map<string, AllowedOrigin>, r: UpgradeRequest): string | null {
-  if (!o.sameOrigin && allowed.size === 0) return null;
-  const origin = header(r, "origin") || header(r, "sec-websocket-origin");
-  if (origin === "") return null;
-  let u: URL;
-  try {
-    u = new URL(origin);
-  } catch {
-    return `invalid origin ${JSON.stringify(origin)}`;
-  }
-  const scheme = u.protocol.slice(0, -1);
-  const oh = hostAndPort(u.host, scheme === "https");
-  if (o.sameOrigin) {
-    const rh = hostAndPort(header(r, "host"), false);
-    if (oh.host !== rh.host || oh.port !== rh.port) return "not same origin";
-  }
-  if (allowed.size > 0) {
-    const ao = allowed.get(oh.host);
-    if (ao === undefined || ao.scheme !== scheme || ao.port !== oh.port) return "not in the allowed list";
-  }
-  return null;
-}
-
-/** Options checks done at start (nats-server validateWebsocketOptions), with what tsnats
- *  does not have yet. Returns the problem, or null. */
-export function validateWebSocketOptions(o: ServerOptions): string | null {
-  const w = o.websocket;
-  if (w === null || w.port === 0) return null;
-  if (!w.noTls && w.tls === null) return "websocket requires TLS configuration";
-  if (w.jwtCookie !== "") return `websocket.jwt_cookie needs JWT authentication (trusted operators), which tsnats does not support`;
-  try {
-    allowedOriginsMap(w.allowedOrigins);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  const a = w.authorization;
-  if (a !== null && o.authorization.users.length > 0) {
-    if (a.user !== "") return "websocket authentication username not compatible with presence of users/nkeys";
-    if (a.token !== "") return "websocket authentication token not compatible with presence of users/nkeys";
-  }
-  if (w.noAuthUser !== "") {
-    if (o.authorization.users.length === 0) return `no_auth_user: "${w.noAuthUser}" present, but users/nkeys are not defined`;
-    if (!o.authorization.users.some((u) => u.user === w.noAuthUser)) return `no_auth_user: "${w.noAuthUser}" not present as user or nkey in authorization block or account configuration`;
-  }
-  return null;
 }
 
 // ---- the connection ----
@@ -717,33 +319,18 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
     this.server.clock.setTimer(() => this.socket.destroy(), CLOSE_LINGER_MS);
   }
 
-  /** RFC 6455 4.2.1, in nats-server's order (wsUpgrade). */
+  /** The answer to the upgrade request (ws-upgrade.ts); past it, frames. */
   private upgrade(text: string): void {
-    const r = parseRequest(text);
-    if (r === null) return this.handshakeError(400, "malformed HTTP request");
-    if (r.method !== "GET") return this.handshakeError(405, "request method must be GET");
-    if (header(r, "host") === "") return this.handshakeError(400, "'Host' missing in request");
-    if (!headerHasToken(r, "upgrade", "websocket")) return this.handshakeError(400, "invalid value for header 'Upgrade'");
-    if (!headerHasToken(r, "connection", "Upgrade")) return this.handshakeError(400, "invalid value for header 'Connection'");
-    const key = header(r, "sec-websocket-key");
-    if (key === "") return this.handshakeError(400, "key missing");
-    if (!headerHasToken(r, "sec-websocket-version", "13")) return this.handshakeError(400, "invalid version");
     const w = this.server.opts.websocket!;
-    const bad = checkOrigin(w, this.listener.allowedOrigins, r);
-    if (bad !== null) return this.handshakeError(403, `origin not allowed: ${bad}`);
-    // nats-server serves leaf nodes and MQTT on these paths; tsnats has neither.
-    if (r.path.startsWith("/leafnode") || r.path.startsWith("/mqtt")) return this.handshakeError(400, `${r.path.split("?")[0]} connections are not supported`);
-    this.compress = w.compression && offersDeflate(r);
-    const noMasking = header(r, "nats-no-masking").toLowerCase() === "true";
-    let res = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${wsAcceptKey(key)}\r\n`;
-    if (this.compress) res += PMC_RESPONSE;
-    if (noMasking) res += "Nats-No-Masking: true\r\n";
-    this.socket.write(res + "\r\n");
+    const a = answerUpgrade(text, w, this.listener.allowedOrigins);
+    if (!a.ok) return this.handshakeError(a.status, a.reason);
+    this.compress = a.compress;
+    this.socket.write(a.response);
     if (this.timer !== null) this.server.clock.clearTimer(this.timer);
     this.timer = null;
     const o = this.server.opts;
     const maxMessage = Math.max(8 * 1024 * 1024, 2 * o.maxPayloadBytes + o.maxControlLineBytes);
-    this.decoder = new WsFrameDecoder(this, !noMasking, this.compress, maxMessage);
+    this.decoder = new WsFrameDecoder(this, !a.noMasking, this.compress, maxMessage);
     this.listener.forget(this);
     this.client = this.server.acceptWebSocket(this);
   }

@@ -92,7 +92,6 @@ const NESTED: Array<[string, number, string]> = [
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  cipher_suites: [NOPE]\n}", 4, "unrecognized cipher NOPE"],
   ["tls {\n  cert_file: c.pem\n  key_file: k.pem\n  curve_preferences: [X25519MLKEM768]\n}", 4, "X25519MLKEM768"],
   ["tls {\n  verify: true\n}", 1, "cert_file"],
-  ["cluster {\n  listen: 127.0.0.1:6222\n  pool_size: 3\n}", 3, "cluster.pool_size"],
   ["cluster {\n  listen: 127.0.0.1:6222\n  compression: s2_fast\n}", 3, "cluster.compression"],
   ["cluster {\n  listen: 127.0.0.1:6222\n  accounts: [A]\n}", 3, "cluster.accounts"],
   ["leafnodes {\n  remotes: [ { url: \"nats://x:7422\" } ]\n}", 2, "leafnodes.remotes"],
@@ -110,7 +109,7 @@ void test("listeners tsnats does not open are warnings that say so (the nats.js 
   assert.match(r.warnings[1]!, /:4:1: field "mqtt": MQTT connections/);
 });
 
-void test("cluster block: nats-server's fields map to options; no pooling and no compression are accepted", () => {
+void test("cluster block: nats-server's fields map to options; pooling and pinned accounts, no compression", () => {
   const r = map(
     'cluster {\n  name: c1\n  listen: 127.0.0.1:6222\n  routes: [ nats-route://u:p@127.0.0.1:6223, "nats://h2:6224" ]\n  authorization { user: u, password: p, timeout: 3 }\n  advertise: "10.0.0.1:6222"\n  no_advertise: true\n  connect_retries: 5\n  pool_size: -1\n  compression: off\n}\n',
   );
@@ -125,6 +124,14 @@ void test("cluster block: nats-server's fields map to options; no pooling and no
   assert.equal(c.advertise, "10.0.0.1:6222");
   assert.equal(c.noAdvertise, true);
   assert.equal(c.connectRetries, 5);
+  assert.equal(c.poolSize, -1);
+  // Route pooling and pinned accounts (nats-server 2.10); tsnats pins only $G and $SYS.
+  const pooled = map("cluster {\n  listen: 127.0.0.1:6222\n  pool_size: 4\n  accounts: [ \"$SYS\", \"$G\" ]\n}\n").patch.cluster!;
+  assert.equal(pooled.poolSize, 4);
+  assert.deepEqual(pooled.accounts, ["$SYS", "$G"]);
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  pool_size: -1\n  accounts: [ \"$G\" ]\n}\n"), /pool_size cannot be negative if pinned accounts are specified/);
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  accounts: [ \"$G\", \"$G\" ]\n}\n"), /duplicate account name/);
+  assert.throws(() => map("cluster {\n  listen: 127.0.0.1:6222\n  pool_size: -2\n}\n"), /pool_size must be/);
   // client_advertise is what other servers tell clients about this one: no longer ignored.
   const top = map("client_advertise: \"nats.example.net:4333\"\n");
   assert.equal(top.patch.clientAdvertise, "nats.example.net:4333");

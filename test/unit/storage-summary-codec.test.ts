@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { SubjRec } from "../../src/storage/memory/seqindex.js";
+import { SubjRec } from "../../src/storage/memory/subjtable.js";
 import { FLOOR_REC_LEN, SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader, TOMB_REC_LEN, type SumSubject } from "../../src/storage/file/summary.js";
 
 type Entry =

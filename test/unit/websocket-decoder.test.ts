@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { WsFrameDecoder, unmask, type WsSink } from "../../src/server/websocket.js";
+import { WsFrameDecoder, unmask, type WsSink } from "../../src/server/ws-frame.js";
 import { frame } from "../helpers/ws-raw.js";
 
 const MAX_MESSAGE = 64 * 1024;

@@ -8,9 +8,10 @@ import { permissionsBlock } from "./permissions.js";
 import { tlsBlock } from "./tls.js";
 import { Ctx, hostPort, isMap, stringList } from "./ctx.js";
 
-/** cluster { ... } (nats-server parseCluster, with 2.10's pool_size and compression): routes
- *  to other servers. What tsnats does not implement (route pooling, pinned accounts,
- *  compression, a route ping interval) is a startup error naming the field. */
+/** cluster { ... } (nats-server parseCluster, with 2.10's pool_size, accounts and
+ *  compression): routes to other servers. What tsnats does not implement (compression, a
+ *  route ping interval, pinned accounts other than $G and $SYS) is a startup error naming
+ *  the field. */
 export function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: OptionsPatch): void {
   const m = ctx.map(parent, key);
   if (!m) return;
@@ -101,9 +102,11 @@ export function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: Options
         c.connectRetries = ctx.int(m, k) ?? c.connectRetries;
         break;
       case "pool_size": {
-        // nats-server 2.9 has no pool; 2.10's pool_size -1 (or 1) turns pooling off.
+        // nats-server 2.10: N connections per peer; -1 turns pooling off (the 2.9 protocol).
         const n = ctx.int(m, k);
-        if (n !== undefined && n > 1) ctx.refused(m, k, `${key}.`, `route pooling (pool_size ${n}) is not supported by tsnats yet; use pool_size: -1`);
+        if (n === undefined) break;
+        if (n < -1) ctx.error(m, k, `pool_size must be -1 (off) or a positive number, not ${n}`);
+        else c.poolSize = n;
         break;
       }
       case "compression": {
@@ -112,9 +115,18 @@ export function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: Options
         if (!off) ctx.refused(m, k, `${key}.`, "route compression is not supported by tsnats yet; use compression: off");
         break;
       }
-      case "accounts":
-        ctx.refused(m, k, `${key}.`, "pinned accounts need route pooling and accounts, which tsnats does not support yet");
+      case "accounts": {
+        const list = stringList(ctx, m, k, "accounts");
+        if (list === undefined) break;
+        const seen = new Set<string>();
+        for (const a of list) {
+          if (seen.has(a)) ctx.error(m, k, `found duplicate account name "${a}" in pinned accounts list ${JSON.stringify(list)}`);
+          else if (a !== "$G" && a !== "$SYS") ctx.refused(m, k, `${key}.`, `a pinned route for account "${a}": multiple accounts are not supported by tsnats yet (it pins "$G" and "$SYS")`);
+          seen.add(a);
+        }
+        c.accounts = [...seen];
         break;
+      }
       case "permissions": {
         const p = routePermissions(ctx, m, k);
         if (p !== undefined) c.permissions = p;
@@ -128,6 +140,8 @@ export function cluster(ctx: Ctx, parent: ConfigMap, key: string, patch: Options
         ctx.unknown(m, k);
     }
   }
+  const accKey = Object.keys(m).find((x) => x.toLowerCase() === "accounts");
+  if (accKey !== undefined && c.accounts.length > 0 && c.poolSize < 0) ctx.error(m, accKey, "pool_size cannot be negative if pinned accounts are specified");
   patch.cluster = c;
 }
 

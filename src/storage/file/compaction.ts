@@ -2,7 +2,7 @@
 // message records, the tombstones that still hide a message in another block, and its newest
 // floor record, into "<n>.blk.new", fsynced and renamed over the old file (durable at once,
 // before anything written since).
-import type { SubjRec } from "../memory/seqindex.js";
+import type { SubjRec } from "../memory/subjtable.js";
 import type { Blk, BlockFiles } from "./block.js";
 import { KIND_FLOOR, KIND_MSG, KIND_TOMB, REC_OVERHEAD, sealRecord, writeRecordHeader } from "./record.js";
 import { CK_SEQS } from "./readcache.js";

@@ -5,7 +5,7 @@
 // cut off; damage inside a block drops only the damaged bytes. What the floors and tombstones
 // say is gone is returned for the store to apply.
 import { join } from "node:path";
-import type { SubjRec } from "../memory/seqindex.js";
+import type { SubjRec } from "../memory/subjtable.js";
 import { Blk, type BlockFiles, type RecoveryReport, type Scratch, fileCrc, readWhole } from "./block.js";
 import { KIND_MSG, KIND_TOMB, REC_HDR, REC_OVERHEAD, fileStoreMsgSize } from "./record.js";
 import { SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader } from "./summary.js";

@@ -16,7 +16,8 @@
 import type { Clock } from "../../runtime/clock.js";
 import type { Fs } from "../../runtime/fs.js";
 import { StorageType, type StoreCallbacks, type StoreLimits, type StoredMsg, type StreamStore } from "../types.js";
-import { SeqIndex, type SubjRec } from "../memory/seqindex.js";
+import { SeqIndex } from "../memory/seqindex.js";
+import type { SubjRec } from "../memory/subjtable.js";
 import { FLAG_HDR, KIND_FLOOR, KIND_MSG, KIND_TOMB, MAX_RECORD_BYTES, REC_HDR, REC_OVERHEAD, fileStoreMsgSize, sealRecord, writeRecordHeader } from "./record.js";
 import { Blk, BlockFiles, DEFAULT_BLOCK_BYTES, type RecoveryReport } from "./block.js";
 import { Journal, type JournalHost, type SyncCb } from "./journal.js";

@@ -1,64 +1,21 @@
 // The in-memory sequence index shared by both stores: columns indexed by (seq - base) plus a
-// per-subject table. It owns every rule about sequences, limits, purge, compact, TTL and
-// counting; the memory and file stores only add where the bytes live (and the timestamp: the
-// file store reads it from the record). The two columns here (subject id and size, by seq) are
-// ChunkCols: a chunk of 4096 sequences whose entries are one value (one subject, one size, or
-// nothing) costs a few numbers, any other a typed array as narrow as its values, so a stream of
-// one subject and one message size keeps almost nothing per message (nats-server keeps no
-// per-message state for cold blocks).
+// per-subject table (subjtable.ts). It owns every rule about sequences, limits, purge,
+// compact, TTL and counting; the memory and file stores only add where the bytes live (and
+// the timestamp: the file store reads it from the record). The two columns here (subject id
+// and size, by seq) are ChunkCols: a chunk of 4096 sequences whose entries are one value (one
+// subject, one size, or nothing) costs a few numbers, any other a typed array as narrow as
+// its values, so a stream of one subject and one message size keeps almost nothing per
+// message (nats-server keeps no per-message state for cold blocks).
 import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
 import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
+import { type SubjRec, SubjectTable } from "./subjtable.js";
 import { TtlHeap } from "./ttlheap.js";
 
-export class SubjRec {
-  readonly id: number;
-  readonly name: string;
-  /** UTF-8 length of name; ascii: one byte per char. No encoded copy is kept: a record's
-   *  subject is written char by char (as fast as copying 15 bytes), which saves a Buffer
-   *  object per subject (~100 B; a stream of 100,000 subjects holds 10 MB less). */
-  readonly blen: number;
-  readonly ascii: boolean;
-  msgs = 0;
-  first = 0;
-  last = 0;
-  // Removing a subject's first/last message leaves these as bounds to rescan from, lazily.
-  firstStale = false;
-  lastStale = false;
-  constructor(id: number, name: string) {
-    this.id = id;
-    this.name = name;
-    this.blen = Buffer.byteLength(name, "utf8");
-    this.ascii = this.blen === name.length;
-  }
-
-  /** The subject's UTF-8 bytes into b at p (blen bytes). */
-  writeTo(b: Buffer, p: number): void {
-    const s = this.name;
-    if (!this.ascii) {
-      b.write(s, p, this.blen, "utf8");
-      return;
-    }
-    for (let i = 0; i < s.length; i++) b[p + i] = s.charCodeAt(i);
-  }
-
-  /** Whether b[p, p + n) holds exactly this subject's UTF-8 bytes. */
-  sameAs(b: Buffer, p: number, n: number): boolean {
-    if (n !== this.blen) return false;
-    const s = this.name;
-    if (!this.ascii) return b.toString("utf8", p, p + n) === s;
-    for (let i = 0; i < n; i++) if (b[p + i] !== s.charCodeAt(i)) return false;
-    return true;
-  }
-}
-
-const MATCH_CACHE_MAX = 16;
 // Live messages are also counted per chunk of 4096 sequences, so counting from a start
 // sequence (numPending) touches one partial chunk plus a counter per later chunk.
 const CHUNK = 4096;
 const CHUNK_BITS = 12; // CHUNK = 2^12
-const MATCH_YES = 1;
-const MATCH_NO = 2;
 
 export type { UintCol } from "./chunkcol.js";
 
@@ -77,10 +34,10 @@ export abstract class SeqIndex {
   protected msgs = 0;
   protected bytes = 0;
 
-  protected readonly subjects = new Map<string, SubjRec>();
-  protected readonly byId: (SubjRec | undefined)[] = [undefined];
-  private readonly freeIds: number[] = [];
-  private readonly matchCache = new Map<string, Uint8Array>();
+  private readonly subjTable = new SubjectTable();
+  /** The subject table's maps, by name and by id (subjtable.ts). */
+  protected readonly subjects = this.subjTable.byName;
+  protected readonly byId = this.subjTable.byId;
 
   // Min-heap of (expiry ns, seq) for messages with a TTL; stale entries are skipped on pop.
   private readonly ttl = new TtlHeap();
@@ -107,22 +64,7 @@ export abstract class SeqIndex {
 
   // ---- subjects ----
   protected internSubject(subject: string): SubjRec {
-    let rec = this.subjects.get(subject);
-    if (rec === undefined) {
-      const id = this.freeIds.pop() ?? this.byId.length;
-      rec = new SubjRec(id, subject);
-      this.subjects.set(subject, rec);
-      if (id === this.byId.length) this.byId.push(rec);
-      else this.byId[id] = rec;
-    }
-    return rec;
-  }
-
-  private freeSubject(rec: SubjRec): void {
-    this.subjects.delete(rec.name);
-    this.byId[rec.id] = undefined;
-    this.freeIds.push(rec.id);
-    for (const bits of this.matchCache.values()) if (rec.id < bits.length) bits[rec.id] = 0;
+    return this.subjTable.intern(subject);
   }
 
   private fixFirst(rec: SubjRec): void {
@@ -147,32 +89,6 @@ export abstract class SeqIndex {
   protected subjLast(rec: SubjRec): number {
     this.fixLast(rec);
     return rec.last;
-  }
-
-  /** Match bitmap for a wildcard filter, by subject id, filled lazily and cached. */
-  private matchBits(filter: string): Uint8Array {
-    let bits = this.matchCache.get(filter);
-    if (bits === undefined || bits.length < this.byId.length) {
-      const nb = new Uint8Array(Math.max(64, this.byId.length * 2));
-      if (bits !== undefined) nb.set(bits);
-      else if (this.matchCache.size >= MATCH_CACHE_MAX) {
-        const oldest = this.matchCache.keys().next().value;
-        if (oldest !== undefined) this.matchCache.delete(oldest);
-      }
-      bits = nb;
-      this.matchCache.set(filter, bits);
-    }
-    return bits;
-  }
-
-  private idMatches(bits: Uint8Array, filter: string, id: number): boolean {
-    let b = bits[id];
-    if (b === 0) {
-      const rec = this.byId[id];
-      b = rec !== undefined && filterMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
-      bits[id] = b;
-    }
-    return b === MATCH_YES;
   }
 
   // ---- columns ----
@@ -344,7 +260,7 @@ export abstract class SeqIndex {
     this.bytes -= this.sizeCol.get(seq);
     rec.msgs--;
     if (rec.msgs === 0) {
-      this.freeSubject(rec);
+      this.subjTable.free(rec);
     } else {
       if (seq === rec.first) rec.firstStale = true;
       if (seq === rec.last) rec.lastStale = true;
@@ -509,10 +425,10 @@ export abstract class SeqIndex {
       s = col.find(s, last, rec.id, true);
       return s <= last ? s : 0;
     }
-    const bits = this.matchBits(filter);
+    const bits = this.subjTable.matchBits(filter);
     while (s <= last) {
       const id = col.get(s);
-      if (id !== 0 && this.idMatches(bits, filter, id)) return s;
+      if (id !== 0 && this.subjTable.idMatches(bits, filter, id)) return s;
       s = col.runEnd(s) + 1;
     }
     return 0;
@@ -564,10 +480,10 @@ export abstract class SeqIndex {
       const end = Math.min(limit - 1, this.subjLast(rec));
       for (let s = this.subjCol.find(this.subjFirst(rec), end, id, true); s <= end; s = this.subjCol.find(s + 1, end, id, true)) seqs.push(s);
     } else {
-      const bits = this.matchBits(subject);
+      const bits = this.subjTable.matchBits(subject);
       for (let s = this.firstSeq; s < limit && s <= this.lastSeq; s++) {
         const id = this.subjCol.get(s);
-        if (id !== 0 && this.idMatches(bits, subject, id)) seqs.push(s);
+        if (id !== 0 && this.subjTable.idMatches(bits, subject, id)) seqs.push(s);
       }
     }
     // keep counts across the whole filter, newest kept (nats-server PurgeEx)
@@ -597,10 +513,7 @@ export abstract class SeqIndex {
       this.firstSeq = next;
       return 0;
     }
-    this.subjects.clear();
-    this.byId.length = 1;
-    this.freeIds.length = 0;
-    this.matchCache.clear();
+    this.subjTable.clear();
     this.ttl.clear();
     this.subjCol.clear();
     this.sizeCol.clear();
@@ -639,7 +552,7 @@ export abstract class SeqIndex {
       this.msgs--;
       this.bytes -= size;
       rec.msgs--;
-      if (rec.msgs === 0) this.freeSubject(rec);
+      if (rec.msgs === 0) this.subjTable.free(rec);
       else {
         // every message of rec below seq goes: its first is stale; its last cannot be here
         rec.firstStale = true;
@@ -750,12 +663,12 @@ export abstract class SeqIndex {
       for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
       return n;
     }
-    const bits = this.matchBits(filter);
+    const bits = this.subjTable.matchBits(filter);
     let n = 0;
     for (let s = start; s <= this.lastSeq; ) {
       const id = col.get(s);
       const e = Math.min(col.runEnd(s), this.lastSeq);
-      if (id !== 0 && this.idMatches(bits, filter, id)) n += e - s + 1;
+      if (id !== 0 && this.subjTable.idMatches(bits, filter, id)) n += e - s + 1;
       s = e + 1;
     }
     return n;

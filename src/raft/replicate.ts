@@ -1,0 +1,239 @@
+// Log replication (Raft §5.3, etcd-io/raft `raft.go` sendAppend and
+// handleAppendEntriesResponse, `tracker/`), both sides, for RaftNode (node.ts):
+//   Replication     the leader's side: a Progress per voter, what to send each follower
+//                   (entries, a snapshot when its next entry is compacted away, heartbeats)
+//                   and what their answers change; which index a quorum holds; whether a
+//                   quorum was heard from (check-quorum).
+//   answerAppend,   the follower's side: its answer to an append or a snapshot, worked out
+//   answerSnapshot  on its log.
+// Values in, values out like the node: messages go out through the node's send, nothing here
+// does I/O or reads a clock.
+import type { RaftLog } from "./log.js";
+import { Progress, ProgressState } from "./progress.js";
+import { type Message, MsgType, type Snapshot, emptyMessage } from "./types.js";
+
+/** What Replication reads of its node (RaftNode has these). */
+export interface ReplicaSource {
+  readonly id: string;
+  readonly term: number;
+  readonly log: RaftLog;
+  /** The latest snapshot the node holds: sent to a follower whose next entry is compacted. */
+  readonly snapshot: Snapshot | null;
+  readonly voters: readonly string[];
+}
+
+export interface ProgressStatus {
+  id: string;
+  match: number;
+  next: number;
+  state: ProgressState;
+  active: boolean;
+}
+
+export class Replication {
+  /** A Progress per voter, this node included; rebuilt for every term (reset). */
+  private prs = new Map<string, Progress>();
+
+  constructor(
+    private readonly node: ReplicaSource,
+    private readonly send: (m: Message) => void,
+    /** Bytes of entries per append message (at least one entry is always sent). */
+    private readonly maxMsgBytes: number,
+    /** Appends in flight per follower in the Replicate state. */
+    private readonly maxInflight: number,
+  ) {}
+
+  /** A new term: every voter's next entry is past the log's end; this node matches what
+   *  it has on disk. */
+  reset(): void {
+    const { id, log } = this.node;
+    this.prs = new Map();
+    const next = log.lastIndex() + 1;
+    for (const v of this.node.voters) {
+      const pr = new Progress(next, this.maxInflight);
+      if (v === id) pr.match = log.stabled;
+      this.prs.set(v, pr);
+    }
+  }
+
+  /** The node became leader: its own progress replicates from the end of its log. */
+  lead(): void {
+    const log = this.node.log;
+    const self = this.prs.get(this.node.id)!;
+    self.becomeReplicate();
+    self.match = log.stabled;
+    self.next = log.lastIndex() + 1;
+  }
+
+  get(id: string): Progress | undefined {
+    return this.prs.get(id);
+  }
+
+  /** The leader's own log is on disk up to stabled; true when that moved its match. */
+  selfStable(stabled: number): boolean {
+    return this.prs.get(this.node.id)!.maybeUpdate(stabled);
+  }
+
+  /** The highest index that `quorum` voters hold. */
+  quorumMatch(quorum: number): number {
+    const matches: number[] = [];
+    for (const v of this.node.voters) matches.push(this.prs.get(v)?.match ?? 0);
+    matches.sort((a, b) => b - a);
+    return matches[quorum - 1]!;
+  }
+
+  /** Check-quorum: were `quorum` voters (this node included) heard from since the last
+   *  call? Forgets what it heard, for the next round. */
+  quorumActive(quorum: number): boolean {
+    const self = this.node.id;
+    let active = 0;
+    for (const [id, pr] of this.prs) {
+      if (id === self || pr.recentActive) active++;
+      if (id !== self) pr.recentActive = false;
+    }
+    return active >= quorum;
+  }
+
+  /** A leader tick: a snapshot lost on the way would stall its follower forever, so one
+   *  unanswered for more than timeoutTicks sends the follower back to probing. */
+  retryLostSnapshots(timeoutTicks: number): void {
+    for (const [id, pr] of this.prs) {
+      if (id === this.node.id || pr.state !== ProgressState.Snapshot) continue;
+      if (++pr.snapshotTicks > timeoutTicks) {
+        pr.becomeProbe();
+        this.sendAppend(id, true);
+      }
+    }
+  }
+
+  bcastAppend(): void {
+    for (const v of this.node.voters) if (v !== this.node.id) this.sendAppend(v, true);
+  }
+
+  /** Send what pr is missing; false if nothing was sent. */
+  sendAppend(to: string, sendIfEmpty: boolean): boolean {
+    const pr = this.prs.get(to);
+    if (pr === undefined || pr.isPaused()) return false;
+    const log = this.node.log;
+    if (pr.next > log.lastIndex() + 1) pr.next = log.lastIndex() + 1;
+    const prevIndex = pr.next - 1;
+    const prevTerm = log.term(prevIndex);
+    if (prevTerm === -1) return this.sendSnapshot(to, pr);
+    const ents = pr.next <= log.lastIndex() ? log.slice(pr.next, log.lastIndex() + 1, this.maxMsgBytes) : [];
+    if (ents.length === 0 && !sendIfEmpty) return false;
+    const m = this.msg(MsgType.App, to);
+    m.index = prevIndex;
+    m.logTerm = prevTerm;
+    m.entries = ents;
+    m.commit = log.committed;
+    pr.sentEntries(prevIndex + ents.length, ents.length);
+    this.send(m);
+    return true;
+  }
+
+  private sendSnapshot(to: string, pr: Progress): boolean {
+    const s = this.node.snapshot;
+    if (s === null || !pr.recentActive) return false;
+    const m = this.msg(MsgType.Snap, to);
+    m.snapshot = s;
+    pr.becomeSnapshot(s.index);
+    this.send(m);
+    return true;
+  }
+
+  /** A heartbeat to every follower, carrying a read request's context (or null). */
+  bcastHeartbeat(context: Uint8Array | null): void {
+    const committed = this.node.log.committed;
+    for (const [id, pr] of this.prs) {
+      if (id === this.node.id) continue;
+      const m = this.msg(MsgType.Heartbeat, id);
+      m.commit = Math.min(pr.match, committed);
+      m.context = context;
+      this.send(m);
+    }
+  }
+
+  /** A heartbeat answer from `from`: it is alive, and gets what it lacks. */
+  onHeartbeatResp(from: string, pr: Progress): void {
+    pr.recentActive = true;
+    pr.probeSent = false;
+    // A full window that stays full means appends were lost: let one more out, which the
+    // follower rejects if it has a gap, sending us back to probing.
+    if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirstOne();
+    if (pr.match < this.node.log.lastIndex()) this.sendAppend(from, true);
+  }
+
+  /**
+   * An append answer m from a follower. null when it moved nothing further (a rejection,
+   * handled here, or a stale answer); otherwise its match moved, and the result says
+   * whether the follower was paused before: the node then commits what it can and sends.
+   */
+  onAppResp(m: Message, pr: Progress): boolean | null {
+    pr.recentActive = true;
+    if (m.reject) {
+      let hint = m.rejectHint;
+      if (m.logTerm > 0) hint = this.node.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
+      if (pr.maybeDecrTo(m.index, hint)) {
+        if (pr.state === ProgressState.Replicate) pr.becomeProbe();
+        this.sendAppend(m.from, true);
+      }
+      return null;
+    }
+    const wasPaused = pr.isPaused();
+    if (!pr.maybeUpdate(m.index)) {
+      if (wasPaused && pr.state === ProgressState.Probe) this.sendAppend(m.from, true);
+      return null;
+    }
+    if (pr.state === ProgressState.Probe) pr.becomeReplicate();
+    else if (pr.state === ProgressState.Snapshot && pr.match >= pr.pendingSnapshot) {
+      pr.becomeProbe();
+      pr.becomeReplicate();
+    } else if (pr.state === ProgressState.Replicate) pr.inflights.freeLE(m.index);
+    return wasPaused;
+  }
+
+  progress(): ProgressStatus[] {
+    const out: ProgressStatus[] = [];
+    for (const [id, pr] of this.prs) out.push({ id, match: pr.match, next: pr.next, state: pr.state, active: pr.recentActive });
+    return out;
+  }
+
+  private msg(type: MsgType, to: string): Message {
+    return emptyMessage(type, this.node.id, to, this.node.term);
+  }
+}
+
+/** A follower's answer r (an AppResp) to the leader's append m, appending what matches. */
+export function answerAppend(log: RaftLog, m: Message, r: Message): void {
+  if (m.index < log.committed) {
+    r.index = log.committed;
+    return;
+  }
+  const lastNew = log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
+  if (lastNew !== null) {
+    r.index = lastNew;
+  } else {
+    const hint = log.findConflictByTerm(Math.min(m.index, log.lastIndex()), m.logTerm);
+    r.reject = true;
+    r.index = m.index;
+    r.rejectHint = hint.index;
+    r.logTerm = hint.term;
+  }
+}
+
+/** A follower's answer r (an AppResp) to the leader's snapshot s. True when s replaced the
+ *  log (the node then holds s and takes its voters); false when the log already had it. */
+export function answerSnapshot(log: RaftLog, s: Snapshot, r: Message): boolean {
+  if (s.index <= log.committed) {
+    r.index = log.committed;
+    return false;
+  }
+  if (log.matchTerm(s.index, s.term)) {
+    log.commitTo(s.index);
+    r.index = log.committed;
+    return false;
+  }
+  log.restoreSnapshot(s);
+  r.index = log.lastIndex();
+  return true;
+}
