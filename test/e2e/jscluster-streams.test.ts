@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
 import { until } from "../helpers/until.js";
 
@@ -412,6 +413,36 @@ void test("clustered streams: R3 created from any server, published to and read 
     }
     const gone = await req(ncs[2]!, "$JS.API.STREAM.INFO.R3S");
     assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
+  } finally {
+    for (const nc of ncs) await nc.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+void test("clustered streams: a KV bucket with 3 replicas, written and read from different servers", async () => {
+  const rig = await startRig("jsc-kv-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const kvA = await new Kvm(ncs[0]!).create("cfg", { replicas: 3, history: 3 });
+    const kvB = await new Kvm(ncs[1]!).open("cfg");
+    const kvC = await new Kvm(ncs[2]!).open("cfg");
+    await until("the bucket's leader takes writes from b1", () => kvB.put("probe", "1").then(() => true, () => false));
+    for (let i = 0; i < 20; i++) {
+      const w = [kvA, kvB, kvC][i % 3]!;
+      const r = [kvA, kvB, kvC][(i + 1) % 3]!;
+      const rev = await w.put(`k${i % 5}`, `v${i}`);
+      // Read-your-write from another server: every replica answers direct gets, so wait for it.
+      await until(`k${i % 5} rev ${rev} visible`, async () => (await r.get(`k${i % 5}`))?.revision === rev);
+    }
+    const e = await kvC.get("k4");
+    assert.equal(e?.string(), "v19");
+    const hist: string[] = [];
+    for await (const h of await kvA.history({ key: "k0" })) hist.push(h.string());
+    assert.deepEqual(hist, ["v5", "v10", "v15"]);
+    const st = await kvB.status();
+    assert.equal(st.replicas, 3);
   } finally {
     for (const nc of ncs) await nc.close().catch(() => undefined);
     await stopRig(rig);
