@@ -447,6 +447,13 @@ export class JsCluster implements ClusterApiHooks {
     return { success: true };
   }
 
+  /** Replicated streams this server holds a copy of (/jsz ha_assets). */
+  haAssets(): number {
+    let n = 0;
+    for (const c of this.copies.values()) if (c.group !== null) n++;
+    return n;
+  }
+
   clusterBlock(name: string): Record<string, unknown> {
     const copy = this.copies.get(name);
     if (copy?.group != null) return { name: this.meta.clusterName, ...copy.group.clusterInfo() };

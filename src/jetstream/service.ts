@@ -589,7 +589,7 @@ export class JetStreamService {
       reserved_memory: u.reservedMemory,
       reserved_storage: u.reservedStorage,
       accounts: 1,
-      ha_assets: 0,
+      ha_assets: this.cluster?.haAssets() ?? 0,
       api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
       streams: this.streams.size,
       consumers: u.consumers,
@@ -609,14 +609,14 @@ export class JetStreamService {
           reserved_memory: u.reservedMemory,
           reserved_storage: u.reservedStorage,
           accounts: 1,
-          ha_assets: 0,
+          ha_assets: this.cluster?.haAssets() ?? 0,
           api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
           ...(streamDetail
             ? {
                 stream_detail: [...this.streams.values()].map((st) => ({
                   name: st.name,
                   created: rfc3339Ns(st.createdNs),
-                  cluster: { leader: this.deps.serverName },
+                  cluster: this.cluster?.clusterBlock(st.name) ?? { leader: this.deps.serverName },
                   ...(opts?.["config"] === true ? { config: st.wireConfig() } : {}),
                   state: st.state(),
                 })),
