@@ -82,7 +82,7 @@ const bus = {
   hasInterest: () => false,
 } as unknown as Bus;
 
-function group(net: Net, dir: string, n: string, i: number, names: string[]): MetaGroup {
+function group(net: Net, dir: string, n: string, i: number, names: string[], snapshotEntries?: number): MetaGroup {
   return new MetaGroup({
     serverName: n,
     clusterName: () => "c1",
@@ -98,6 +98,7 @@ function group(net: Net, dir: string, n: string, i: number, names: string[]): Me
     fs: new NodeFs(),
     facts: { tags: [`az:${i % 2}`, `node:${n}`], maxStore: -1, maxMemory: -1 },
     tickMs: 20,
+    ...(snapshotEntries !== undefined ? { snapshotEntries } : {}),
   });
 }
 
@@ -165,6 +166,40 @@ void test("meta groups in one process: proposeWait, placement by HELLO tags, for
     const l2 = groups.find((g) => g.isLeader)!;
     assert.equal((await l2.proposeWait({ op: "remove_stream", stream: "S1" }, 5000))?.kind, "stream_removed");
     await until("the remove applied live on the restarted server", () => replayed.some((r) => r.kind === "stream_removed" && r.live));
+  } finally {
+    for (const g of groups) g.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test("meta snapshots: taken every N applied ops; a restarted server restores the state from its snapshot (onReset) and replays the rest", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "jsc-metasnap-"));
+  const net = new Net();
+  const names = ["a", "b", "c"];
+  const groups = names.map((n, i) => group(net, dir, n, i, names, 5));
+  try {
+    for (const g of groups) g.start();
+    await until("one leader all agree on", () => groups.every((g) => g.started && g.leaderName !== "" && g.leaderName === groups[0]!.leaderName));
+    const leader = groups.find((g) => g.isLeader)!;
+    for (let i = 0; i < 12; i++) {
+      const ch = await leader.proposeWait({ op: "assign_stream", sa: { config: { name: `S${i}` }, group: { name: `S-R1F-${i}`, peers: [names[i % 3]!], store: "file" }, created: i } }, 5000);
+      assert.equal(ch?.kind, "stream_added");
+    }
+    assert.equal((await leader.proposeWait({ op: "remove_stream", stream: "S3" }, 5000))?.kind, "stream_removed");
+    await until("every server snapshotted", () => groups.every((g) => g.snapshots > 0 && g.state.streamCount === 11));
+    const ri = groups.findIndex((g) => !g.isLeader);
+    groups[ri]!.close();
+    const again = group(net, dir, names[ri]!, ri, names, 5);
+    let resets = 0;
+    const replayed: boolean[] = [];
+    again.onReset = () => resets++;
+    again.onChange = (_op, _c, live) => replayed.push(live);
+    groups[ri] = again;
+    again.start();
+    assert.equal(resets, 1, "restored from its snapshot at start");
+    await until("the restarted server has the whole state", () => again.state.streamCount === 11, 15_000);
+    assert.deepEqual(again.state.streamNames(), ["S0", "S1", "S10", "S11", "S2", "S4", "S5", "S6", "S7", "S8", "S9"]);
+    assert.ok(replayed.every((l) => !l), "what followed the snapshot is replayed, not live");
   } finally {
     for (const g of groups) g.close();
     rmSync(dir, { recursive: true, force: true });
