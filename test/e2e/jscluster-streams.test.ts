@@ -262,7 +262,7 @@ interface ClusterBlock {
   replicas?: Array<{ name: string; current: boolean; active: number; peer: string; lag?: number; offline?: boolean }>;
 }
 
-void test("clustered streams: R3 created from any server, published to and read from every server, stepdown, purge, delete everywhere", async () => {
+void test("clustered streams: R3 created from any server, published to and read from every server, stepdown, purge, delete everywhere", async (t) => {
   const rig = await startRig("jsc-r3-");
   const ncs: NatsConnection[] = [];
   try {
@@ -390,6 +390,7 @@ void test("clustered streams: R3 created from any server, published to and read 
     const ki = rig.names.indexOf(lead2);
     const other = ncs[(ki + 1) % 3]!;
     await ncs[ki]!.close();
+    const killedAt = performance.now();
     rig.procs[ki]!.proc.kill("SIGKILL");
     await rig.procs[ki]!.exited;
     rig.procs[ki] = null;
@@ -400,6 +401,7 @@ void test("clustered streams: R3 created from any server, published to and read 
       return lead3 !== "" && lead3 !== lead2;
     }, 20_000);
     await until("a publish after the SIGKILL is acknowledged", () => jetstream(other).publish("r3.1", "after-kill").then(() => true, () => false), 20_000);
+    t.diagnostic(`SIGKILL of the R3 stream leader -> next PubAck: ${Math.round(performance.now() - killedAt)} ms`);
     await until("d3 on the leader after the SIGKILL", async () => (await req(other, "$JS.API.CONSUMER.INFO.R3S.d3").catch(() => ({ error: 1 })))["error"] === undefined);
     rig.procs[ki] = await startTsnatsChild(["-c", rig.confs[ki]!]);
     ncs[ki] = await connect({ servers: rig.procs[ki]!.url });
