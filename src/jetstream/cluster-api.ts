@@ -54,6 +54,8 @@ const LIST_GATHER_MS = 2000;
 export interface ClusterServiceHost extends JetStreamCore {
   createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
   openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
+  deleteStream(st: Stream, pacer?: Pacer, quiet?: boolean): Promise<void>;
+  updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet?: boolean): Promise<void>;
   closeStream(st: Stream): Promise<void>;
 }
 
@@ -556,7 +558,7 @@ export class JsCluster implements ClusterApiHooks {
             if (st === undefined) out = await this.openLocal(sa);
             else {
               const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(st.name), false);
-              await this.svc.updateStream(st, cfg);
+              await this.svc.updateStream(st, cfg, undefined, who !== this.self);
               const copy = this.copies.get(st.name);
               if (copy !== undefined) copy.sa = sa;
               out = st;
@@ -613,7 +615,7 @@ export class JsCluster implements ClusterApiHooks {
       if (sa.group.store === "file" && this.svc.fs.readFile(join(dir, "meta.json")) !== null) {
         const s = this.router.openStreamDir(dir);
         const want = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
-        if (!sameConfig(s.cfg, want)) await this.svc.updateStream(s, want);
+        if (!sameConfig(s.cfg, want)) await this.svc.updateStream(s, want, undefined, true);
         return s;
       }
       const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
@@ -682,6 +684,8 @@ export class JsCluster implements ClusterApiHooks {
       const taking = (copy.group as { isTakingPublishes?: boolean } | null)?.isTakingPublishes ?? true;
       if (taking || this.svc.deps.clock.monoMs() >= end) {
         this.router.replyInfo(p.reply, p.type, st, p.didCreate);
+        // A replica's copy is opened without the create advisory: the first leader sends it.
+        this.svc.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${name}`, { type: ApiType.StreamAction, stream: name, action: "create" });
         return;
       }
       this.svc.deps.clock.setTimer(tryAnswer, 10);
@@ -694,7 +698,8 @@ export class JsCluster implements ClusterApiHooks {
     this.copies.delete(name);
     if (copy?.group != null) await copy.group.close();
     const st = this.svc.streams.get(name);
-    if (st !== undefined) await this.svc.deleteStream(st);
+    // One replica announces the delete (the responder), as one server does in nats-server.
+    if (st !== undefined) await this.svc.deleteStream(st, undefined, copy !== undefined && this.responder(copy.sa) !== this.self);
     else {
       const dir = join(this.svc.streamsDir(), name);
       if (this.svc.fs.readFile(join(dir, "meta.json")) !== null) this.svc.fs.rmrf(dir);

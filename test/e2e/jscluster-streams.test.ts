@@ -269,6 +269,9 @@ void test("clustered streams: R3 created from any server, published to and read 
     await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
     for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
     const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
+    const advisories: string[] = [];
+    ncA.subscribe("$JS.EVENT.ADVISORY.STREAM.*.R3S", { callback: (_e, m) => void advisories.push(m.subject) });
+    await ncA.flush();
     const created = await req(ncC, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
     assert.equal(created["error"], undefined, JSON.stringify(created));
     assert.equal(created["did_create"], true);
@@ -311,6 +314,10 @@ void test("clustered streams: R3 created from any server, published to and read 
       const c = (await req(ncB, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock;
       return (c.replicas ?? []).length === 2 && c.replicas!.every((r) => r.current);
     });
+
+    // One created and one updated advisory, not one per replica.
+    for (const nc of ncs) await nc.flush();
+    assert.deepEqual(advisories, ["$JS.EVENT.ADVISORY.STREAM.CREATED.R3S", "$JS.EVENT.ADVISORY.STREAM.UPDATED.R3S"]);
 
     // A durable consumer made from c1 runs on the leader; b1 fetches and acks through it.
     const jsmC = await jetstreamManager(ncC);
@@ -408,12 +415,18 @@ void test("clustered streams: R3 created from any server, published to and read 
     await until("the killed server knows the meta leader again", async () => (await agreedLeader(rig)) !== "", 20_000);
 
     // Delete from any server: every replica's directory goes.
+    const delAdv: string[] = [];
+    ncs[1]!.subscribe("$JS.EVENT.ADVISORY.STREAM.DELETED.R3S", { callback: (_e, m) => void delAdv.push(m.subject) });
+    for (const nc of ncs) await nc.flush();
     const del = await req(ncs[1]!, "$JS.API.STREAM.DELETE.R3S");
     assert.equal(del["success"], true, JSON.stringify(del));
     for (const n of rig.names) {
       await until(`R3S removed on ${n}`, () => !existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S")));
     }
     const gone = await req(ncs[2]!, "$JS.API.STREAM.INFO.R3S");
+    // One deleted advisory, not one per replica.
+    for (const nc of ncs) await nc.flush();
+    assert.deepEqual(delAdv, ["$JS.EVENT.ADVISORY.STREAM.DELETED.R3S"]);
     assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
   } finally {
     for (const nc of ncs) await nc.close().catch(() => undefined);
