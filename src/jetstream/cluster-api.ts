@@ -444,7 +444,8 @@ export class JsCluster implements ClusterApiHooks {
   private async stepdown(name: string): Promise<Body> {
     const copy = this.copies.get(name);
     if (copy === undefined || !this.svc.streams.has(name)) fail("JSStreamNotFoundErr");
-    if (copy.group === null) fail("JSClusterNotAvailErr");
+    // An R1 stream has no group: nats-server answers success.
+    if (copy.group === null) return { success: true };
     await copy.group.stepdown();
     return { success: true };
   }

@@ -157,6 +157,8 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     assert.equal(li.state.messages, 5);
     assert.equal(li.cluster.leader, "b1");
     assert.equal(list["missing"], undefined);
+    // Stepdown of an R1 stream: nothing to move, success (as nats-server).
+    assert.deepEqual(await req(ncA, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS"), { type: "io.nats.jetstream.api.v1.stream_leader_stepdown_response", success: true });
     // MSG.GET from c1.
     const got = await req(ncC, "$JS.API.STREAM.MSG.GET.ORDERS", { seq: 5 });
     assert.equal((got["message"] as { subject: string }).subject, "orders.2");
