@@ -7,7 +7,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -200,6 +200,11 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     await ncC.close();
     ncs.splice(ncs.indexOf(ncC), 1);
     await rig.procs[2]!.stop();
+    // A stream directory the meta state does not know (left from before clustering, say):
+    // not opened, not announced, and never deleted.
+    const ghost = join(rig.dir, "c1", "jetstream", "$G", "streams", "GHOST");
+    mkdirSync(join(ghost, "msgs"), { recursive: true });
+    writeFileSync(join(ghost, "meta.json"), JSON.stringify({ created: "2026-01-01T00:00:00Z", created_ns: 1, config: { name: "GHOST", subjects: ["ghost.>"], storage: "file" } }));
     rig.procs[2] = await startTsnatsChild(["-c", rig.confs[2]!]);
     const ncC2 = await connect({ servers: rig.procs[2]!.url });
     ncs.push(ncC2);
@@ -210,6 +215,9 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
 
     // Delete from c1 (not the holder): gone everywhere, its directory removed on b1.
     await until("the restarted server knows the meta leader", async () => (await agreedLeader(rig)) !== "", 15_000);
+    assert.ok(existsSync(join(ghost, "meta.json")), "an unassigned stream directory is left alone");
+    assert.equal(((await req(ncC2, "$JS.API.STREAM.INFO.GHOST"))["error"] as { err_code: number }).err_code, 10059);
+    assert.equal((await ncC2.request("ghost.1", "x", { timeout: 1000 }).catch((e: Error) => e)) instanceof Error, true, "nothing takes its subjects");
     const del = await req(ncC2, "$JS.API.STREAM.DELETE.ORDERS");
     assert.deepEqual(del, { type: "io.nats.jetstream.api.v1.stream_delete_response", success: true });
     await until("ORDERS removed from b1's disk", () => !existsSync(join(rig.dir, "b1", "jetstream", "$G", "streams", "ORDERS")));
