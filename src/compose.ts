@@ -43,7 +43,7 @@ export const serverParts: ServerParts = {
           maxMemory: server.opts.jetstream.maxMemoryStoreBytes,
         },
         attach: (m) => {
-          enableStreamGroups(m, server.clock, server.log);
+          enableStreamGroups(m, server.clock, server.log, server.sched);
           js.attachClusterMeta!(m);
         },
       });

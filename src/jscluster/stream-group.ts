@@ -13,22 +13,60 @@
 // sequence the store already holds (written before the restart) is skipped, as is a purge
 // that later messages in the store show was applied.
 //
-// Snapshots (GroupApp.snapshot) are the whole store as a store-snapshot archive
-// (storage/archive.ts) plus applySeq: simple and exact, but they hold every message in
-// memory while taken and while Raft keeps them for laggards. A state-only snapshot with
-// range catch-up from the leader (CLUSTERING.md §3.4) is the next step.
+// Snapshots (GroupApp.snapshot) hold state only: the log index, the sequences used, the
+// store's first/last sequence and counts; one is taken every snapshotEntries publishes or
+// snapshotBytes of log, and the log before it is dropped once the store has synced what it
+// describes. A replica that installs a snapshot its store does not reach (a follower far
+// behind, a memory store after a restart, a file store that lost unsynced writes) catches up
+// from a peer whose store is exactly its applied state (stream-catchup.ts): it asks with its
+// last sequence, gets that peer's state at its applied index Y (first/last, the sequences it
+// no longer holds, the messages past ours), installs it, and applies only entries after Y;
+// entries that commit meanwhile wait. Version 1 snapshots (the whole store as an archive,
+// installStoreSnapshot) are still restored.
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
 import { type Entry, EntryType, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
-import { ArchiveDecoder, decodeMsgRecord, encodeStoreSnapshot, REC_END, REC_MSG, REC_MSG_TTL, REC_STATE, StoreSnapshotReader } from "../storage/archive.js";
+import type { Scheduler } from "../runtime/sched.js";
+import { encodeStoreSnapshot, StoreSnapshotReader } from "../storage/archive.js";
 import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
-import { decodeDeleteOp, decodeMsgOp, decodePurgeOp, encodeDeleteOp, encodeMsgOp, encodePurgeOp, OP_DELETE, OP_MSG, OP_PURGE } from "./stream-codec.js";
+import {
+  buildCatchup,
+  CatchupAssembler,
+  chunkReqId,
+  CU_CHUNK,
+  CU_REQUEST,
+  decodeCatchupRequest,
+  encodeCatchupRequest,
+  installCatchup,
+  installStoreSnapshot,
+} from "./stream-catchup.js";
+import type { StreamConfig } from "../contracts/wire.js";
+import {
+  asBuffer,
+  BATCH_HDR,
+  MAX_BATCH_MSGS,
+  msgOpSize,
+  OP_BATCH,
+  writeMsgOp,
+  decodeConfigOp,
+  decodeDeleteOp,
+  decodeMsgOp,
+  decodePurgeOp,
+  encodeConfigOp,
+  encodeDeleteOp,
+  encodeMsgOp,
+  encodePurgeOp,
+  OP_CONFIG,
+  OP_DELETE,
+  OP_MSG,
+  OP_PURGE,
+} from "./stream-codec.js";
 
 /** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
 const CURRENT_WINDOW_MS = 10_000;
@@ -38,8 +76,18 @@ const STEPDOWN_TIMEOUT_MS = 3000;
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 const SNAP_MAGIC = 0x47535354; // "TSSG" little-endian
-const SNAP_VERSION = 1;
+/** 1: the whole store (installStoreSnapshot); 2: state only, then catch-up from a peer. */
+const SNAP_V_ARCHIVE = 1;
+const SNAP_V_STATE = 2;
 const SNAP_HDR = 4 + 1 + 8;
+const SNAP_STATE_LEN = 5 + 7 * 8;
+/** A catch-up request not answered within this long goes to another peer. */
+const CATCHUP_RETRY_MS = 500;
+const CATCHUP_WARN_ATTEMPTS = 20;
+/** A batch is proposed once it holds this many bytes (else at the end of the job). */
+const MAX_BATCH_BYTES = 1024 * 1024;
+/** Ack keys: Raft index × this + the publish's place in its batch. */
+const KEY_SPAN = 65536;
 
 export interface StreamGroupOptions {
   /** Raft group name, e.g. "S-R3F-abcd1234". */
@@ -53,15 +101,20 @@ export interface StreamGroupOptions {
   open(proposer: (applier: EntryApplier) => Proposer): Stream;
   clock: Clock;
   log: Logger;
+  /** With a scheduler, the publishes taken in one job (one socket read) are proposed together
+   *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
+  sched?: Scheduler;
   onLeaderChange?(leader: string): void;
-  /** Snapshot the group after this many applied entries (default 65,536) ... */
+  /** A configuration entry was applied (stream.update done): persist it (meta.json). */
+  onConfig?(cfg: StreamConfig): void;
+  /** Snapshot the group after this many applied publishes and other entries (default 65,536) ... */
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
   snapshotBytes?: number;
 }
 
 interface PendingOp {
-  resolve(v: number | boolean): void;
+  resolve(v: number | boolean | undefined): void;
   reject(e: Error): void;
 }
 
@@ -101,23 +154,40 @@ export class StreamGroup implements GroupApp {
   private replayTo = 0;
   /** While the group is being added: a snapshot restored now is our own, from before a restart. */
   private opening = true;
-  /** Raft index and reply subject of each publish this leader proposed that wants a PubAck. */
+  /** Key (Raft index × KEY_SPAN + place in its batch) and reply subject of each publish this
+   *  leader proposed that wants a PubAck. */
   private ackIdx: number[] = [];
   private ackReply: string[] = [];
   private ackHead = 0;
   private readonly ops = new Map<number, PendingOp>();
   private stepdowns: PendingStepdown[] = [];
   private readonly scratch = new StreamEntry();
+  /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
+  private batchBuf: Buffer = Buffer.allocUnsafe(64 * 1024);
+  private batchLen = BATCH_HDR;
+  private batchReplies: string[] = [];
+  private flushQueued = false;
   private sinceSnapEntries = 0;
   private sinceSnapBytes = 0;
   private snapTimer: TimerHandle | null = null;
   private readonly snapEntries: number;
   private readonly snapBytes: number;
+  /** Index of the last entry this state reflects (applied, or covered by a catch-up). */
+  private appliedIndex = 0;
+  /** Entries up to this index are already reflected (a catch-up answer covered them). */
+  private skipThrough = 0;
+  /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
+  private catchup: { reqId: number; minIndex: number; attempt: number; asm: CatchupAssembler | null; timer: TimerHandle | null } | null = null;
+  private queued: Entry[] = [];
+  private nextReqId = 1;
   private closed = false;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
   restores = 0;
+  /** Catch-ups completed / answered since open (tests). */
+  catchups = 0;
+  catchupsServed = 0;
 
   static open(o: StreamGroupOptions): StreamGroup {
     return new StreamGroup(o);
@@ -135,6 +205,29 @@ export class StreamGroup implements GroupApp {
     this.replayTo = this.store.state().lastSeq;
     o.host.addGroup(o.group, o.peers, this);
     this.opening = false;
+    // Resumed in this process while leading, its term's no-op applied already (perhaps under
+    // a snapshot): take publishes now.
+    this.maybeStartTaking();
+  }
+
+  /** Leading, and this state includes the term's no-op (so everything before it): take
+   *  publishes, with in-flight and duplicate state exactly what was applied. */
+  private maybeStartTaking(): void {
+    if (this.taking || this.closed || this.catchup !== null) return;
+    const node = this.o.host.node(this.name);
+    if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
+    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
+  }
+
+  /** For tests and logs. */
+  debugState(): Record<string, unknown> {
+    const st = this.store.state();
+    return { applied: this.appliedIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.catchup?.minIndex ?? null, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
+  }
+
+  /** Catching up from a peer after installing a state-only snapshot. */
+  get isCatchingUp(): boolean {
+    return this.catchup !== null;
   }
 
   get leader(): string {
@@ -158,23 +251,98 @@ export class StreamGroup implements GroupApp {
       this.stream.proposalDropped(e);
       return;
     }
-    let index: number;
-    try {
-      index = this.o.host.propose(this.name, encodeMsgOp(e));
-    } catch (err) {
-      // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
-      this.stream.proposalDropped(e);
-      if (!(err instanceof RaftError)) throw err;
+    const sched = this.o.sched;
+    if (sched === undefined) {
+      let index: number;
+      try {
+        index = this.o.host.propose(this.name, encodeMsgOp(e));
+      } catch (err) {
+        // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
+        this.stream.proposalDropped(e);
+        if (!(err instanceof RaftError)) throw err;
+        return;
+      }
+      if (e.reply !== "") {
+        this.ackIdx.push(index * KEY_SPAN);
+        this.ackReply.push(e.reply);
+      }
       return;
     }
-    if (e.reply !== "") {
-      this.ackIdx.push(index);
-      this.ackReply.push(e.reply);
+    const size = msgOpSize(e);
+    const n = this.batchReplies.length;
+    if (n > 0 && (n >= MAX_BATCH_MSGS || this.batchLen + 4 + size > MAX_BATCH_BYTES)) this.flushBatch();
+    const need = this.batchLen + 4 + size;
+    if (need > this.batchBuf.length) {
+      const b = Buffer.allocUnsafe(Math.max(need, this.batchBuf.length * 2));
+      this.batchBuf.copy(b, 0, 0, this.batchLen);
+      this.batchBuf = b;
+    }
+    this.batchBuf.writeUInt32LE(size, this.batchLen);
+    this.batchLen = writeMsgOp(this.batchBuf, this.batchLen + 4, e);
+    this.batchReplies.push(e.reply);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      sched.microtask(this.flushFn);
     }
   }
 
-  private proposeOp(data: Uint8Array): Promise<number | boolean> {
+  private readonly flushFn = (): void => {
+    this.flushQueued = false;
+    this.flushBatch();
+  };
+
+  /** Propose the publishes gathered in this job: one as a MSG entry, more as a BATCH. */
+  private flushBatch(): void {
+    const replies = this.batchReplies;
+    const n = replies.length;
+    if (n === 0 || this.closed) return;
+    const b = this.batchBuf;
+    let data: Buffer;
+    if (n === 1) data = Buffer.from(b.subarray(BATCH_HDR + 4, this.batchLen));
+    else {
+      b[0] = OP_BATCH;
+      b.writeUInt16LE(n, 1);
+      data = Buffer.from(b.subarray(0, this.batchLen));
+    }
+    this.batchLen = BATCH_HDR;
+    this.batchReplies = [];
+    let index: number;
+    try {
+      index = this.o.host.propose(this.name, data);
+    } catch (err) {
+      // Leadership is moving or was lost: none of them is in flight, none gets a PubAck.
+      if (n === 1) this.stream.proposalDropped(decodeMsgOp(data, this.scratch));
+      else this.forBatch(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
+      if (!(err instanceof RaftError)) throw err;
+      return;
+    }
+    const base = index * KEY_SPAN;
+    for (let k = 0; k < n; k++) {
+      const r = replies[k]!;
+      if (r === "") continue;
+      this.ackIdx.push(base + k);
+      this.ackReply.push(r);
+    }
+  }
+
+  /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
+  private forBatch(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
+    const b = asBuffer(data);
+    const n = b.readUInt16LE(1);
+    let p = BATCH_HDR;
+    for (let k = 0; k < n; k++) {
+      const len = b.readUInt32LE(p);
+      p += 4;
+      if (p + len > b.length) throw new Error(`stream group ${this.name}: corrupt batch entry`);
+      fn(p, p + len, k);
+      p += len;
+    }
+  }
+
+  private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
+    // Publishes taken before this request go first, as they would on a single server.
+    this.flushBatch();
     let index: number;
     try {
       index = this.o.host.propose(this.name, data);
@@ -193,6 +361,12 @@ export class StreamGroup implements GroupApp {
   /** Replicated message delete: resolves with whether it was there, once applied here. */
   async deleteMsg(seq: number, erase: boolean): Promise<boolean> {
     return (await this.proposeOp(encodeDeleteOp(seq, erase))) as boolean;
+  }
+
+  /** Replicated configuration change (limits, subjects, ...; the caller checked it): every
+   *  replica applies it at the same point of the log; resolves once applied here. */
+  async updateConfig(cfg: StreamConfig): Promise<void> {
+    await this.proposeOp(encodeConfigOp(cfg));
   }
 
   /** STREAM.LEADER.STEPDOWN: hand leadership to the most caught-up active peer; resolves
@@ -234,6 +408,7 @@ export class StreamGroup implements GroupApp {
     if (this.closed) return;
     this.closed = true;
     this.stopLeading("stream group closed");
+    this.stopCatchup();
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
@@ -243,13 +418,19 @@ export class StreamGroup implements GroupApp {
 
   apply(entries: Entry[]): void {
     if (this.closed) return;
-    const node = this.o.host.node(this.name);
+    if (this.catchup !== null) {
+      // The store is not at the snapshot's state yet: these wait for the catch-up.
+      for (let i = 0; i < entries.length; i++) if (entries[i]!.index > this.skipThrough) this.queued.push(entries[i]!);
+      return;
+    }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
+      if (e.index <= this.skipThrough) continue;
+      this.appliedIndex = e.index;
       this.applied++;
       if (e.type === EntryType.Noop) {
         // Everything before this term's no-op is applied: the leader's state is exact now.
-        if (node !== undefined && node.role === Role.Leader && e.term === node.term) this.startTaking(e.term);
+        this.maybeStartTaking();
         continue;
       }
       const d = e.data;
@@ -260,13 +441,19 @@ export class StreamGroup implements GroupApp {
       try {
         switch (op) {
           case OP_MSG:
-            this.applyMsg(e);
+            this.applyMsg(e.data, 0, e.data.length, e.term, e.index * KEY_SPAN);
+            break;
+          case OP_BATCH:
+            this.applyBatch(e);
             break;
           case OP_PURGE:
             this.applyPurge(e);
             break;
           case OP_DELETE:
             this.applyDelete(e);
+            break;
+          case OP_CONFIG:
+            this.applyConfig(e);
             break;
           default:
             this.o.log.warn(`stream group ${this.name}: unknown entry type ${op} at ${e.index}`);
@@ -278,15 +465,32 @@ export class StreamGroup implements GroupApp {
       }
     }
     if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
-      // Not from inside apply: the host labels a snapshot with the index it has advanced to.
+      // Not from inside apply: the host has not advanced past these entries yet.
       this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
     }
   }
 
-  private applyMsg(e: Entry): void {
-    const m = decodeMsgOp(e.data, this.scratch);
+  private applyBatch(e: Entry): void {
+    const b = asBuffer(e.data);
+    if (b.length < BATCH_HDR) throw new Error("corrupt batch entry");
+    const n = b.readUInt16LE(1);
+    // Snapshot thresholds count publishes, not Raft entries.
+    this.sinceSnapEntries += n - 1;
+    const base = e.index * KEY_SPAN;
+    let p = BATCH_HDR;
+    for (let k = 0; k < n; k++) {
+      if (p + 4 > b.length) throw new Error("corrupt batch entry");
+      const len = b.readUInt32LE(p);
+      p += 4;
+      this.applyMsg(b, p, p + len, e.term, base + k);
+      p += len;
+    }
+  }
+
+  private applyMsg(data: Uint8Array, start: number, end: number, term: number, key: number): void {
+    const m = decodeMsgOp(data, this.scratch, start, end);
     const seq = ++this.applySeq;
-    const reply = this.leadTerm !== 0 && e.term === this.leadTerm ? this.takeReply(e.index) : "";
+    const reply = this.leadTerm !== 0 && term === this.leadTerm ? this.takeReply(key) : "";
     if (seq <= this.replayTo) {
       // Stored before a restart (or installed by a snapshot): only the duplicate window learns it.
       this.stream.noteReplayed(m.msgId, seq, m.tsNs);
@@ -318,7 +522,18 @@ export class StreamGroup implements GroupApp {
     this.settleOp(e, ok);
   }
 
-  private settleOp(e: Entry, v: number | boolean): void {
+  private applyConfig(e: Entry): void {
+    const cfg = decodeConfigOp(e.data);
+    // Replaying (the store is past this point): an older config must not trim what the store
+    // holds under a newer one; the stream was opened with its latest config.
+    if (this.applySeq >= this.replayTo) {
+      this.stream.update(cfg);
+      this.o.onConfig?.(cfg);
+    }
+    this.settleOp(e, undefined);
+  }
+
+  private settleOp(e: Entry, v: number | boolean | undefined): void {
     const p = this.ops.get(e.index);
     if (p === undefined) return;
     this.ops.delete(e.index);
@@ -326,7 +541,7 @@ export class StreamGroup implements GroupApp {
     else p.reject(notLeader());
   }
 
-  /** The reply of the publish this leader proposed at index ("" none). */
+  /** The reply of the publish this leader proposed under key ("" none). */
   private takeReply(index: number): string {
     const idx = this.ackIdx;
     let h = this.ackHead;
@@ -346,11 +561,29 @@ export class StreamGroup implements GroupApp {
     return reply;
   }
 
+  /** State only: the log position and the store's range. A replica that installs it and
+   *  finds its store short catches up from a peer (stream-catchup.ts). */
   snapshot(): Uint8Array {
+    const st = this.store.state();
+    const b = Buffer.allocUnsafe(SNAP_STATE_LEN);
+    b.writeUInt32LE(SNAP_MAGIC, 0);
+    b[4] = SNAP_V_STATE;
+    b.writeDoubleLE(this.appliedIndex, 5);
+    b.writeDoubleLE(this.applySeq, 13);
+    b.writeDoubleLE(st.firstSeq, 21);
+    b.writeDoubleLE(st.lastSeq, 29);
+    b.writeDoubleLE(st.lastTsNs, 37);
+    b.writeDoubleLE(st.msgs, 45);
+    b.writeDoubleLE(st.bytes, 53);
+    return b;
+  }
+
+  /** The whole store as a snapshot (version 1; installStoreSnapshot restores it). */
+  archiveSnapshot(): Uint8Array {
     const parts: Buffer[] = [];
     const hdr = Buffer.allocUnsafe(SNAP_HDR);
     hdr.writeUInt32LE(SNAP_MAGIC, 0);
-    hdr[4] = SNAP_VERSION;
+    hdr[4] = SNAP_V_ARCHIVE;
     hdr.writeDoubleLE(this.applySeq, 5);
     parts.push(hdr);
     for (const f of encodeStoreSnapshot(new StoreSnapshotReader(this.store))) parts.push(f);
@@ -358,18 +591,114 @@ export class StreamGroup implements GroupApp {
   }
 
   restore(data: Uint8Array): void {
-    const b = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    if (b.length < SNAP_HDR || b.readUInt32LE(0) !== SNAP_MAGIC || b[4] !== SNAP_VERSION) {
-      throw new Error(`stream group ${this.name}: not a stream snapshot`);
-    }
-    const snapSeq = b.readDoubleLE(5);
-    installStoreSnapshot(this.store, b.subarray(SNAP_HDR), this.opening);
+    const b = asBuffer(data);
+    if (b.length < 5 || b.readUInt32LE(0) !== SNAP_MAGIC) throw new Error(`stream group ${this.name}: not a stream snapshot`);
     this.restores++;
-    this.applySeq = snapSeq;
-    this.replayTo = this.store.state().lastSeq;
-    this.stream.storeReplaced();
     this.sinceSnapEntries = 0;
     this.sinceSnapBytes = 0;
+    if (b[4] === SNAP_V_ARCHIVE && b.length >= SNAP_HDR) {
+      installStoreSnapshot(this.store, b.subarray(SNAP_HDR), this.opening);
+      this.applySeq = b.readDoubleLE(5);
+      this.replayTo = this.store.state().lastSeq;
+      this.stream.storeReplaced();
+      return;
+    }
+    if (b[4] !== SNAP_V_STATE || b.length !== SNAP_STATE_LEN) throw new Error(`stream group ${this.name}: unknown snapshot version ${b[4]}`);
+    const index = b.readDoubleLE(5);
+    const applySeq = b.readDoubleLE(13);
+    const first = b.readDoubleLE(21);
+    const last = b.readDoubleLE(29);
+    const msgs = b.readDoubleLE(45);
+    const st = this.store.state();
+    this.appliedIndex = index;
+    this.skipThrough = index;
+    // Our own snapshot, and the store reaches it: a snapshot is kept only once the store had
+    // synced what it describes, so the store holds that state or a later one (a restart or a
+    // power loss cannot take it back); replay from it. A memory store starts empty: catch up.
+    if (this.opening && (st.lastSeq > last || (st.lastSeq === last && (st.lastSeq === 0 || this.store.type === "file" || (st.firstSeq === first && st.msgs === msgs))))) {
+      this.applySeq = applySeq;
+      this.replayTo = st.lastSeq;
+      this.stopCatchup();
+      return;
+    }
+    this.startCatchup(index);
+  }
+
+  // ---------- catch-up (stream-catchup.ts) ----------
+
+  private startCatchup(minIndex: number): void {
+    this.stopCatchup();
+    this.queued = [];
+    if (this.taking) this.stopLeading("catching up");
+    this.catchup = { reqId: 0, minIndex, attempt: 0, asm: null, timer: null };
+    this.sendCatchupRequest();
+  }
+
+  private stopCatchup(): void {
+    if (this.catchup?.timer != null) this.o.clock.clearTimer(this.catchup.timer);
+    this.catchup = null;
+  }
+
+  private sendCatchupRequest(): void {
+    const cu = this.catchup;
+    if (cu === null || this.closed) return;
+    cu.reqId = this.nextReqId++;
+    cu.asm = null;
+    const others = this.o.peers.filter((p) => p !== this.o.self);
+    // The leader first, then each other peer in turn: any caught-up replica can answer.
+    const leader = this.leaderName !== "" && this.leaderName !== this.o.self ? this.leaderName : "";
+    const peer = leader !== "" && cu.attempt % 2 === 0 ? leader : others[cu.attempt % others.length];
+    cu.attempt++;
+    if (cu.attempt % CATCHUP_WARN_ATTEMPTS === 0) {
+      // Every replica may have lost what the snapshot describes (a memory stream whose servers
+      // all restarted): this waits for one that holds it, and says so.
+      this.o.log.warn(`stream group ${this.name}: catching up to index ${cu.minIndex}: no replica has answered after ${cu.attempt} requests`);
+    }
+    if (peer !== undefined) this.o.host.sendApp(this.name, peer, encodeCatchupRequest({ reqId: cu.reqId, storeLast: this.store.state().lastSeq, minIndex: cu.minIndex }));
+    cu.timer = this.o.clock.setTimer(() => {
+      if (this.catchup === cu) this.sendCatchupRequest();
+    }, CATCHUP_RETRY_MS);
+  }
+
+  onAppFrame(from: string, data: Buffer): void {
+    if (this.closed || data.length === 0) return;
+    if (data[0] === CU_REQUEST) {
+      const req = decodeCatchupRequest(data);
+      // Only a replica whose store is exactly its applied state answers.
+      if (req === null || this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
+      if (req.storeLast > this.store.state().lastSeq) return;
+      for (const f of buildCatchup(req, this.store, this.appliedIndex, this.applySeq)) this.o.host.sendApp(this.name, from, f);
+      this.catchupsServed++;
+      return;
+    }
+    if (data[0] === CU_CHUNK) {
+      const cu = this.catchup;
+      if (cu === null || chunkReqId(data) !== cu.reqId) return;
+      cu.asm ??= new CatchupAssembler(cu.reqId);
+      const body = cu.asm.push(data);
+      if (body !== null) this.finishCatchup(body);
+    }
+  }
+
+  private finishCatchup(body: Buffer): void {
+    let h;
+    try {
+      h = installCatchup(this.store, body);
+    } catch (e) {
+      this.o.log.error(`stream group ${this.name}: catch-up failed: ${(e as Error).message}`);
+      return; // the retry timer asks again
+    }
+    this.stopCatchup();
+    this.catchups++;
+    this.applySeq = h.applySeq;
+    this.replayTo = this.store.state().lastSeq;
+    this.appliedIndex = Math.max(this.appliedIndex, h.index);
+    this.skipThrough = Math.max(this.skipThrough, h.index);
+    this.stream.storeReplaced();
+    const q = this.queued;
+    this.queued = [];
+    if (q.length > 0) this.apply(q);
+    this.maybeStartTaking();
   }
 
   onLeaderChange(leader: string, term: number): void {
@@ -410,6 +739,8 @@ export class StreamGroup implements GroupApp {
     this.ackIdx.length = 0;
     this.ackReply.length = 0;
     this.ackHead = 0;
+    this.batchLen = BATCH_HDR;
+    this.batchReplies = [];
     this.stream.clearInflight();
     this.taking = true;
     this.stream.setIngest(true);
@@ -421,6 +752,8 @@ export class StreamGroup implements GroupApp {
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
     this.stream.clearInflight();
+    this.batchLen = BATCH_HDR;
+    this.batchReplies = [];
     this.ackIdx.length = 0;
     this.ackReply.length = 0;
     this.ackHead = 0;
@@ -440,14 +773,21 @@ export class StreamGroup implements GroupApp {
 
   private takeSnapshot(): void {
     this.snapTimer = null;
-    if (this.closed || this.applySeq < this.replayTo) return;
-    try {
-      this.o.host.snapshot(this.name);
-      this.sinceSnapEntries = 0;
-      this.sinceSnapBytes = 0;
-    } catch (e) {
-      this.o.log.error(`stream group ${this.name}: snapshot failed: ${(e as Error).message}`);
-    }
+    if (this.closed || this.applySeq < this.replayTo || this.catchup !== null) return;
+    // The snapshot describes the store as of now; the log before it is dropped only once the
+    // store has that on disk (a restart then finds its store at or past its snapshot).
+    const index = this.appliedIndex;
+    const data = this.snapshot();
+    this.sinceSnapEntries = 0;
+    this.sinceSnapBytes = 0;
+    this.store.sync((err) => {
+      if (err !== null || this.closed) return;
+      try {
+        this.o.host.snapshotAt(this.name, index, data);
+      } catch (e) {
+        this.o.log.error(`stream group ${this.name}: snapshot failed: ${(e as Error).message}`);
+      }
+    });
   }
 
   // ---------- info ----------
@@ -471,7 +811,7 @@ export class StreamGroup implements GroupApp {
       if (name === (leader !== "" ? leader : self)) continue;
       const r: Record<string, unknown> = { name, current: false, active: 0 };
       if (name === self) {
-        r["current"] = st !== undefined && st.failed === null && st.applied >= st.commit && leader !== "";
+        r["current"] = st !== undefined && st.failed === null && st.applied >= st.commit && leader !== "" && this.catchup === null;
       } else {
         const seen = this.o.host.lastHeardMs(name);
         const ago = seen < 0 ? -1 : now - seen;
@@ -489,71 +829,4 @@ export class StreamGroup implements GroupApp {
     if (replicas.length > 0) out["replicas"] = replicas;
     return out;
   }
-}
-
-/**
- * Make `store` hold what a stream snapshot archive holds, changing as little as it can: the
- * messages below the snapshot's first sequence go, messages the store holds that the snapshot
- * does not (up to its last sequence) are removed, and the snapshot's messages past the store's
- * last sequence are stored at their sequences; then the last sequence moves up to the
- * snapshot's. A store already past the snapshot keeps what it holds beyond it. `own`: the
- * snapshot is this replica's own (a restart); a store that matches its state is trusted.
- */
-export function installStoreSnapshot(store: StreamStore, archive: Buffer, own: boolean): void {
-  const before = store.state();
-  let storeLast = before.lastSeq;
-  let cur = before.firstSeq;
-  let snapLast = 0;
-  let snapLastTs = 0;
-  let trust = false;
-  let ended = false;
-  const dropUntil = (limit: number): void => {
-    // Store messages in [cur, limit) that the snapshot does not hold.
-    for (let m = store.loadNextMsg("", cur); m !== null && m.seq < limit; m = store.loadNextMsg("", m.seq + 1)) store.removeMsg(m.seq);
-    if (limit > cur) cur = limit;
-  };
-  const dec = new ArchiveDecoder((kind, body) => {
-    switch (kind) {
-      case REC_STATE: {
-        const s = JSON.parse(body.toString("utf8")) as Record<string, number>;
-        const first = Number(s["first_seq"] ?? 0);
-        snapLast = Number(s["last_seq"] ?? 0);
-        snapLastTs = Number(s["last_ts"] ?? 0);
-        const msgs = Number(s["msgs"] ?? 0);
-        trust = own && (storeLast > snapLast || (storeLast === snapLast && before.firstSeq === first && before.msgs === msgs));
-        if (trust) return;
-        if (first > before.firstSeq && before.msgs > 0 || first > storeLast + 1) {
-          store.compact(first);
-          storeLast = store.state().lastSeq;
-          cur = first;
-        }
-        return;
-      }
-      case REC_MSG:
-      case REC_MSG_TTL: {
-        if (trust) return;
-        const m = decodeMsgRecord(body, kind === REC_MSG_TTL);
-        if (m.seq <= storeLast) {
-          dropUntil(m.seq);
-          cur = m.seq + 1;
-          return;
-        }
-        if (cur <= storeLast) dropUntil(storeLast + 1);
-        store.storeMsgAt(m.seq, m.subject, m.hdr, m.data, m.tsNs, m.ttlSec);
-        storeLast = m.seq;
-        cur = m.seq + 1;
-        return;
-      }
-      case REC_END:
-        ended = true;
-        if (trust) return;
-        dropUntil(Math.min(storeLast, snapLast) + 1);
-        if (snapLast > storeLast) store.skipMsgs(storeLast + 1, snapLast - storeLast, snapLastTs);
-        return;
-      default:
-        throw new Error(`stream snapshot: unknown record kind ${kind}`);
-    }
-  });
-  dec.push(archive);
-  if (!ended) throw new Error("stream snapshot: truncated archive");
 }

@@ -4,7 +4,8 @@
 import type { MetaGroup } from "./meta-group.js";
 import { StreamGroup } from "./stream-group.js";
 
-export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"], log: StreamGroupDeps["log"]): void {
+/** sched: publishes taken in one job are proposed as one Raft entry (StreamGroupOptions.sched). */
+export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"], log: StreamGroupDeps["log"], sched?: StreamGroupDeps["sched"]): void {
   m.openStreamGroup = (o) =>
     StreamGroup.open({
       group: o.group.name,
@@ -14,6 +15,7 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
       open: o.open,
       clock,
       log,
+      ...(sched !== undefined ? { sched } : {}),
       ...(o.onLeaderChange !== undefined ? { onLeaderChange: o.onLeaderChange } : {}),
     });
 }

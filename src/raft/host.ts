@@ -34,7 +34,13 @@ export interface GroupApp {
   onReadState?(rs: ReadState): void;
   /** The group failed (disk or checksum error) and no longer takes part. */
   onFailed?(reason: string): void;
+  /** A frame another member's app sent with RaftHost.sendApp (a view valid during the call). */
+  onAppFrame?(from: string, data: Buffer): void;
 }
+
+/** First byte of an app frame: [0xf3][u16 group length][group][data]. Raft frames start with
+ *  their codec version (1). */
+export const APP_FRAME_TAG = 0xf3;
 
 export interface RaftHostOptions {
   /** This server's peer id (also its transport address). */
@@ -80,6 +86,8 @@ export class RaftHost {
   private readonly tickMs: number;
   /** Monotonic ms of the last frame from each peer (STREAM.INFO `active`). */
   private readonly heard = new Map<string, number>();
+  /** Nodes of groups removed in this process, resumed if the group is added again. */
+  private readonly detached = new Map<string, RaftNode>();
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
@@ -114,6 +122,8 @@ export class RaftHost {
    */
   addGroup(name: string, peers: string[], app: GroupApp): RaftNode {
     if (this.groups.has(name)) throw new Error(`raft group ${name} exists`);
+    const kept = this.detached.get(name);
+    if (kept !== undefined) return this.resumeGroup(name, kept, app);
     const rec = this.wal.recoveredGroups().get(name);
     let fail: string | null = this.wal.corrupt !== null ? `WAL corrupt: ${this.wal.corrupt.reason} in ${this.wal.corrupt.segment}` : null;
     const loaded = loadSnapshotFile(this.o.fs, this.o.dir, name);
@@ -145,13 +155,14 @@ export class RaftHost {
     return node;
   }
 
-  /** Stop driving group `name` (its WAL records and snapshot stay). Adding it again in the
-   *  same process recovers what the WAL held when the host opened, so do not. */
+  /** Stop driving group `name` (its WAL records and snapshot stay). The node is kept: adding
+   *  the group again in this process resumes it (the WAL as read at open is stale by then). */
   removeGroup(name: string): void {
     const g = this.groups.get(name);
     if (g === undefined) return;
     this.groups.delete(name);
     this.dirty.delete(g);
+    this.detached.set(name, g.node);
   }
 
   hasGroup(name: string): boolean {
@@ -161,6 +172,20 @@ export class RaftHost {
   /** Monotonic ms when a frame from peer last arrived (-1: never). */
   lastHeardMs(peer: string): number {
     return this.heard.get(peer) ?? -1;
+  }
+
+  /** A group removed earlier in this process is added again: the new app gets the node's
+   *  snapshot and the entries the old app had applied after it. */
+  private resumeGroup(name: string, node: RaftNode, app: GroupApp): RaftNode {
+    this.detached.delete(name);
+    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0 };
+    this.groups.set(name, g);
+    if (node.snapshot !== null) app.restore(node.snapshot.data);
+    const lo = node.log.snapIndex + 1;
+    const hi = node.log.applied;
+    if (hi >= lo) app.apply(node.log.slice(lo, hi + 1, Infinity));
+    this.touch(g);
+    return node;
   }
 
   node(group: string): RaftNode | undefined {
@@ -212,10 +237,16 @@ export class RaftHost {
   /** Snapshot the group's app at its applied index, durably, and drop the log before it. */
   snapshot(group: string): number {
     const g = this.mustGroup(group);
+    return this.snapshotAt(group, g.node.log.applied, null);
+  }
+
+  /** snapshot() with data the app took earlier, at index (≤ applied; e.g. once the state it
+   *  describes is durable elsewhere). data null: ask the app now (index must be applied). */
+  snapshotAt(group: string, index: number, data: Uint8Array | null): number {
+    const g = this.mustGroup(group);
     const n = g.node;
-    const index = n.log.applied;
-    if (index <= n.log.snapIndex || n.failed !== null) return n.log.snapIndex;
-    const snap: Snapshot = { index, term: n.log.term(index), voters: [...n.voters], data: g.app.snapshot() };
+    if (index <= n.log.snapIndex || index > n.log.applied || n.failed !== null) return n.log.snapIndex;
+    const snap: Snapshot = { index, term: n.log.term(index), voters: [...n.voters], data: data ?? g.app.snapshot() };
     saveSnapshotFile(this.o.fs, this.o.dir, group, snap);
     n.compact(index, snap.data);
     this.wal.markSnapshot(group, index, snap.term);
@@ -231,10 +262,33 @@ export class RaftHost {
     return g;
   }
 
+  /** Send data to the app of `group` on server `peer` (state transfer beside the log). */
+  sendApp(group: string, peer: string, data: Uint8Array): void {
+    const gl = Buffer.byteLength(group);
+    const f = Buffer.allocUnsafe(3 + gl + data.length);
+    f[0] = APP_FRAME_TAG;
+    f.writeUInt16BE(gl, 1);
+    f.write(group, 3, "utf8");
+    f.set(data, 3 + gl);
+    this.stats.framesOut++;
+    this.o.transport.send(peer, f);
+  }
+
+  private receiveApp(from: string, frame: Uint8Array): void {
+    const b = Buffer.isBuffer(frame) ? frame : Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+    if (b.length < 3) return void this.stats.badFrames++;
+    const gl = b.readUInt16BE(1);
+    if (3 + gl > b.length) return void this.stats.badFrames++;
+    const g = this.groups.get(b.toString("utf8", 3, 3 + gl));
+    if (g === undefined || g.node.failed !== null) return void this.stats.unknownGroup++;
+    g.app.onAppFrame?.(from, b.subarray(3 + gl));
+  }
+
   private receive(from: string, frame: Uint8Array): void {
     if (this.closed) return;
     this.stats.framesIn++;
     this.heard.set(from, this.o.clock.monoMs());
+    if (frame[0] === APP_FRAME_TAG) return this.receiveApp(from, frame);
     const d = decodeMessage(frame);
     if (d instanceof Error) {
       this.stats.badFrames++;
@@ -315,28 +369,32 @@ export class RaftHost {
   }
 
   private finish(g: Group, rd: Ready): void {
-    if (this.groups.get(g.name) !== g) return; // removed meanwhile
+    // The group may have been removed (and even added again) while this Ready was written.
+    const cur = this.groups.get(g.name);
+    const live = cur !== undefined && cur.node === g.node ? cur : null;
     const n = g.node;
-    if (n.failed === null) {
+    if (n.failed === null && live !== null) {
       for (const m of rd.messages) {
         this.stats.framesOut++;
-        this.o.transport.send(m.to, encodeMessage(g.name, m));
+        this.o.transport.send(m.to, encodeMessage(live.name, m));
       }
-      if (rd.snapshot !== null) g.app.restore(rd.snapshot.data);
-      if (rd.committed.length > 0) g.app.apply(rd.committed);
-      for (const rs of rd.readStates) g.app.onReadState?.(rs);
+      if (rd.snapshot !== null) live.app.restore(rd.snapshot.data);
+      if (rd.committed.length > 0) live.app.apply(rd.committed);
+      for (const rs of rd.readStates) live.app.onReadState?.(rs);
     }
     n.advance(rd);
     g.busy = false;
-    if (rd.softState !== null || n.term !== g.lastTerm) {
+    if (live === null) return;
+    live.busy = false;
+    if (rd.softState !== null || n.term !== live.lastTerm) {
       const leader = n.role === Role.Leader ? n.id : n.lead;
-      if (leader !== g.lastLeader || n.term !== g.lastTerm) {
-        g.lastLeader = leader;
-        g.lastTerm = n.term;
-        g.app.onLeaderChange?.(leader, n.term);
+      if (leader !== live.lastLeader || n.term !== live.lastTerm) {
+        live.lastLeader = leader;
+        live.lastTerm = n.term;
+        live.app.onLeaderChange?.(leader, n.term);
       }
     }
-    this.touch(g);
+    this.touch(live);
   }
 
   private failGroup(g: Group, reason: string): void {

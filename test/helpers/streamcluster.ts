@@ -16,6 +16,7 @@ import { encodeHeaders } from "../../src/protocol/headers.js";
 import type { StreamConfig } from "../../src/contracts/wire.js";
 import { FakeBus } from "../unit/stream-fakebus.js";
 import { SimFs } from "./simfs.js";
+import type { Fs } from "../../src/runtime/fs.js";
 
 export const GROUP = "S-R3F-test0001";
 
@@ -35,7 +36,7 @@ export class Node {
   up = false;
   constructor(
     readonly id: string,
-    readonly fs: SimFs,
+    readonly fs: Fs,
   ) {
     this.bus.subscribe("reply.*", (s, _r, _h, d) => {
       const k = s.slice("reply.".length);
@@ -56,6 +57,14 @@ export interface ClusterOptions {
   tickMs?: number;
   snapshotEntries?: number;
   cfg?: Record<string, unknown>;
+  /** A simulated network: each frame is delayed 0..maxDelayMs on the manual clock (0: one
+   *  event-loop turn) and dropped with probability dropRate. */
+  net?: { maxDelayMs: number; dropRate: number };
+  /** Propose the publishes of one job as one entry (StreamGroupOptions.sched); default true. */
+  batch?: boolean;
+  /** Each server's disk (default: a SimFs); paths are /<id>/... under root. */
+  fs?: (id: string) => Fs;
+  root?: string;
 }
 
 export class StreamCluster {
@@ -65,7 +74,7 @@ export class StreamCluster {
   /** Directed links that drop: "a>b". */
   readonly cut = new Set<string>();
   private readonly handlers = new Map<string, (from: string, f: Uint8Array) => void>();
-  private readonly rnd: SeededRandom;
+  readonly rnd: SeededRandom;
   readonly tickMs: number;
   readonly cfg: StreamConfig;
 
@@ -78,7 +87,7 @@ export class StreamCluster {
       { get: () => undefined },
       false,
     );
-    for (const id of this.ids) this.nodes.set(id, new Node(id, new SimFs()));
+    for (const id of this.ids) this.nodes.set(id, new Node(id, o.fs?.(id) ?? new SimFs()));
   }
 
   node(id: string): Node {
@@ -89,11 +98,15 @@ export class StreamCluster {
     return {
       send: (peer, frame) => {
         if (this.cut.has(`${id}>${peer}`)) return;
+        const net = this.o.net;
+        if (net !== undefined && net.dropRate > 0 && this.rnd.next() < net.dropRate) return;
         const copy = Uint8Array.from(frame);
-        setImmediate(() => {
+        const deliver = (): void => {
           if (this.cut.has(`${id}>${peer}`) || !this.nodes.get(peer)!.up) return;
           this.handlers.get(peer)?.(id, copy);
-        });
+        };
+        if (net !== undefined && net.maxDelayMs > 0) this.clock.setTimer(deliver, this.rnd.int(net.maxDelayMs + 1));
+        else setImmediate(deliver);
       },
       onReceive: (h) => {
         this.handlers.set(id, h);
@@ -103,22 +116,32 @@ export class StreamCluster {
 
   async start(id: string): Promise<Node> {
     const n = this.node(id);
-    n.fs.mkdirp(`/${id}/raft`);
+    const root = this.o.root ?? "";
+    n.fs.mkdirp(`${root}/${id}/raft`);
     n.host = new RaftHost({
       id,
       fs: n.fs,
-      dir: `/${id}/raft`,
+      dir: `${root}/${id}/raft`,
       clock: this.clock,
       sched: systemScheduler,
       random: new SeededRandom(this.rnd.int(2 ** 30)),
       transport: this.transport(id),
       tickMs: this.tickMs,
     });
+    await this.openGroup(n);
+    n.up = true;
+    n.host.start();
+    return n;
+  }
+
+  private async openGroup(n: Node): Promise<void> {
+    const id = n.id;
+    const root = this.o.root ?? "";
     const limits = Stream.storeLimits(this.cfg);
     let store: StreamStore;
     if (this.o.storage === "memory") store = new MemoryStreamStore(limits, null);
     else {
-      const r = await openFileStreamStore({ dir: `/${id}/stream`, fs: n.fs, clock: this.clock, limits });
+      const r = await openFileStreamStore({ dir: `${root}/${id}/stream`, fs: n.fs, clock: this.clock, limits });
       store = r.store;
     }
     n.store = store;
@@ -139,6 +162,7 @@ export class StreamCluster {
       host: n.host,
       clock: this.clock,
       log: nullLogger,
+      sched: this.o.batch === false ? undefined : systemScheduler,
       snapshotEntries: this.o.snapshotEntries,
       open: (proposer) => {
         const st = new Stream(this.cfg, store, null, env(proposer), this.clock.nowNs());
@@ -147,9 +171,16 @@ export class StreamCluster {
         return st;
       },
     });
-    n.up = true;
-    n.host.start();
-    return n;
+  }
+
+  /** Close the stream group and its stream and open them again on the same RaftHost (a
+   *  stream reopened inside one process, as after a full disk). */
+  async reopenGroup(id: string): Promise<void> {
+    const n = this.node(id);
+    n.group.close();
+    n.group.stream.detach();
+    await n.store.close();
+    await this.openGroup(n);
   }
 
   async startAll(): Promise<void> {
@@ -163,7 +194,10 @@ export class StreamCluster {
     n.group.close();
     n.group.stream.detach();
     n.host.close();
-    if (powerLoss) n.fs.crash();
+    if (powerLoss) {
+      if (!(n.fs instanceof SimFs)) throw new Error("power loss needs a SimFs");
+      n.fs.crash();
+    }
     else await n.store.close();
   }
 

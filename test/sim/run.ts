@@ -1,8 +1,9 @@
-// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--host] [--seed S --verbose]`: runs the
+// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
 // deterministic Raft simulator over many seeds and prints every failing seed with the command
 // that replays it.
 import { runHostSeed } from "./hostsim.js";
 import { runSeed, type SimResult, type SimStats } from "./sim.js";
+import { runStreamSeed } from "./streamsim.js";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -22,6 +23,36 @@ const healMs = arg("heal-ms") !== undefined ? Number(arg("heal-ms")) : undefined
 
 let failures = 0;
 const started = performance.now();
+if (process.argv.includes("--stream")) {
+  // Replicated streams (StreamGroup) under faults (test/sim/streamsim.ts).
+  const st = arg("storage") ?? "both";
+  const storages = st === "both" ? (["memory", "file"] as const) : ([st as "memory" | "file"] as const);
+  for (const storage of storages) {
+    for (const nodes of sizes) {
+      let failed = 0;
+      const tot = { published: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, fullRestarts: 0, leaderChanges: 0 };
+      const t0 = performance.now();
+      for (let s = start; s < start + seeds; s++) {
+        const r = await runStreamSeed(s, nodes, storage, faultMs, healMs);
+        tot.published += r.published;
+        tot.kills += r.kills;
+        tot.powerLosses += r.powerLosses;
+        tot.reopens += r.reopens;
+        tot.catchups += r.catchups;
+        tot.fullRestarts += r.fullRestarts;
+        tot.leaderChanges += r.leaderChanges;
+        if (r.violation !== null) {
+          failed++;
+          console.log(`FAIL stream seed=${s} nodes=${nodes} storage=${storage}: ${r.violation}`);
+          console.log(`  replay: npm run sim -- --stream --seed ${s} --nodes ${nodes} --storage ${storage}`);
+        }
+      }
+      failures += failed;
+      console.log(`stream storage=${storage} nodes=${nodes} seeds=${seeds} (from ${start}) violations=${failed} ${JSON.stringify(tot)} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+  }
+  process.exit(failures > 0 ? 1 : 0);
+}
 if (process.argv.includes("--host")) {
   // RaftHosts with the shared WAL on simulated disks (test/sim/hostsim.ts).
   for (const nodes of sizes) {

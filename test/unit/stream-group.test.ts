@@ -7,6 +7,10 @@ import assert from "node:assert/strict";
 import { StreamCluster } from "../helpers/streamcluster.js";
 import { decodeMsgOp, encodeMsgOp, decodePurgeOp, encodePurgeOp, decodeDeleteOp, encodeDeleteOp } from "../../src/jscluster/stream-codec.js";
 import { Rollup, StreamEntry } from "../../src/stream/entry.js";
+import { installCatchup, buildCatchup, installStoreSnapshot, CatchupAssembler } from "../../src/jscluster/stream-catchup.js";
+import { MemoryStreamStore } from "../../src/storage/index.js";
+import { encodeStoreSnapshot, StoreSnapshotReader } from "../../src/storage/archive.js";
+import type { StreamStore } from "../../src/storage/types.js";
 
 function sameEverywhere(c: StreamCluster, ids = c.ids.filter((i) => c.node(i).up)): void {
   const ref = c.contents(ids[0]!);
@@ -43,9 +47,51 @@ void test("stream codec: entries round-trip", () => {
   assert.deepEqual(decodeDeleteOp(encodeDeleteOp(42, true)), { seq: 42, erase: true });
 });
 
-for (const storage of ["memory", "file"] as const) {
-  void test(`stream group (${storage}): publishes on the leader are stored identically on every replica; PubAck after commit`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+function fill(st: StreamStore, from: number, to: number): void {
+  for (let i = from; i <= to; i++) st.storeMsgAt(i, `s.${i % 3}`, null, Buffer.from(`m${i}`), 1000 + i, 0);
+}
+
+function dump(st: StreamStore): string {
+  const out: string[] = [];
+  for (let m = st.loadNextMsg("", 0); m !== null; m = st.loadNextMsg("", m.seq + 1)) out.push(`${m.seq}:${m.subject}:${m.data.toString()}`);
+  const s = st.state();
+  return `${s.firstSeq}-${s.lastSeq}/${s.msgs} ${out.join(",")}`;
+}
+
+void test("store install: a prefix store is brought to the state of a later one (catch-up answer, archive snapshot)", () => {
+  // The later state: 1..20 stored, 1..4 purged, 7 and 12 deleted.
+  const src = new MemoryStreamStore(null, null);
+  fill(src, 1, 20);
+  src.compact(5);
+  src.removeMsg(7);
+  src.removeMsg(12);
+  for (const t of [0, 3, 8, 20]) {
+    // A replica at an earlier point of the same history: 1..t stored.
+    const a = new MemoryStreamStore(null, null);
+    fill(a, 1, t);
+    const frames = buildCatchup({ reqId: 9, storeLast: t, minIndex: 0 }, src, 77, 20);
+    const asm = new CatchupAssembler(9);
+    let body: Buffer | null = null;
+    for (const f of frames.reverse()) body = asm.push(f) ?? body;
+    assert.ok(body !== null);
+    const h = installCatchup(a, body);
+    assert.equal(h.index, 77);
+    assert.equal(h.applySeq, 20);
+    assert.equal(dump(a), dump(src), `catch-up from ${t}`);
+    const b = new MemoryStreamStore(null, null);
+    fill(b, 1, t);
+    installStoreSnapshot(b, Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(src))]), false);
+    assert.equal(dump(b), dump(src), `archive install from ${t}`);
+  }
+});
+
+for (const [storage, batch] of [
+  ["memory", true],
+  ["file", true],
+  ["memory", false],
+] as const) {
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): publishes on the leader are stored identically on every replica; PubAck after commit`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -65,8 +111,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): no ack while the leader is cut off; the retry with the same msg id is stored once`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): no ack while the leader is cut off; the retry with the same msg id is stored once`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -96,8 +142,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): an entry that committed without its PubAck is a duplicate on retry`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): an entry that committed without its PubAck is a duplicate on retry`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -119,8 +165,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): expected-last-seq and dedup count in-flight entries on the leader`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): expected-last-seq and dedup count in-flight entries on the leader`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -145,8 +191,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): a follower that restarts catches up`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a follower that restarts catches up`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -171,8 +217,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): a leader change mid-stream loses no acknowledged message`, async () => {
-    const c = new StreamCluster({ n: 5, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a leader change mid-stream loses no acknowledged message`, async () => {
+    const c = new StreamCluster({ n: 5, storage, batch });
     await c.startAll();
     try {
       const acked = new Map<string, number>();
@@ -209,8 +255,8 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): purge and delete are replicated; resolved on the leader after apply`, async () => {
-    const c = new StreamCluster({ n: 3, storage });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): purge and delete are replicated; resolved on the leader after apply`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -243,8 +289,52 @@ for (const storage of ["memory", "file"] as const) {
     }
   });
 
-  void test(`stream group (${storage}): snapshots, and a follower far behind installs one`, async () => {
-    const c = new StreamCluster({ n: 3, storage, snapshotEntries: 16 });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a config update is an entry of the log`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      for (let i = 0; i < 10; i++) c.pub(l.id, "r.a", `c${i}`, `c${i}`);
+      await c.until(() => allApplied(c, 10), "10 everywhere");
+      const f = c.ids.find((i) => i !== l.id)!;
+      await assert.rejects(c.node(f).group.updateConfig({ ...c.cfg, max_msgs: 4 }), /can not handle request/);
+      let done = false;
+      void l.group.updateConfig({ ...c.cfg, max_msgs: 4 }).then(() => (done = true));
+      await c.until(() => done && c.ids.every((id) => c.contents(id).size === 4), "trimmed everywhere");
+      for (const id of c.ids) assert.equal(c.node(id).stream.cfg.max_msgs, 4);
+      c.pub(l.id, "r.a", "more", "more");
+      await c.until(() => l.acks.has("more") && allApplied(c, 11), "publish after update");
+      sameEverywhere(c);
+      assert.deepEqual([...c.contents(f).keys()], [8, 9, 10, 11]);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): a group closed and opened again on the same host resumes`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch, snapshotEntries: 8 });
+    await c.startAll();
+    try {
+      let l = await c.leader();
+      for (let i = 0; i < 30; i++) c.pub(l.id, "r.a", `o${i}`, `o${i}`, [["Nats-Msg-Id", `o${i}`]]);
+      await c.until(() => allApplied(c, 30), "30 everywhere");
+      const f = c.ids.find((i) => i !== l.id)!;
+      await c.reopenGroup(f);
+      await c.reopenGroup(l.id);
+      l = await c.leader();
+      for (let i = 30; i < 40; i++) c.pub(l.id, "r.a", `o${i}`, `o${i}`, [["Nats-Msg-Id", `o${i}`]]);
+      await c.until(() => allApplied(c, 40) && c.ids.every((id) => c.contents(id).size === 40), "40 everywhere");
+      sameEverywhere(c);
+      c.pub(l.id, "r.a", "again", "again", [["Nats-Msg-Id", "o5"]]);
+      await c.until(() => l.acks.has("again"), "dup");
+      assert.deepEqual(l.acks.get("again"), [{ stream: "R", seq: 6, duplicate: true }]);
+    } finally {
+      await c.stopAll();
+    }
+  });
+
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): snapshots, and a follower far behind installs one`, async () => {
+    const c = new StreamCluster({ n: 3, storage, batch, snapshotEntries: 16 });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -262,17 +352,52 @@ for (const storage of ["memory", "file"] as const) {
       await c.start(f);
       await c.until(() => c.node(f).group.restores > 0, "the follower installed a snapshot");
       await c.until(() => allApplied(c, 80) && c.contents(f).size === 79, "the follower caught up");
+      assert.ok(c.node(f).group.catchups >= 1, "it fetched the messages from a peer");
+      assert.ok(c.ids.some((id) => c.node(id).group.catchupsServed >= 1));
       sameEverywhere(c);
       // And a restart of a replica that snapshotted recovers the same store.
       await c.stop(f);
       await c.start(f);
-      await c.until(() => c.contents(f).size === 79, "recovered");
+      await c.until(() => c.contents(f).size === 79 && !c.node(f).group.isCatchingUp, "recovered");
       sameEverywhere(c);
+      // The recovered replica can lead: its state is exact.
+      await c.stop(l.id);
+      const l2 = await c.leader(l.id);
+      c.pub(l2.id, "r.z", "last", "last", [["Nats-Msg-Id", "s5"]]);
+      await c.until(() => l2.acks.has("last"), "dup ack");
+      assert.deepEqual(l2.acks.get("last"), [{ stream: "R", seq: 6, duplicate: true }]);
     } finally {
       await c.stopAll();
     }
   });
 }
+
+void test("stream group (file): the whole cluster restarts (after snapshots and a delete) and goes on", async () => {
+  const c = new StreamCluster({ n: 3, storage: "file", snapshotEntries: 8 });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    for (let i = 0; i < 40; i++) c.pub(l.id, "r.a", `w${i}`, `w${i}`, [["Nats-Msg-Id", `w${i}`]]);
+    await c.until(() => l.acks.size === 40 && allApplied(c, 40), "40 everywhere");
+    let done = false;
+    void l.group.deleteMsg(40, false).then(() => (done = true));
+    await c.until(() => done && c.ids.every((id) => c.contents(id).size === 39), "delete everywhere");
+    for (let i = 0; i < 5; i++) await c.step();
+    const before = c.contents(l.id);
+    for (const id of c.ids) await c.stop(id, id === "n2");
+    for (const id of c.ids) await c.start(id);
+    const l2 = await c.leader();
+    await c.until(() => c.ids.every((id) => c.contents(id).size === 39), "every store back");
+    sameEverywhere(c);
+    assert.deepEqual(c.contents(l2.id), before);
+    c.pub(l2.id, "r.a", "next", "next");
+    await c.until(() => l2.acks.has("next") && allApplied(c, 41), "publish after the restart");
+    assert.deepEqual(l2.acks.get("next"), [{ stream: "R", seq: 41 }]);
+    sameEverywhere(c);
+  } finally {
+    await c.stopAll();
+  }
+});
 
 void test("stream group: stepdown hands leadership to a caught-up replica; clusterInfo", async () => {
   const c = new StreamCluster({ n: 3, storage: "memory" });
