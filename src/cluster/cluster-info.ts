@@ -14,6 +14,8 @@ export interface InfoView {
   readonly name: string;
   readonly port: number;
   readonly tls: boolean;
+  /** The pool size in effect (-1: no pool). */
+  readonly poolSize: number;
   /** The client listener's and the websocket listener's bound ports (0: none). */
   readonly clientPort: number;
   readonly wsPort: number;
@@ -70,8 +72,9 @@ export function varz(v: InfoView): Record<string, unknown> {
     out["tls_required"] = true;
     out["tls_verify"] = true;
   }
-  // As configured (nats-server shows its default, 3; tsnats's default is no pool).
-  if (o.poolSize !== 0) out["pool_size"] = o.poolSize;
+  // As set, or in effect when pinned accounts chose the default (nats-server always shows
+  // it, 3 by default; tsnats's default is no pool and shows nothing).
+  if (o.poolSize !== 0 || v.poolSize > 0) out["pool_size"] = o.poolSize !== 0 ? o.poolSize : v.poolSize;
   return out;
 }
 

@@ -51,8 +51,9 @@ export interface ClusterHost {
   readonly sched: Scheduler;
   readonly random: Random;
   nowMs(): number;
-  /** The server's one routing path; a routed message (from a route) reaches local client
-   *  subscriptions only, and one local member of each queue group in queues. */
+  /** The server's one routing path; a routed message (from a route) reaches local routable
+   *  subscriptions only (clients', internal cluster: true ones), and one local member of
+   *  each queue group in queues. */
   routeRange(from: Sender | null, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, probe: boolean, ack: AckReply | null, queues: readonly string[] | null): void;
   allocCid(): number;
   flushDirty(): void;
@@ -455,7 +456,8 @@ export class Cluster implements ClusterLike {
 
   // ---- interest (interest.ts) ----
 
-  /** A client subscription came (+1) or went (-1): RS+/RS- to every route. */
+  /** A routable subscription (a client's, or an internal cluster: true one) came (+1) or
+   *  went (-1): RS+/RS- to every peer. */
   localInterest(sub: Subscription, delta: 1 | -1): void {
     this.interest.localInterest(sub, delta);
   }
@@ -470,6 +472,10 @@ export class Cluster implements ClusterLike {
 
   hasRemoteInterest(subject: string): boolean {
     return this.interest.hasRemoteInterest(subject);
+  }
+
+  hasRemoteQueueInterest(subject: string, queue: string): boolean {
+    return this.interest.hasRemoteQueueInterest(subject, queue);
   }
 
   get remoteGen(): number {
@@ -521,7 +527,7 @@ export class Cluster implements ClusterLike {
         reply = reply.slice(0, at);
       }
     }
-    // The one-hop rule is the router's: local client subscribers only, never a route.
+    // The one-hop rule is the router's: local routable subscribers only, never a route.
     this.host.routeRange(r, subject, reply, hdr, buf, start, end, shown, false, null, queues);
   }
 

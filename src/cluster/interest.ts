@@ -121,6 +121,12 @@ export class Interest {
     this.remoteSl.remove(rs);
   }
 
+  /** Whether a peer announced a member of queue group `queue` matching subject. */
+  hasRemoteQueueInterest(subject: string, queue: string): boolean {
+    if (this.remoteSl.size === 0) return false;
+    return findGroup(this.remoteSl.match(subject).qsubs, queue) !== null;
+  }
+
   /** Whether any route has interest in subject. */
   hasRemoteInterest(subject: string): boolean {
     if (this.remoteSl.size === 0) return false;

@@ -46,9 +46,12 @@ export interface ClusterLike {
   forward(fromCid: number, noEcho: boolean, subject: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, shown: string, ack: AckReply | null, qsubs: SublistResult<Subscription>["qsubs"]): number;
   /** The largest outbound backlog among the local queue members the last forward() chose. */
   readonly lastQueueBacklog: number;
-  /** A client subscription was added (+1) or removed (-1). */
+  /** A routable subscription (a client's, or an internal one with cluster: true) was added
+   *  (+1) or removed (-1). */
   localInterest(sub: Subscription, delta: 1 | -1): void;
   hasRemoteInterest(subject: string): boolean;
+  /** A peer announced a member of queue group `queue` matching subject. */
+  hasRemoteQueueInterest(subject: string, queue: string): boolean;
   /** Moves whenever the peers' interest changes (the ack fast path rechecks on a move). */
   readonly remoteGen: number;
   /** Hand what routes have buffered to their sockets. */
@@ -428,7 +431,8 @@ export abstract class Router implements Bus {
         if (s.queue === queue && !s.closed) return true;
       }
     }
-    return false;
+    // A member on another server counts too (a push consumer's deliver group in a cluster).
+    return this.cluster !== null && this.cluster.hasRemoteQueueInterest(subject, queue);
   }
 
   /** A unique inbox prefix for internal requests. */

@@ -17,9 +17,9 @@ import { defaultClusterOptions } from "../../src/server/options.js";
 import { findNatsServer, startNatsServerChild, startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
 import { until } from "../helpers/until.js";
 
-function childConf(dir: string, name: string, routePort: number): string {
+function childConf(dir: string, name: string, routePort: number, extra: string[]): string {
   const conf = join(dir, `${name}.conf`);
-  writeFileSync(conf, [`server_name: ${name}`, "listen: 127.0.0.1:-1", "cluster {", "  name: ic", "  listen: 127.0.0.1:-1", `  routes: [ nats-route://127.0.0.1:${routePort} ]`, "}", ""].join("\n"));
+  writeFileSync(conf, [`server_name: ${name}`, "listen: 127.0.0.1:-1", "cluster {", "  name: ic", "  listen: 127.0.0.1:-1", `  routes: [ nats-route://127.0.0.1:${routePort} ]`, ...extra, "}", ""].join("\n"));
   return conf;
 }
 
@@ -30,13 +30,14 @@ interface Rig {
   dir: string;
 }
 
-async function rig(withNats: boolean): Promise<Rig> {
+async function rig(withNats: boolean, pooled: boolean): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), "routeadv-ic-"));
-  const b = await startServer({ port: 0, serverName: "B", cluster: { ...defaultClusterOptions(), name: "ic", host: "127.0.0.1", port: -1 } });
+  const b = await startServer({ port: 0, serverName: "B", cluster: { ...defaultClusterOptions(), name: "ic", host: "127.0.0.1", port: -1, poolSize: pooled ? 3 : 0 } });
   const routePort = b.server.cluster!.port;
-  const children = [await startTsnatsChild(["-c", childConf(dir, "A", routePort)])];
-  if (withNats) children.push(await startNatsServerChild(["-c", childConf(dir, "C", routePort)]));
-  const want = children.length;
+  const children = [await startTsnatsChild(["-c", childConf(dir, "A", routePort, pooled ? ["  pool_size: 3"] : [])])];
+  if (withNats) children.push(await startNatsServerChild(["-c", childConf(dir, "C", routePort, [])]));
+  // Route connections: a pool of 3 to a pooling tsnats server, one to nats-server.
+  const want = pooled ? 3 + (withNats ? 1 : 0) : children.length;
   await until("routes to B", () => (b.server.cluster!.routez({ subs: false })["num_routes"] as number) === want, 20_000);
   const ncs = await Promise.all(children.map((c) => connect({ servers: c.url })));
   return { b, children, ncs, dir };
@@ -59,8 +60,8 @@ async function reach(nc: NatsConnection, subject: string, seen: () => boolean): 
   });
 }
 
-async function scenario(withNats: boolean): Promise<void> {
-  const r = await rig(withNats);
+async function scenario(withNats: boolean, pooled = false): Promise<void> {
+  const r = await rig(withNats, pooled);
   const srv = r.b.server;
   try {
     const [a] = r.ncs;
@@ -110,6 +111,13 @@ async function scenario(withNats: boolean): Promise<void> {
     assert.equal(got.size, 200);
     assert.ok(q["b1"]!.length > 0 && q["b2"]!.length > 0 && q["a"]!.length > 0, `every member takes part ${JSON.stringify([q["b1"]!.length, q["b2"]!.length, q["a"]!.length])}`);
 
+    // A queue group with members on A only counts as queue interest on B (push consumers'
+    // deliver groups).
+    assert.equal(srv.hasQueueInterest("ic.dg", "dg"), false);
+    a!.subscribe("ic.dg", { queue: "dg", callback: () => undefined });
+    await until("A's deliver group seen from B", () => srv.hasQueueInterest("ic.dg", "dg"));
+    assert.equal(srv.hasQueueInterest("ic.dg", "other"), false);
+
     // Request/reply: an internal responder on B answers clients on every server.
     const resp = srv.subscribe("ic.svc", (_s, reply, _h, p) => srv.publish(reply, "", null, Buffer.from(`echo:${p.toString()}`)), "", false, { cluster: true });
     for (const nc of r.ncs) {
@@ -146,4 +154,8 @@ void test("cluster internal subscriptions: tsnats B (embedded) with a tsnats A",
 
 void test("cluster internal subscriptions: also with a nats-server 2.9 peer", { skip: findNatsServer() === null ? "nats-server not installed" : false }, async () => {
   await scenario(true);
+});
+
+void test("cluster internal subscriptions: over pooled routes (pool_size 3), with a nats-server 2.9 peer too", { skip: findNatsServer() === null ? "nats-server not installed" : false }, async () => {
+  await scenario(true, true);
 });

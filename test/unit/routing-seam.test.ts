@@ -45,6 +45,10 @@ class FakeCluster implements ClusterLike {
   localInterest(sub: Subscription, delta: 1 | -1): void {
     this.interest.push(`${delta > 0 ? "+" : "-"}${sub.subject}${sub.queue !== "" ? " " + sub.queue : ""}`);
   }
+  remoteQueues: string[] = [];
+  hasRemoteQueueInterest(subject: string, queue: string): boolean {
+    return this.remoteQueues.includes(`${subject} ${queue}`);
+  }
   hasRemoteInterest(subject: string): boolean {
     return this.remote.some((p) => p === ">" || p === subject || (p.endsWith(">") && subject.startsWith(p.slice(0, -1))));
   }
@@ -205,4 +209,12 @@ void test("routing seam: a cluster: true ack subscription is announced; the ack 
   assert.deepEqual(handled, ["$JS.ACK.S.C.1.2.3.4.6"], "an ack routed from another server reaches the consumer");
   s.unsubscribe();
   assert.deepEqual(cl.interest, ["+$JS.ACK.S.C.>", "-$JS.ACK.S.C.>"]);
+});
+
+void test("routing seam: queue interest counts a member on another server", () => {
+  const { srv, cl } = mk();
+  assert.equal(srv.hasQueueInterest("d.x", "grp"), false);
+  cl.remoteQueues.push("d.x grp");
+  assert.equal(srv.hasQueueInterest("d.x", "grp"), true);
+  assert.equal(srv.hasQueueInterest("d.x", "other"), false);
 });
