@@ -138,6 +138,14 @@ export class JsCluster implements ClusterApiHooks {
     meta.onChange = (op, change, live) => this.applied(op, change, live);
     meta.onReset = () => this.later(() => this.reconcile());
     meta.onForward = (from, req) => this.forwarded(from, req);
+    // A durable recorded through a meta leader that then lost its leadership may be missing:
+    // the stream leaders here record theirs again with the new one.
+    meta.onLeader = (leader) => {
+      if (leader === "") return;
+      this.later(() => {
+        for (const c of this.copies.values()) if (c.group !== null && c.consumersUp) this.syncDurables(c);
+      });
+    };
     // The streams recovered from directories at start are closed: the meta log says which
     // ones this server holds, and they are opened again as it applies.
     this.later(async () => {
