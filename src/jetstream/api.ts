@@ -364,6 +364,11 @@ export class ApiRouter {
   /** info(st, opts) as JSON text, the same fields in the same order, after `head` (fields
    *  with their trailing comma, or "") and before `tail` (fields, each after a comma).
    *  withCluster false: without the cluster block (create and update replies). */
+  /** A local stream's info as STREAM.LIST shows it (JSON text). */
+  listInfoJson(st: Stream): string {
+    return this.infoJson(st, "");
+  }
+
   private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }, withCluster = true, tail = ""): string {
     const w = this.wire(st);
     let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
@@ -395,6 +400,7 @@ export class ApiRouter {
     const tokens = t.slice(2);
     if (this.consumerApi !== null) {
       this.consumerApi(this.ctx, op, tokens, reply, hdr, payload);
+      this.cluster?.consumerDone?.(op, tokens);
       return;
     }
     // No consumer layer: answer like a server whose consumers cannot be found.
@@ -588,7 +594,7 @@ export class ApiRouter {
     }
     await this.pacer.breathe();
     const cfg = await this.checkConfig(raw, this.others(name), pedantic);
-    if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
+    if (cfg.num_replicas > 1 && this.cluster === null) fail("JSStreamReplicasNotSupportedErr");
     setStaticMetadata(cfg);
     await this.pacer.breathe();
     const existing = this.svc.streams.get(name);

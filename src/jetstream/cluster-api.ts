@@ -19,13 +19,13 @@ import { checkStreamConfig, checkStreamUpdate, configToWire, decodeStreamConfig,
 import type { Stream } from "../stream/stream.js";
 import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import { subjectsCollide } from "../subjects/subject.js";
-import { rfc3339Ns } from "../stream/time.js";
 import { JS_API_LEVEL } from "../version.js";
 import type { ApiRouter } from "./api.js";
 import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import type { EntryApplier, Proposer } from "../stream/entry.js";
+import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, recoverConsumersAgain } from "./consumer-api.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -41,11 +41,21 @@ const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 /** How long the meta leader waits for its proposal to apply before giving up on the reply. */
 const PROPOSE_TIMEOUT_MS = 5000;
+/** FWD subject of a meta proposal a server asks the meta leader to make (not an API subject). */
+const PROPOSE_SUBJECT = "$JSC.META.PROPOSE";
+/** FWD subjects of STREAM.LIST's gathering: the meta leader asks a stream's leader for its
+ *  info (reply = request id), the answer comes back with the info as payload. */
+const INFO_ASK = "$JSC.INFO.ASK";
+const INFO_ANSWER = "$JSC.INFO.ANSWER";
+/** How long STREAM.LIST waits for the streams' leaders. */
+const LIST_GATHER_MS = 2000;
 
 /** What the clustered side needs of the JetStream service beyond JetStreamCore. */
 export interface ClusterServiceHost extends JetStreamCore {
   createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
   openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
+  deleteStream(st: Stream, pacer?: Pacer, quiet?: boolean): Promise<void>;
+  updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet?: boolean): Promise<void>;
   closeStream(st: Stream): Promise<void>;
 }
 
@@ -103,6 +113,8 @@ function consumerType(op: string): string {
 interface LocalCopy {
   sa: ClusterStreamAssignment;
   group: ClusterStreamGroup<Stream> | null;
+  /** This replica leads and has brought its consumers back (R>1). */
+  consumersUp: boolean;
 }
 
 export class JsCluster implements ClusterApiHooks {
@@ -112,6 +124,9 @@ export class JsCluster implements ClusterApiHooks {
   /** Replicated streams created by a live op whose reply waits for the first leader: the
    *  member that becomes leader answers. */
   private readonly pendingCreate = new Map<string, { reply: string; type: string; didCreate: boolean }>();
+  /** STREAM.LIST info requests in flight: id -> settle with the info JSON text. */
+  private readonly infoAsks = new Map<string, (json: string | null) => void>();
+  private nextAsk = 0;
   private stopped = false;
 
   constructor(
@@ -123,6 +138,14 @@ export class JsCluster implements ClusterApiHooks {
     meta.onChange = (op, change, live) => this.applied(op, change, live);
     meta.onReset = () => this.later(() => this.reconcile());
     meta.onForward = (from, req) => this.forwarded(from, req);
+    // A durable recorded through a meta leader that then lost its leadership may be missing:
+    // the stream leaders here record theirs again with the new one.
+    meta.onLeader = (leader) => {
+      if (leader === "") return;
+      this.later(() => {
+        for (const c of this.copies.values()) if (c.group !== null && c.consumersUp) this.syncDurables(c);
+      });
+    };
     // The streams recovered from directories at start are closed: the meta log says which
     // ones this server holds, and they are opened again as it applies.
     this.later(async () => {
@@ -206,6 +229,27 @@ export class JsCluster implements ClusterApiHooks {
   /** A request another server sent here. */
   private forwarded(_from: string, req: ClusterForward): void {
     if (this.stopped) return;
+    if (req.subject === INFO_ASK) {
+      const st = this.svc.streams.get(req.payload.toString("utf8"));
+      const json = st === undefined ? "" : this.router.listInfoJson(st);
+      this.meta.forward(_from, { subject: INFO_ANSWER, reply: req.reply, hdr: null, payload: Buffer.from(json), hops: 1, local: true });
+      return;
+    }
+    if (req.subject === INFO_ANSWER) {
+      const settle = this.infoAsks.get(req.reply);
+      this.infoAsks.delete(req.reply);
+      settle?.(req.payload.length > 0 ? req.payload.toString("utf8") : null);
+      return;
+    }
+    if (req.subject === PROPOSE_SUBJECT) {
+      if (!this.meta.isLeader) return;
+      try {
+        void this.meta.proposeWait(JSON.parse(req.payload.toString("utf8")) as ClusterOp, PROPOSE_TIMEOUT_MS);
+      } catch {
+        // not JSON: dropped
+      }
+      return;
+    }
     if (!req.subject.startsWith(API_PREFIX)) return;
     if (!req.local && this.route(req.subject, req.reply, req.hdr, req.payload, req.hops)) return;
     this.router.enqueueForwarded(req.subject, req.reply, req.hdr, req.payload, req.local);
@@ -216,6 +260,8 @@ export class JsCluster implements ClusterApiHooks {
   async handle(t: string[], reply: string, _hdr: Buffer | null, payload: Buffer): Promise<Body | { raw: string } | null | undefined> {
     const r = routeOf(t);
     if (r.to === "stream" && t[0] === "STREAM" && t[1] === "LEADER") return this.stepdown(r.stream);
+    // A restored stream would be one the meta state does not know; peer removal is not there yet.
+    if (t[0] === "STREAM" && (t[1] === "RESTORE" || t[1] === "PEER")) fail("JSClusterUnSupportFeatureErr");
     if (r.to !== "meta") return undefined;
     if (!this.meta.isLeader) fail("JSClusterNotAvailErr");
     if (t[0] === "INFO") return this.accountInfo();
@@ -313,7 +359,9 @@ export class JsCluster implements ClusterApiHooks {
     const cur = this.meta.state.stream(name);
     if (cur === undefined) fail("JSStreamNotFoundErr");
     const checked = checkStreamConfig(raw, this.others(name), optBool(body, "pedantic"));
-    const cfg = checkStreamUpdate(this.configOf(cur), checked);
+    // checkStreamUpdate refuses replicas > 1 (a single server's rule): checked with 1 here.
+    const cfg = checkStreamUpdate({ ...this.configOf(cur), num_replicas: 1 }, { ...checked, num_replicas: 1 });
+    cfg.num_replicas = checked.num_replicas;
     if (Math.max(1, cfg.num_replicas) !== cur.group.peers.length) fail("JSStreamReplicasNotUpdatableErr");
     setStaticMetadata(cfg);
     if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
@@ -346,25 +394,46 @@ export class JsCluster implements ClusterApiHooks {
     return { total: names.length, offset: off, limit: NAMES_LIMIT, streams: page.length > 0 ? page : null };
   }
 
-  /** STREAM.LIST from the meta state: a stream led here shows its state; one led elsewhere
-   *  shows its config with an empty state (nats-server gathers each leader's info; not yet). */
-  private list(payload: Buffer): { raw: string } {
+  /** STREAM.LIST from the meta state, each stream's info from its leader (asked over the peer
+   *  channel, as nats-server gathers them); streams whose leader did not answer in time are
+   *  named in `missing`. */
+  private async list(payload: Buffer): Promise<{ raw: string }> {
     const body = parseBody(payload, false);
     const names = this.filteredNames(optStr(body, "subject"));
     const off = Math.min(optOffset(body), names.length);
     const page = names.slice(off, off + LIST_LIMIT);
-    const infos = page.map((n) => JSON.stringify(this.remoteInfo(this.meta.state.stream(n)!)));
-    return { raw: `{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]}` };
+    const got = await Promise.all(page.map((n) => this.infoOf(n)));
+    const infos: string[] = [];
+    const missing: string[] = [];
+    got.forEach((j, i) => (j === null ? missing.push(page[i]!) : infos.push(j)));
+    const miss = missing.length > 0 ? `,"missing":${JSON.stringify(missing)}` : "";
+    return { raw: `{"total":${names.length},"offset":${off},"limit":${LIST_LIMIT},"streams":[${infos.join(",")}]${miss}}` };
   }
 
-  private remoteInfo(sa: ClusterStreamAssignment): Body {
-    const st = this.svc.streams.get(sa.config.name);
-    const state = st !== undefined ? st.state() : { messages: 0, bytes: 0, first_seq: 0, first_ts: "0001-01-01T00:00:00Z", last_seq: 0, last_ts: "0001-01-01T00:00:00Z", consumer_count: this.meta.state.consumerNames(sa.config.name).length };
-    const o: Body = { config: sa.config, created: rfc3339Ns(sa.created), state };
-    if (this.svc.domain !== "") o["domain"] = this.svc.domain;
-    o["cluster"] = this.clusterBlock(sa.config.name);
-    o["ts"] = rfc3339Ns(this.svc.deps.clock.nowNs());
-    return o;
+  /** A stream's info (JSON text) from its leader, or null when it did not answer in time. */
+  private infoOf(name: string): Promise<string | null> {
+    const sa = this.meta.state.stream(name);
+    if (sa === undefined) return Promise.resolve(null);
+    const leader = this.streamLeader(sa);
+    const local = this.svc.streams.get(name);
+    if (leader === this.self && local !== undefined) return Promise.resolve(this.router.listInfoJson(local));
+    if (leader === "") return Promise.resolve(null);
+    const id = `${this.self}.${++this.nextAsk}`;
+    return new Promise((resolve) => {
+      const timer = this.svc.deps.clock.setTimer(() => {
+        this.infoAsks.delete(id);
+        resolve(null);
+      }, LIST_GATHER_MS);
+      this.infoAsks.set(id, (json) => {
+        this.svc.deps.clock.clearTimer(timer);
+        resolve(json);
+      });
+      if (!this.meta.forward(leader, { subject: INFO_ASK, reply: id, hdr: null, payload: Buffer.from(name), hops: 1, local: true })) {
+        this.svc.deps.clock.clearTimer(timer);
+        this.infoAsks.delete(id);
+        resolve(null);
+      }
+    });
   }
 
   /** $JS.API.INFO on the meta leader: stream and consumer counts cluster-wide (from the meta
@@ -383,9 +452,17 @@ export class JsCluster implements ClusterApiHooks {
   private async stepdown(name: string): Promise<Body> {
     const copy = this.copies.get(name);
     if (copy === undefined || !this.svc.streams.has(name)) fail("JSStreamNotFoundErr");
-    if (copy.group === null) fail("JSClusterNotAvailErr");
+    // An R1 stream has no group: nats-server answers success.
+    if (copy.group === null) return { success: true };
     await copy.group.stepdown();
     return { success: true };
+  }
+
+  /** Replicated streams this server holds a copy of (/jsz ha_assets). */
+  haAssets(): number {
+    let n = 0;
+    for (const c of this.copies.values()) if (c.group !== null) n++;
+    return n;
   }
 
   clusterBlock(name: string): Record<string, unknown> {
@@ -404,6 +481,44 @@ export class JsCluster implements ClusterApiHooks {
     const g = this.copies.get(name)?.group;
     if (g == null) return undefined;
     return Promise.resolve(g.deleteMsg(seq, erase));
+  }
+
+  // ---------- consumers of replicated streams ----------
+
+  consumerDone(op: string, tokens: string[]): void {
+    if (op !== "CREATE" && op !== "DURABLE" && op !== "DELETE") return;
+    const name = op === "DURABLE" ? tokens[1] : tokens[0];
+    const copy = name === undefined ? undefined : this.copies.get(name);
+    if (copy === undefined || copy.group === null || !copy.consumersUp) return;
+    this.syncDurables(copy);
+  }
+
+  /** On a replicated stream's leader: record its durable consumers' configs in the meta
+   *  state (assign_consumer), and drop the ones deleted here (remove_consumer). */
+  private syncDurables(copy: LocalCopy): void {
+    const name = copy.sa.config.name;
+    const st = this.svc.streams.get(name);
+    if (st === undefined) return;
+    const local = durableConfigs(st);
+    const have = new Set<string>();
+    for (const d of local) {
+      have.add(d.name);
+      const ca = this.meta.state.consumer(name, d.name);
+      if (ca !== undefined && JSON.stringify(ca.config) === JSON.stringify(d.config)) continue;
+      const group = { name: ca?.group.name ?? `C-${copy.sa.group.name.slice(2)}-${d.name}`, peers: [...copy.sa.group.peers], store: copy.sa.group.store };
+      this.proposeToMeta({ op: "assign_consumer", ca: { stream: name, name: d.name, config: d.config, group, created: d.created } });
+    }
+    for (const c of this.meta.state.consumerNames(name)) if (!have.has(c)) this.proposeToMeta({ op: "remove_consumer", stream: name, name: c });
+  }
+
+  private proposeToMeta(op: ClusterOp): void {
+    if (this.meta.isLeader) {
+      void this.meta.proposeWait(op, PROPOSE_TIMEOUT_MS);
+      return;
+    }
+    const leader = this.meta.leaderName;
+    if (leader === "") return;
+    this.meta.forward(leader, { subject: PROPOSE_SUBJECT, reply: "", hdr: null, payload: Buffer.from(JSON.stringify(op)), hops: 1, local: true });
   }
 
   // ---------- applying the meta log here ----------
@@ -452,7 +567,7 @@ export class JsCluster implements ClusterApiHooks {
             if (st === undefined) out = await this.openLocal(sa);
             else {
               const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(st.name), false);
-              await this.svc.updateStream(st, cfg);
+              await this.svc.updateStream(st, cfg, undefined, who !== this.self);
               const copy = this.copies.get(st.name);
               if (copy !== undefined) copy.sa = sa;
               out = st;
@@ -471,7 +586,21 @@ export class JsCluster implements ClusterApiHooks {
         break;
       }
       case "consumer_added":
-      case "consumer_removed":
+      case "consumer_removed": {
+        // The stream leader makes or drops it when it has not already (the op may come from
+        // an earlier leader of the stream).
+        const ca = change.ca;
+        const copy = this.copies.get(ca.stream);
+        if (copy === undefined || copy.group === null || !copy.consumersUp) break;
+        const added = change.kind === "consumer_added";
+        this.later(() => {
+          const st = this.svc.streams.get(ca.stream);
+          if (st === undefined || !copy.consumersUp) return;
+          if (added) ensureDurable(this.router.ctx, st, ca.name, ca.config);
+          else dropConsumer(this.router.ctx, st, ca.name);
+        });
+        break;
+      }
       case "peer_removed":
       case "noop":
       case "error":
@@ -495,7 +624,7 @@ export class JsCluster implements ClusterApiHooks {
       if (sa.group.store === "file" && this.svc.fs.readFile(join(dir, "meta.json")) !== null) {
         const s = this.router.openStreamDir(dir);
         const want = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
-        if (!sameConfig(s.cfg, want)) await this.svc.updateStream(s, want);
+        if (!sameConfig(s.cfg, want)) await this.svc.updateStream(s, want, undefined, true);
         return s;
       }
       const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
@@ -510,18 +639,42 @@ export class JsCluster implements ClusterApiHooks {
         open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
         onLeaderChange: (leader) => this.groupLeader(name, leader),
       });
-      this.copies.set(name, { sa, group });
+      this.copies.set(name, { sa, group, consumersUp: false });
       st = group.stream;
+      holdConsumers(this.router.ctx, st);
     } else {
       st = await build();
-      this.copies.set(name, { sa, group: null });
+      this.copies.set(name, { sa, group: null, consumersUp: true });
     }
     return st;
   }
 
-  /** A replicated stream's group changed leader (here: "" while electing). */
+  /** A replicated stream's group changed leader (here: "" while electing). Its consumers run
+   *  on the leader only (issue 18 replicates them): a new leader reloads them from its own
+   *  obs/ directory and makes the durables the meta state lists that it lacks; a replica that
+   *  stops leading stops its consumers (their state stays on disk). */
   private groupLeader(name: string, leader: string): void {
     if (this.stopped) return;
+    this.later(async () => {
+      const copy = this.copies.get(name);
+      const st = this.svc.streams.get(name);
+      if (copy === undefined || copy.group === null || st === undefined) return;
+      if (leader === this.self && !copy.consumersUp) {
+        recoverConsumersAgain(this.router.ctx, st);
+        for (const c of this.meta.state.consumerNames(name)) {
+          const ca = this.meta.state.consumer(name, c)!;
+          try {
+            ensureDurable(this.router.ctx, st, c, ca.config);
+          } catch (e) {
+            this.svc.deps.log.warn(`JetStream consumer '${name} > ${c}' could not be made on the new stream leader: ${(e as Error).message}`);
+          }
+        }
+        copy.consumersUp = true;
+      } else if (leader !== this.self && copy.consumersUp) {
+        copy.consumersUp = false;
+        await st.stopConsumers(false);
+      }
+    });
     const pending = this.pendingCreate.get(name);
     if (pending !== undefined && leader !== "") {
       this.pendingCreate.delete(name);
@@ -540,6 +693,8 @@ export class JsCluster implements ClusterApiHooks {
       const taking = (copy.group as { isTakingPublishes?: boolean } | null)?.isTakingPublishes ?? true;
       if (taking || this.svc.deps.clock.monoMs() >= end) {
         this.router.replyInfo(p.reply, p.type, st, p.didCreate);
+        // A replica's copy is opened without the create advisory: the first leader sends it.
+        this.svc.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${name}`, { type: ApiType.StreamAction, stream: name, action: "create" });
         return;
       }
       this.svc.deps.clock.setTimer(tryAnswer, 10);
@@ -552,7 +707,8 @@ export class JsCluster implements ClusterApiHooks {
     this.copies.delete(name);
     if (copy?.group != null) await copy.group.close();
     const st = this.svc.streams.get(name);
-    if (st !== undefined) await this.svc.deleteStream(st);
+    // One replica announces the delete (the responder), as one server does in nats-server.
+    if (st !== undefined) await this.svc.deleteStream(st, undefined, copy !== undefined && this.responder(copy.sa) !== this.self);
     else {
       const dir = join(this.svc.streamsDir(), name);
       if (this.svc.fs.readFile(join(dir, "meta.json")) !== null) this.svc.fs.rmrf(dir);

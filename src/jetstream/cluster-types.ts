@@ -121,4 +121,6 @@ export interface ClusterApiHooks {
   /** Purge / message delete of a replicated stream through its group (undefined: local). */
   purge?(name: string, opts: { filter?: string; seq?: number; keep?: number }): Promise<number> | undefined;
   deleteMsg?(name: string, seq: number, erase: boolean): Promise<boolean> | undefined;
+  /** A consumer request was handled here (op and tokens as handleConsumerApi got them). */
+  consumerDone?(op: string, tokens: string[]): void;
 }

@@ -385,8 +385,14 @@ function create(
   } else {
     if (cfg.durable_name !== "") fail("JSConsumerEphemeralWithDurableNameErr");
   }
-  // A single server (streams refuse replicas > 1 the same way).
-  if (cfg.num_replicas > 1) fail("JSStreamReplicasNotSupportedErr");
+  // A single server refuses replicas > 1 (as its streams do). Clustered, a consumer of a
+  // replicated stream may ask for up to the stream's replicas (it runs on the stream leader
+  // only until consumers are replicated, issue 18).
+  if (cfg.num_replicas > 1) {
+    const sr = Number(ctx.getStream(streamName)?.wireConfig()["num_replicas"] ?? 1);
+    if (sr <= 1) fail("JSStreamReplicasNotSupportedErr");
+    if (cfg.num_replicas > sr) fail("JSConsumerReplicasExceedsStream");
+  }
   const st = lookup(ctx, streamName);
   recoverConsumers(ctx, st);
   const view = streamView(st);
@@ -504,4 +510,43 @@ function unpin(ctx: ConsumerApiContext, stream: string, name: string, reply: str
   if (!c.cfg.priority_groups.includes(g)) fail("JSConsumerInvalidPriorityGroupErr");
   c.unpin(g);
   ctx.respond(reply, { type: UNPIN_TYPE });
+}
+
+// ---------- clustered JetStream (cluster-api.ts): consumers on a replicated stream's leader ----------
+
+/** The durable consumers of a stream as config values (wire JSON), for the meta state. */
+export function durableConfigs(st: StreamHandle): Array<{ name: string; config: Record<string, unknown>; created: number }> {
+  const out: Array<{ name: string; config: Record<string, unknown>; created: number }> = [];
+  for (const c of consumersOf(st)) {
+    if (c.cfg.durable_name === "") continue;
+    out.push({ name: c.name, config: consumerConfigToWire(c.cfg, false), created: c.createdNs });
+  }
+  return out;
+}
+
+/** Reload a stream's consumers from its obs/ directory again (this replica leads again after
+ *  its consumers were stopped). */
+export function recoverConsumersAgain(ctx: ConsumerApiContext, st: StreamHandle): number {
+  stateOf(ctx).recovered.delete(st);
+  return recoverConsumers(ctx, st);
+}
+
+/** Make a durable consumer from its recorded config when the stream has none by that name
+ *  (a new stream leader brings back the durables the meta state lists). */
+export function ensureDurable(ctx: ConsumerApiContext, st: StreamHandle, name: string, config: Record<string, unknown>): void {
+  if (findConsumer(st, name) !== undefined) return;
+  const body = Buffer.from(JSON.stringify({ stream_name: st.name, config: { ...config, durable_name: name } }));
+  handleConsumerApi(ctx, "DURABLE", ["CREATE", st.name, name], "", null, body);
+}
+
+/** Delete a consumer by name, if there is one (a remove op applied on the stream leader). */
+export function dropConsumer(ctx: ConsumerApiContext, st: StreamHandle, name: string): void {
+  const c = findConsumer(st, name);
+  if (c !== undefined) removeConsumer(ctx, c);
+}
+
+/** Keep the lazy recovery away from a stream's obs/ directory (a replica that does not lead:
+ *  its consumers run on the leader). recoverConsumersAgain undoes it. */
+export function holdConsumers(ctx: ConsumerApiContext, st: StreamHandle): void {
+  stateOf(ctx).recovered.add(st);
 }

@@ -384,7 +384,7 @@ export class JetStreamService {
   }
 
   /** With a pacer, subscriptions on subjects added or removed are made a slice at a time. */
-  async updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer): Promise<void> {
+  async updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet = false): Promise<void> {
     if (st.dir !== null) this.writeMeta(st.dir, cfg, st.createdNs);
     const directChanged = st.cfg.allow_direct !== cfg.allow_direct || st.cfg.mirror_direct !== cfg.mirror_direct;
     st.update(cfg, pacer !== undefined);
@@ -394,16 +394,19 @@ export class JetStreamService {
     }
     this.sourcing.attach(st);
     if (pacer !== undefined) await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
-    this.advisory(`$JS.EVENT.ADVISORY.STREAM.UPDATED.${cfg.name}`, {
-      type: ApiType.StreamAction,
-      stream: cfg.name,
-      action: "modify",
-    });
+    if (!quiet) {
+      this.advisory(`$JS.EVENT.ADVISORY.STREAM.UPDATED.${cfg.name}`, {
+        type: ApiType.StreamAction,
+        stream: cfg.name,
+        action: "modify",
+      });
+    }
   }
 
   /** With a pacer, the stream's subscriptions are removed a slice at a time (it stores
    *  nothing meanwhile). */
-  async deleteStream(st: Stream, pacer?: Pacer): Promise<void> {
+  /** quiet: no advisory (clustered: only one replica announces). */
+  async deleteStream(st: Stream, pacer?: Pacer, quiet = false): Promise<void> {
     this.streams.delete(st.name);
     this.removeDirect(st.name);
     this.sourcing.detach(st);
@@ -413,11 +416,13 @@ export class JetStreamService {
     await st.stopConsumers(true);
     await st.store.delete();
     if (st.dir !== null) this.fs.rmrf(st.dir);
-    this.advisory(`$JS.EVENT.ADVISORY.STREAM.DELETED.${st.name}`, {
-      type: ApiType.StreamAction,
-      stream: st.name,
-      action: "delete",
-    });
+    if (!quiet) {
+      this.advisory(`$JS.EVENT.ADVISORY.STREAM.DELETED.${st.name}`, {
+        type: ApiType.StreamAction,
+        stream: st.name,
+        action: "delete",
+      });
+    }
   }
 
   private installDirect(st: Stream): void {
@@ -589,7 +594,7 @@ export class JetStreamService {
       reserved_memory: u.reservedMemory,
       reserved_storage: u.reservedStorage,
       accounts: 1,
-      ha_assets: 0,
+      ha_assets: this.cluster?.haAssets() ?? 0,
       api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
       streams: this.streams.size,
       consumers: u.consumers,
@@ -609,14 +614,14 @@ export class JetStreamService {
           reserved_memory: u.reservedMemory,
           reserved_storage: u.reservedStorage,
           accounts: 1,
-          ha_assets: 0,
+          ha_assets: this.cluster?.haAssets() ?? 0,
           api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
           ...(streamDetail
             ? {
                 stream_detail: [...this.streams.values()].map((st) => ({
                   name: st.name,
                   created: rfc3339Ns(st.createdNs),
-                  cluster: { leader: this.deps.serverName },
+                  cluster: this.cluster?.clusterBlock(st.name) ?? { leader: this.deps.serverName },
                   ...(opts?.["config"] === true ? { config: st.wireConfig() } : {}),
                   state: st.state(),
                 })),

@@ -50,6 +50,11 @@ const BOOT_WARN_MS = 10_000;
 const CURRENT_WINDOW_MS = 10_000;
 /** A stepdown is answered once leadership moved, or with an error after this long. */
 const STEPDOWN_TIMEOUT_MS = 3000;
+/** The meta state is snapshotted after this many applied ops, or this often when any was
+ *  applied since the last one: the shared WAL frees a segment only once every group's
+ *  snapshot has passed it, so a meta log that is never snapshotted would pin them all. */
+const META_SNAPSHOT_ENTRIES = 256;
+const META_SNAPSHOT_MS = 60_000;
 
 export const META_STEPDOWN_SUBJECT = "$JS.API.META.LEADER.STEPDOWN";
 const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
@@ -149,6 +154,9 @@ export interface MetaGroupOptions {
   /** Tags and limits this server announces (placement). */
   facts?: ServerFacts;
   tickMs?: number;
+  /** Snapshot after this many applied ops (default 256) or every snapshotMs (default 60 s). */
+  snapshotEntries?: number;
+  snapshotMs?: number;
   electionTicks?: number;
   heartbeatTicks?: number;
 }
@@ -221,6 +229,11 @@ export class MetaGroup implements GroupApp {
   onLeader: ((leader: string) => void) | null = null;
   /** What each JetStream peer said about itself in HELLO. */
   private readonly facts = new Map<string, ServerFacts & { cluster: string }>();
+  private sinceSnap = 0;
+  private snapTimer: TimerHandle | null = null;
+  private snapLoop: TimerHandle | null = null;
+  /** Meta snapshots taken since start (tests). */
+  snapshots = 0;
   /** Entries up to this index were in the log at start (replayed, not live). */
   private replayUpTo = 0;
   /** Proposals waiting for their entry to apply: index -> term, settle. */
@@ -314,6 +327,8 @@ export class MetaGroup implements GroupApp {
     for (const p of this.pendingStepdowns) this.o.clock.clearTimer(p.timer);
     this.pendingStepdowns = [];
     this.settleAll();
+    if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
+    if (this.snapLoop !== null) this.o.clock.clearTimer(this.snapLoop);
     this.sub?.unsubscribe();
     this.transport.close();
     this.host.close();
@@ -445,7 +460,27 @@ export class MetaGroup implements GroupApp {
     this.host.addGroup(META_GROUP, sorted, this);
     this.replayUpTo = this.host.status(META_GROUP)?.lastIndex ?? 0;
     this.host.start();
+    const every = this.o.snapshotMs ?? META_SNAPSHOT_MS;
+    const loop = (): void => {
+      this.snapLoop = null;
+      if (this.closed) return;
+      if (this.sinceSnap > 0) this.takeSnapshot();
+      this.snapLoop = this.o.clock.setTimer(loop, every);
+    };
+    this.snapLoop = this.o.clock.setTimer(loop, every);
     this.o.log.info(`JetStream cluster meta group ${fresh ? "bootstrapped" : "recovered"} with peers [${sorted.join(", ")}] (fixed: meta membership changes are not supported yet)`);
+  }
+
+  private takeSnapshot(): void {
+    this.snapTimer = null;
+    if (this.closed || this.peers === null) return;
+    try {
+      this.host.snapshot(META_GROUP);
+      this.sinceSnap = 0;
+      this.snapshots++;
+    } catch (e) {
+      this.o.log.error(`JetStream cluster meta snapshot failed: ${(e as Error).message}`);
+    }
   }
 
   // ---- frames ----
@@ -500,6 +535,7 @@ export class MetaGroup implements GroupApp {
       const op = decodeMetaOp(e.data);
       const change = this.state.apply(op);
       this.applied++;
+      this.sinceSnap++;
       this.onChange?.(op, change, e.index > this.replayUpTo);
       const w = this.waiting.get(e.index);
       if (w !== undefined) {
@@ -508,10 +544,18 @@ export class MetaGroup implements GroupApp {
         w.settle(e.term === w.term ? change : null);
       }
     }
+    this.maybeSnapshot();
   }
 
   snapshot(): Uint8Array {
     return this.state.snapshot();
+  }
+
+  private maybeSnapshot(): void {
+    // Not from inside apply: the host labels a snapshot with the index it has advanced to.
+    if (this.snapTimer === null && this.sinceSnap >= (this.o.snapshotEntries ?? META_SNAPSHOT_ENTRIES)) {
+      this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
+    }
   }
 
   restore(data: Uint8Array): void {

@@ -7,12 +7,13 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
 import { until } from "../helpers/until.js";
 
@@ -148,6 +149,16 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
       const ai = await req(nc, "$JS.API.INFO");
       assert.equal(ai["streams"], 1);
     }
+    // LIST gathers each stream's info from its leader (b1), asked of c1.
+    const list = await req(ncC, "$JS.API.STREAM.LIST");
+    assert.equal(list["total"], 1);
+    const li = (list["streams"] as Array<{ config: { name: string }; state: { messages: number }; cluster: { leader: string } }>)[0]!;
+    assert.equal(li.config.name, "ORDERS");
+    assert.equal(li.state.messages, 5);
+    assert.equal(li.cluster.leader, "b1");
+    assert.equal(list["missing"], undefined);
+    // Stepdown of an R1 stream: nothing to move, success (as nats-server).
+    assert.deepEqual(await req(ncA, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS"), { type: "io.nats.jetstream.api.v1.stream_leader_stepdown_response", success: true });
     // MSG.GET from c1.
     const got = await req(ncC, "$JS.API.STREAM.MSG.GET.ORDERS", { seq: 5 });
     assert.equal((got["message"] as { subject: string }).subject, "orders.2");
@@ -189,6 +200,11 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     await ncC.close();
     ncs.splice(ncs.indexOf(ncC), 1);
     await rig.procs[2]!.stop();
+    // A stream directory the meta state does not know (left from before clustering, say):
+    // not opened, not announced, and never deleted.
+    const ghost = join(rig.dir, "c1", "jetstream", "$G", "streams", "GHOST");
+    mkdirSync(join(ghost, "msgs"), { recursive: true });
+    writeFileSync(join(ghost, "meta.json"), JSON.stringify({ created: "2026-01-01T00:00:00Z", created_ns: 1, config: { name: "GHOST", subjects: ["ghost.>"], storage: "file" } }));
     rig.procs[2] = await startTsnatsChild(["-c", rig.confs[2]!]);
     const ncC2 = await connect({ servers: rig.procs[2]!.url });
     ncs.push(ncC2);
@@ -199,6 +215,9 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
 
     // Delete from c1 (not the holder): gone everywhere, its directory removed on b1.
     await until("the restarted server knows the meta leader", async () => (await agreedLeader(rig)) !== "", 15_000);
+    assert.ok(existsSync(join(ghost, "meta.json")), "an unassigned stream directory is left alone");
+    assert.equal(((await req(ncC2, "$JS.API.STREAM.INFO.GHOST"))["error"] as { err_code: number }).err_code, 10059);
+    assert.equal((await ncC2.request("ghost.1", "x", { timeout: 1000 }).catch((e: Error) => e)) instanceof Error, true, "nothing takes its subjects");
     const del = await req(ncC2, "$JS.API.STREAM.DELETE.ORDERS");
     assert.deepEqual(del, { type: "io.nats.jetstream.api.v1.stream_delete_response", success: true });
     await until("ORDERS removed from b1's disk", () => !existsSync(join(rig.dir, "b1", "jetstream", "$G", "streams", "ORDERS")));
@@ -207,12 +226,32 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
     const names = await req(ncB, "$JS.API.STREAM.NAMES");
     assert.deepEqual(names["streams"], ["EVENTS"]);
 
+    // SIGKILL of the meta leader: the two others elect one; a create asked of either works.
+    for (const nc of ncs.splice(0)) await nc.close();
+    const ml = await agreedLeader(rig);
+    const mi = rig.names.indexOf(ml);
+    rig.procs[mi]!.proc.kill("SIGKILL");
+    await rig.procs[mi]!.exited;
+    rig.procs[mi] = null;
+    await until("the survivors elect a meta leader", async () => {
+      const l = await agreedLeader(rig);
+      return l !== "" && l !== ml;
+    }, 20_000);
+    const survivor = live(rig)[0]!;
+    const ncS = await connect({ servers: survivor.url });
+    ncs.push(ncS);
+    const after = await req(ncS, "$JS.API.STREAM.CREATE.AFTER", { name: "AFTER", subjects: ["after"] });
+    assert.equal(after["error"], undefined, JSON.stringify(after));
+    const afterInfo = await req(ncS, "$JS.API.STREAM.INFO.AFTER");
+    assert.notEqual((afterInfo["cluster"] as { leader: string }).leader, ml, "placed on a server that is up");
+
     // Only one server left: no meta leader; a create answers 503/10008.
     for (const nc of ncs.splice(0)) await nc.close();
-    const lone = rig.procs[0]!;
-    for (const i of [1, 2]) {
-      await rig.procs[i]!.stop();
-      rig.procs[i] = null;
+    const lone = survivor;
+    for (const p of live(rig)) {
+      if (p === lone) continue;
+      await p.stop();
+      rig.procs[rig.procs.indexOf(p)] = null;
     }
     await until("no meta leader on the lone server", async () => (await metaLeader(lone)) === "", 15_000);
     const ncL = await connect({ servers: lone.url });
@@ -233,18 +272,31 @@ interface ClusterBlock {
   replicas?: Array<{ name: string; current: boolean; active: number; peer: string; lag?: number; offline?: boolean }>;
 }
 
-void test("clustered streams: R3 created from any server, published to and read from every server, stepdown, purge, delete everywhere", async () => {
+void test("clustered streams: R3 created from any server, published to and read from every server, stepdown, purge, delete everywhere", async (t) => {
   const rig = await startRig("jsc-r3-");
   const ncs: NatsConnection[] = [];
   try {
     await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
     for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
     const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
+    const advisories: string[] = [];
+    ncA.subscribe("$JS.EVENT.ADVISORY.STREAM.*.R3S", { callback: (_e, m) => void advisories.push(m.subject) });
+    await ncA.flush();
     const created = await req(ncC, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
     assert.equal(created["error"], undefined, JSON.stringify(created));
     assert.equal(created["did_create"], true);
     assert.equal((created["config"] as { num_replicas: number }).num_replicas, 3);
     for (const n of rig.names) assert.ok(existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S", "meta.json")), n);
+    // The same create again, asked of another server: the stream's leader answers with its info.
+    const again0 = await req(ncA, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
+    assert.equal(again0["error"], undefined, JSON.stringify(again0));
+    assert.equal((again0["config"] as { num_replicas: number }).num_replicas, 3);
+    // Replicas cannot change by update (not yet); other updates apply on every replica.
+    const upR = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 1 });
+    assert.equal((upR["error"] as { err_code: number }).err_code, 10061);
+    const up = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3, max_msgs: 1000 });
+    assert.equal(up["error"], undefined, JSON.stringify(up));
+    assert.equal((up["config"] as { max_msgs: number }).max_msgs, 1000);
 
     const info0 = await req(ncA, "$JS.API.STREAM.INFO.R3S");
     const cl0 = info0["cluster"] as ClusterBlock;
@@ -273,6 +325,27 @@ void test("clustered streams: R3 created from any server, published to and read 
       return (c.replicas ?? []).length === 2 && c.replicas!.every((r) => r.current);
     });
 
+    // One created and one updated advisory, not one per replica.
+    for (const nc of ncs) await nc.flush();
+    assert.deepEqual(advisories, ["$JS.EVENT.ADVISORY.STREAM.CREATED.R3S", "$JS.EVENT.ADVISORY.STREAM.UPDATED.R3S"]);
+
+    // A durable consumer made from c1 runs on the leader; b1 fetches and acks through it.
+    const jsmC = await jetstreamManager(ncC);
+    await jsmC.consumers.add("R3S", { durable_name: "d3", ack_policy: AckPolicy.Explicit, filter_subject: "r3.1" });
+    const r3c = await req(ncA, "$JS.API.CONSUMER.DURABLE.CREATE.R3S.rep3", { stream_name: "R3S", config: { durable_name: "rep3", num_replicas: 3 } });
+    assert.equal(r3c["error"], undefined, JSON.stringify(r3c));
+    const r5c = await req(ncA, "$JS.API.CONSUMER.DURABLE.CREATE.R3S.rep5", { stream_name: "R3S", config: { durable_name: "rep5", num_replicas: 5 } });
+    assert.equal((r5c["error"] as { err_code: number }).err_code, 10126);
+    const restore = await req(ncA, "$JS.API.STREAM.RESTORE.R3S", { config: { name: "R3S" } });
+    assert.equal((restore["error"] as { err_code: number }).err_code, 10036);
+    const d3 = await jetstream(ncB).consumers.get("R3S", "d3");
+    const got: string[] = [];
+    for await (const m of await d3.fetch({ max_messages: 5, expires: 3000 })) {
+      got.push(m.string());
+      await m.ackAck();
+    }
+    assert.deepEqual(got, ["m1", "m5", "m9", "m13", "m17"]);
+
     // Stepdown, asked of any server: another replica leads, and publishes go on.
     const sd = await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.R3S");
     assert.deepEqual(sd, { type: "io.nats.jetstream.api.v1.stream_leader_stepdown_response", success: true });
@@ -287,19 +360,114 @@ void test("clustered streams: R3 created from any server, published to and read 
       acked = await js.publish("r3.after", "x").then(() => true, () => false);
       return acked;
     });
+    // The new leader made the durable from the meta state (its delivery state stayed with the
+    // old leader: it starts over).
+    let d3info: Record<string, unknown> = {};
+    await until("d3 on the new stream leader", async () => {
+      d3info = await req(ncA, "$JS.API.CONSUMER.INFO.R3S.d3");
+      return d3info["error"] === undefined;
+    });
+    assert.equal((d3info["config"] as { filter_subject: string }).filter_subject, "r3.1");
+    const again: string[] = [];
+    for await (const m of await (await jetstream(ncC).consumers.get("R3S", "d3")).fetch({ max_messages: 2, expires: 3000 })) {
+      again.push(m.string());
+      m.ack();
+    }
+    assert.deepEqual(again, ["m1", "m5"]);
+
     // Purge through the group: every replica applies it.
     const pr = await req(ncC, "$JS.API.STREAM.PURGE.R3S", { filter: "r3.0" });
     assert.equal(pr["success"], true);
     assert.ok((pr["purged"] as number) > 0);
 
+    // A follower stops; publishes go on with two of three; it restarts, opens its copy from the
+    // meta state and catches up (its own /jsz counts the messages it holds).
+    const lead = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock).leader!;
+    const fi = rig.names.findIndex((n) => n !== lead && n !== "a1");
+    await ncs[fi]!.close();
+    await rig.procs[fi]!.stop();
+    rig.procs[fi] = null;
+    for (let i = 0; i < 10; i++) await jetstream(ncA).publish("r3.late", `late${i}`);
+    const want = ((await req(ncA, "$JS.API.STREAM.INFO.R3S"))["state"] as { messages: number }).messages;
+    rig.procs[fi] = await startTsnatsChild(["-c", rig.confs[fi]!]);
+    ncs[fi] = await connect({ servers: rig.procs[fi]!.url });
+    await until("the restarted replica holds every message", async () => {
+      try {
+        const r = await fetch(`http://127.0.0.1:${monPort(rig.procs[fi]!)}/jsz`, { signal: AbortSignal.timeout(2000) });
+        const j = (await r.json()) as { streams: number; messages: number };
+        return j.streams === 1 && j.messages === want;
+      } catch {
+        return false;
+      }
+    }, 20_000);
+
+    // SIGKILL of the stream leader: the other two elect one, publishes and the durable go on
+    // there; the killed server comes back as a follower.
+    const lead2 = ((await req(ncs[0]!, "$JS.API.STREAM.INFO.R3S"))["cluster"] as ClusterBlock).leader!;
+    const ki = rig.names.indexOf(lead2);
+    const other = ncs[(ki + 1) % 3]!;
+    await ncs[ki]!.close();
+    const killedAt = performance.now();
+    rig.procs[ki]!.proc.kill("SIGKILL");
+    await rig.procs[ki]!.exited;
+    rig.procs[ki] = null;
+    let lead3 = "";
+    await until("a new stream leader after SIGKILL", async () => {
+      const i = await req(other, "$JS.API.STREAM.INFO.R3S").catch(() => ({}) as Record<string, unknown>);
+      lead3 = (i["cluster"] as ClusterBlock | undefined)?.leader ?? "";
+      return lead3 !== "" && lead3 !== lead2;
+    }, 20_000);
+    await until("a publish after the SIGKILL is acknowledged", () => jetstream(other).publish("r3.1", "after-kill").then(() => true, () => false), 20_000);
+    t.diagnostic(`SIGKILL of the R3 stream leader -> next PubAck: ${Math.round(performance.now() - killedAt)} ms`);
+    await until("d3 on the leader after the SIGKILL", async () => (await req(other, "$JS.API.CONSUMER.INFO.R3S.d3").catch(() => ({ error: 1 })))["error"] === undefined);
+    rig.procs[ki] = await startTsnatsChild(["-c", rig.confs[ki]!]);
+    ncs[ki] = await connect({ servers: rig.procs[ki]!.url });
+    await until("the killed server knows the meta leader again", async () => (await agreedLeader(rig)) !== "", 20_000);
+
     // Delete from any server: every replica's directory goes.
-    const del = await req(ncB, "$JS.API.STREAM.DELETE.R3S");
+    const delAdv: string[] = [];
+    ncs[1]!.subscribe("$JS.EVENT.ADVISORY.STREAM.DELETED.R3S", { callback: (_e, m) => void delAdv.push(m.subject) });
+    for (const nc of ncs) await nc.flush();
+    const del = await req(ncs[1]!, "$JS.API.STREAM.DELETE.R3S");
     assert.equal(del["success"], true, JSON.stringify(del));
     for (const n of rig.names) {
       await until(`R3S removed on ${n}`, () => !existsSync(join(rig.dir, n, "jetstream", "$G", "streams", "R3S")));
     }
-    const gone = await req(ncC, "$JS.API.STREAM.INFO.R3S");
+    const gone = await req(ncs[2]!, "$JS.API.STREAM.INFO.R3S");
+    // One deleted advisory, not one per replica.
+    for (const nc of ncs) await nc.flush();
+    assert.deepEqual(delAdv, ["$JS.EVENT.ADVISORY.STREAM.DELETED.R3S"]);
     assert.equal((gone["error"] as { err_code: number }).err_code, 10059);
+  } finally {
+    for (const nc of ncs) await nc.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+void test("clustered streams: a KV bucket with 3 replicas, written and read from different servers", async () => {
+  const rig = await startRig("jsc-kv-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const kvA = await new Kvm(ncs[0]!).create("cfg", { replicas: 3, history: 3 });
+    const kvB = await new Kvm(ncs[1]!).open("cfg");
+    const kvC = await new Kvm(ncs[2]!).open("cfg");
+    await until("the bucket's leader takes writes from b1", () => kvB.put("probe", "1").then(() => true, () => false));
+    for (let i = 0; i < 20; i++) {
+      const w = [kvA, kvB, kvC][i % 3]!;
+      const r = [kvA, kvB, kvC][(i + 1) % 3]!;
+      const rev = await w.put(`k${i % 5}`, `v${i}`);
+      // Read-your-write from another server: every replica answers direct gets, so wait for it.
+      await until(`k${i % 5} rev ${rev} visible`, async () => (await r.get(`k${i % 5}`))?.revision === rev);
+    }
+    const e = await kvC.get("k4");
+    assert.equal(e?.string(), "v19");
+    const hist: string[] = [];
+    for await (const h of await kvA.history({ key: "k0" })) hist.push(h.string());
+    assert.deepEqual(hist, ["v5", "v10", "v15"]);
+    const st = await kvB.status();
+    assert.equal(st.replicas, 3);
   } finally {
     for (const nc of ncs) await nc.close().catch(() => undefined);
     await stopRig(rig);
