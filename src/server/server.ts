@@ -230,7 +230,6 @@ export class Server extends Router implements ClientHost {
       this.cluster = null;
       throw err;
     }
-    if (this.opts.jetstream.enabled) this.log.warn("JetStream in a cluster: streams are not replicated yet; each server's JetStream is its own and answers only its own clients");
   }
 
   /** A connection id (clients and routes share the counter, as in nats-server). */
