@@ -60,3 +60,15 @@ export interface StreamHandle {
   /** Retention: a consumer acknowledged seq; the stream decides whether to remove it. */
   onAck(seq: number, subject: string): void;
 }
+
+/** A $JS.API request carried from one server to the one that answers it (the FWD frame of
+ *  the peer channel, src/jscluster/meta-group.ts). hops: how often it was forwarded already;
+ *  local: handle it on the receiving server's own streams, without routing it again. */
+export interface ForwardedRequest {
+  subject: string;
+  reply: string;
+  hdr: Buffer | null;
+  payload: Buffer;
+  hops: number;
+  local: boolean;
+}

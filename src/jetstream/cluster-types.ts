@@ -3,6 +3,8 @@
 // jscluster/, the composition root hands the meta group over (JetStreamService
 // .attachClusterMeta). The shapes follow src/jscluster/meta.ts.
 
+import type { ForwardedRequest } from "../contracts/jetstream.js";
+
 /** A Raft group: name, peers (server names), store; the preferred peer answers a create. */
 export interface ClusterGroup {
   name: string;
@@ -50,16 +52,7 @@ export type ClusterChange =
   | { kind: "error"; code: string; description: string };
 
 /** A request carried to another server over the peer channel (the FWD frame). */
-export interface ClusterForward {
-  subject: string;
-  reply: string;
-  hdr: Buffer | null;
-  payload: Buffer;
-  /** Forwarded this many times already. */
-  hops: number;
-  /** Handle on the receiving server's own streams, without routing again. */
-  local: boolean;
-}
+export type ClusterForward = ForwardedRequest;
 
 /** A replicated stream's Raft group on this server (src/jscluster/stream-group.ts). */
 export interface ClusterStreamGroup<S> {

@@ -7,7 +7,7 @@
 
 import { dirname, join } from "node:path";
 import { randomName } from "./ids.js";
-import type { ConsumerApiContext } from "./api-context.js";
+import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
 import type { StreamHandle } from "../contracts/jetstream.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
 import { ApiType } from "../contracts/wire.js";
@@ -266,14 +266,7 @@ function apiLevelTooHigh(hdr: Buffer | null): boolean {
   return !(Number.isFinite(n) && n <= JS_API_LEVEL);
 }
 
-export function handleConsumerApi(
-  ctx: ConsumerApiContext,
-  op: string,
-  tokens: string[],
-  reply: string,
-  hdr: Buffer | null,
-  payload: Buffer,
-): void {
+export const handleConsumerApi: HandleConsumerApi = (ctx, op, tokens, reply, hdr, payload): void => {
   ensureRecovered(ctx);
   if (op === "MSG") {
     // The router does not subscribe MSG.NEXT (consumers do, serveNext); a request handed
@@ -315,7 +308,7 @@ export function handleConsumerApi(
   } catch (e) {
     respondErr(ctx, reply, type, e);
   }
-}
+};
 
 function typeFor(op: string): string {
   switch (op) {

@@ -578,6 +578,16 @@ export class JetStreamService {
       bytes += s.bytes;
     }
     const si = this.deps.opts.syncIntervalMs;
+    // What /jsz and its account_details both show.
+    const usage = {
+      memory: u.memory,
+      storage: u.storage,
+      reserved_memory: u.reservedMemory,
+      reserved_storage: u.reservedStorage,
+      accounts: 1,
+      ha_assets: this.cluster?.haAssets() ?? 0,
+      api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
+    };
     const o: Record<string, unknown> = {
       server_id: this.deps.serverId,
       now: rfc3339Ns(this.deps.clock.nowNs()),
@@ -589,13 +599,7 @@ export class JetStreamService {
         sync_always: si === "always",
         ...(this.domain !== "" ? { domain: this.domain } : {}),
       },
-      memory: u.memory,
-      storage: u.storage,
-      reserved_memory: u.reservedMemory,
-      reserved_storage: u.reservedStorage,
-      accounts: 1,
-      ha_assets: this.cluster?.haAssets() ?? 0,
-      api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
+      ...usage,
       streams: this.streams.size,
       consumers: u.consumers,
       messages,
@@ -609,13 +613,7 @@ export class JetStreamService {
         {
           name: ACCOUNT,
           id: ACCOUNT,
-          memory: u.memory,
-          storage: u.storage,
-          reserved_memory: u.reservedMemory,
-          reserved_storage: u.reservedStorage,
-          accounts: 1,
-          ha_assets: this.cluster?.haAssets() ?? 0,
-          api: { level: JS_API_LEVEL, total: this.apiStats.total, errors: this.apiStats.errors },
+          ...usage,
           ...(streamDetail
             ? {
                 stream_detail: [...this.streams.values()].map((st) => ({

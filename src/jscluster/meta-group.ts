@@ -21,6 +21,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { jsErr } from "../contracts/errors.js";
+import type { ForwardedRequest } from "../contracts/jetstream.js";
 import { RaftHost, type GroupApp, type RaftTransport } from "../raft/host.js";
 import { EntryType, Role, type Entry } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
@@ -59,17 +60,7 @@ const META_SNAPSHOT_MS = 60_000;
 export const META_STEPDOWN_SUBJECT = "$JS.API.META.LEADER.STEPDOWN";
 const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
 
-/** A $JS.API request carried from one server to the one that answers it (FWD frame). hops:
- *  how often it was forwarded already; local: handle it on the receiving server's own
- *  streams, without routing it again. */
-export interface ForwardedRequest {
-  subject: string;
-  reply: string;
-  hdr: Buffer | null;
-  payload: Buffer;
-  hops: number;
-  local: boolean;
-}
+export type { ForwardedRequest };
 
 const FWD_LOCAL = 0x80;
 

@@ -21,8 +21,8 @@
 // from a peer whose store is exactly its applied state (stream-catchup.ts): it asks with its
 // last sequence, gets that peer's state at its applied index Y (first/last, the sequences it
 // no longer holds, the messages past ours), installs it, and applies only entries after Y;
-// entries that commit meanwhile wait. Version 1 snapshots (the whole store as an archive,
-// installStoreSnapshot) are still restored.
+// entries that commit meanwhile wait. The format is stream-snap.ts; version 1 snapshots (the
+// whole store as an archive, installStoreSnapshot) are still restored.
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
@@ -30,7 +30,7 @@ import { type Entry, EntryType, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
 import type { Scheduler } from "../runtime/sched.js";
-import { encodeStoreSnapshot, StoreSnapshotReader } from "../storage/archive.js";
+import { decodeStreamSnapshot, encodeArchiveSnapshot, encodeStateSnapshot } from "./stream-snap.js";
 import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
@@ -75,12 +75,6 @@ const STEPDOWN_TIMEOUT_MS = 3000;
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
-const SNAP_MAGIC = 0x47535354; // "TSSG" little-endian
-/** 1: the whole store (installStoreSnapshot); 2: state only, then catch-up from a peer. */
-const SNAP_V_ARCHIVE = 1;
-const SNAP_V_STATE = 2;
-const SNAP_HDR = 4 + 1 + 8;
-const SNAP_STATE_LEN = 5 + 7 * 8;
 /** A catch-up request not answered within this long goes to another peer. */
 const CATCHUP_RETRY_MS = 500;
 const CATCHUP_WARN_ATTEMPTS = 20;
@@ -565,50 +559,27 @@ export class StreamGroup implements GroupApp {
    *  finds its store short catches up from a peer (stream-catchup.ts). */
   snapshot(): Uint8Array {
     const st = this.store.state();
-    const b = Buffer.allocUnsafe(SNAP_STATE_LEN);
-    b.writeUInt32LE(SNAP_MAGIC, 0);
-    b[4] = SNAP_V_STATE;
-    b.writeDoubleLE(this.appliedIndex, 5);
-    b.writeDoubleLE(this.applySeq, 13);
-    b.writeDoubleLE(st.firstSeq, 21);
-    b.writeDoubleLE(st.lastSeq, 29);
-    b.writeDoubleLE(st.lastTsNs, 37);
-    b.writeDoubleLE(st.msgs, 45);
-    b.writeDoubleLE(st.bytes, 53);
-    return b;
+    return encodeStateSnapshot({ appliedIndex: this.appliedIndex, applySeq: this.applySeq, firstSeq: st.firstSeq, lastSeq: st.lastSeq, lastTsNs: st.lastTsNs, msgs: st.msgs, bytes: st.bytes });
   }
 
   /** The whole store as a snapshot (version 1; installStoreSnapshot restores it). */
   archiveSnapshot(): Uint8Array {
-    const parts: Buffer[] = [];
-    const hdr = Buffer.allocUnsafe(SNAP_HDR);
-    hdr.writeUInt32LE(SNAP_MAGIC, 0);
-    hdr[4] = SNAP_V_ARCHIVE;
-    hdr.writeDoubleLE(this.applySeq, 5);
-    parts.push(hdr);
-    for (const f of encodeStoreSnapshot(new StoreSnapshotReader(this.store))) parts.push(f);
-    return Buffer.concat(parts);
+    return encodeArchiveSnapshot(this.applySeq, this.store);
   }
 
   restore(data: Uint8Array): void {
-    const b = asBuffer(data);
-    if (b.length < 5 || b.readUInt32LE(0) !== SNAP_MAGIC) throw new Error(`stream group ${this.name}: not a stream snapshot`);
+    const d = decodeStreamSnapshot(this.name, asBuffer(data));
     this.restores++;
     this.sinceSnapEntries = 0;
     this.sinceSnapBytes = 0;
-    if (b[4] === SNAP_V_ARCHIVE && b.length >= SNAP_HDR) {
-      installStoreSnapshot(this.store, b.subarray(SNAP_HDR), this.opening);
-      this.applySeq = b.readDoubleLE(5);
+    if (d.kind === "archive") {
+      installStoreSnapshot(this.store, d.archive, this.opening);
+      this.applySeq = d.applySeq;
       this.replayTo = this.store.state().lastSeq;
       this.stream.storeReplaced();
       return;
     }
-    if (b[4] !== SNAP_V_STATE || b.length !== SNAP_STATE_LEN) throw new Error(`stream group ${this.name}: unknown snapshot version ${b[4]}`);
-    const index = b.readDoubleLE(5);
-    const applySeq = b.readDoubleLE(13);
-    const first = b.readDoubleLE(21);
-    const last = b.readDoubleLE(29);
-    const msgs = b.readDoubleLE(45);
+    const { appliedIndex: index, applySeq, firstSeq: first, lastSeq: last, msgs } = d.state;
     const st = this.store.state();
     this.appliedIndex = index;
     this.skipThrough = index;

@@ -302,16 +302,10 @@ export abstract class Router implements Bus {
     const keyStr = prefix.slice(ACK_PFX_LEN);
     const route: AckRoute = { prefix, key: Buffer.from(keyStr, "utf8"), sub, onBytes, probe: prefix + "1.1.1.1.1", gen: -1, rgen: -1, sole: false };
     this.ackRoutes.set(keyStr, route);
-    return {
-      subject,
-      unsubscribe: (): void => {
-        if (sub.closed) return;
-        sub.closed = true;
-        this.updateSub(sub, -1);
-        if (this.ackRoutes.get(keyStr) === route) this.ackRoutes.delete(keyStr);
-        if (this.lastAck === route) this.lastAck = null;
-      },
-    };
+    return this.internalSub(subject, sub, () => {
+      if (this.ackRoutes.get(keyStr) === route) this.ackRoutes.delete(keyStr);
+      if (this.lastAck === route) this.lastAck = null;
+    });
   }
 
   /** A client's plain PUB to buf[s0, s1), which starts with "$JS.ACK.", handed straight to
@@ -350,12 +344,19 @@ export abstract class Router implements Bus {
     const owner = new InternalOwner(handler, borrow);
     const sub = new Subscription(owner, subject, queue, "0", opts?.cluster === true);
     this.updateSub(sub, 1);
+    return this.internalSub(subject, sub, null);
+  }
+
+  /** The handle of an internal subscription: unsubscribe() takes it out once (and runs
+   *  after, if given). */
+  private internalSub(subject: string, sub: Subscription, after: (() => void) | null): InternalSubscription {
     return {
       subject,
       unsubscribe: (): void => {
         if (sub.closed) return;
         sub.closed = true;
         this.updateSub(sub, -1);
+        after?.();
       },
     };
   }
