@@ -320,6 +320,9 @@ export class StoreSnapshotWriter {
     const s = this.store.state();
     if (lastSeq < s.lastSeq) throw new ArchiveError(`snapshot last sequence ${lastSeq} is below its messages (${s.lastSeq})`);
     if (lastSeq > s.lastSeq) this.store.skipMsgs(s.lastSeq + 1, lastSeq - s.lastSeq, lastTsNs);
+    // an emptied store says first = last + 1 (a purge of nothing: 1 and 0); keep that
+    const first = this.state?.firstSeq ?? 0;
+    if (first === lastSeq + 1 && this.store.state().firstSeq < first) this.store.compact(first);
     this.last = lastSeq;
   }
 }

@@ -893,6 +893,24 @@ function replicationContract(t: ContractTarget): void {
       );
     });
 
+    void it("a snapshot of a store purged while empty restores first 1, last 0 (found by the property below)", async () => {
+      await withStore(t, async (s) => {
+        s.compact(1);
+        assert.deepEqual([s.state().firstSeq, s.state().lastSeq], [1, 0]);
+        const d = createMemoryStreamStore(null, null);
+        const w = new StoreSnapshotWriter(d);
+        const r = new StoreSnapshotReader(s);
+        w.begin(r.state);
+        w.finish();
+        assert.deepEqual([d.state().firstSeq, d.state().lastSeq], [1, 0]);
+        const mem = createMemoryStreamStore(null, null);
+        const dec = new StoreSnapshotDecoder(mem);
+        dec.push(Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(s))]));
+        dec.end();
+        assert.deepEqual([mem.state().firstSeq, mem.state().lastSeq], [1, 0]);
+      });
+    });
+
     void it("a truncated or out-of-order store snapshot is refused", async () => {
       await withStore(t, async (s) => {
         for (let i = 1; i <= 5; i++) put(s, "a", `${i}`);
