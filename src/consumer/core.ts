@@ -12,7 +12,7 @@ import type { Logger } from "../runtime/log.js";
 import { LedgerKind, type ConsumerReplicator, type StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore } from "../storage/types.js";
 import { ACK_PREFIX } from "./ack.js";
-import { filtersOf, type ConsumerConfig } from "./config.js";
+import { consumerConfigToWire, filtersOf, type ConsumerConfig } from "./config.js";
 import { ConsumerLedger, Outcome, type LedgerOp, type ResetOp, type SkipOp } from "./ledger.js";
 import { PinState } from "./priority.js";
 import { WaitingList } from "./waiting.js";
@@ -97,9 +97,8 @@ export abstract class ConsumerCore implements Tickable {
     this.lastActivityMs = now;
     this.ledger = new ConsumerLedger(recovered);
     this.ledger.configure(cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending);
-    // Durables only: an ephemeral lives on the server that made it (R1, as in nats-server).
-    this.repl = cfg.durable_name !== "" ? (stream.consumerRepl ?? null) : null;
-    this.repl?.configure(cfg.name, cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending);
+    this.repl = stream.consumerRepl ?? null;
+    this.repl?.configure(cfg.name, cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending, JSON.stringify(consumerConfigToWire(cfg, false)), createdNs);
     if (recovered !== null) {
       const ackWaitMs = this.ackWaitMs(1);
       for (const seq of recovered.pending.keys()) this.wheel.schedule(seq, now + ackWaitMs);

@@ -88,8 +88,11 @@ export interface ConsumerReplicator {
   readonly leading: boolean;
   /** The agreed state of a consumer (everything committed and applied here), or null. */
   state(name: string): ConsumerState | null;
-  /** A consumer starts (or its config changed): the ledger knobs the replicas need. */
-  configure(name: string, ackPolicy: "none" | "all" | "explicit", maxDeliver: number, maxAckPending: number): void;
+  /** A consumer starts (or its config changed): the ledger knobs the replicas need, and its
+   *  config (wire JSON) and creation time, so that a new leader can make it again. */
+  configure(name: string, ackPolicy: "none" | "all" | "explicit", maxDeliver: number, maxAckPending: number, config: string, createdNs: number): void;
+  /** Every consumer the replicas know, with its config, creation time and agreed state. */
+  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }>;
   /** A consumer was deleted. */
   removed(name: string): void;
   /** One ledger operation (fields by kind: a = sseq; b = dseq, delay, ts or skip; c = dc;

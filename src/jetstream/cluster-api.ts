@@ -25,7 +25,7 @@ import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import type { EntryApplier, Proposer } from "../stream/entry.js";
-import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, recoverConsumersAgain } from "./consumer-api.js";
+import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -667,7 +667,9 @@ export class JsCluster implements ClusterApiHooks {
       // hold everything committed before its term (StreamGroup calls again at that point).
       const taking = (copy.group as { isTakingPublishes?: boolean }).isTakingPublishes ?? true;
       if (leader === this.self && !copy.consumersUp && taking) {
-        recoverConsumersAgain(this.router.ctx, st);
+        // Every consumer the replicas agreed on (issue 18), then any durable the meta state
+        // lists that they do not know (made from its config, starting over).
+        restoreReplicatedConsumers(this.router.ctx, st);
         for (const c of this.meta.state.consumerNames(name)) {
           const ca = this.meta.state.consumer(name, c)!;
           try {

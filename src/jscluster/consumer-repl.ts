@@ -14,7 +14,8 @@
 //
 // The entry, after its op byte (stream-codec.ts OP_CONSUMERS): records, each a type byte:
 //   1 NAME  u16 length, name: the consumer the records after it are about
-//   2 CFG   u8 ack policy (0 none, 1 all, 2 explicit), f64 max_deliver, f64 max_ack_pending
+//   2 CFG   u8 ack policy (0 none, 1 all, 2 explicit), f64 max_deliver, f64 max_ack_pending,
+//           f64 created (ns), u32 length, the config as wire JSON
 //   3 DEL   the consumer was deleted
 //   4 OP    u8 kind (LedgerKind), f64 a, f64 b, f64 c, f64 d
 //   5 GONE  u32 count, count × f64 sequence
@@ -52,6 +53,8 @@ interface Shadow {
   policy: LedgerAckPolicy;
   maxDeliver: number;
   maxAckPending: number;
+  config: string;
+  createdNs: number;
 }
 
 export class ConsumerRepl implements ConsumerReplicator {
@@ -108,15 +111,25 @@ export class ConsumerRepl implements ConsumerReplicator {
     return [...this.shadows.keys()];
   }
 
-  configure(name: string, ackPolicy: LedgerAckPolicy, maxDeliver: number, maxAckPending: number): void {
+  configure(name: string, ackPolicy: LedgerAckPolicy, maxDeliver: number, maxAckPending: number, config: string, createdNs: number): void {
     if (!this._leading) return;
-    const p = this.room(name, 1 + 1 + 16);
+    const cl = Buffer.byteLength(config);
+    const p = this.room(name, 1 + 1 + 24 + 4 + cl);
     const b = this.buf;
     b[p] = REC_CFG;
     b[p + 1] = POLICIES.indexOf(ackPolicy);
     b.writeDoubleLE(maxDeliver, p + 2);
     b.writeDoubleLE(maxAckPending, p + 10);
-    this.len = p + 18;
+    b.writeDoubleLE(createdNs, p + 18);
+    b.writeUInt32LE(cl, p + 26);
+    b.write(config, p + 30, "utf8");
+    this.len = p + 30 + cl;
+  }
+
+  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> {
+    const out: Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> = [];
+    for (const [name, s] of this.shadows) out.push({ name, config: s.config, createdNs: s.createdNs, state: cloneState(s.ledger.state) });
+    return out;
   }
 
   removed(name: string): void {
@@ -240,15 +253,21 @@ export class ConsumerRepl implements ConsumerReplicator {
           const policy = POLICIES[b[p + 1]!] ?? "explicit";
           const maxDeliver = b.readDoubleLE(p + 2);
           const maxAckPending = b.readDoubleLE(p + 10);
+          const createdNs = b.readDoubleLE(p + 18);
+          const cl = b.readUInt32LE(p + 26);
+          if (p + 30 + cl > b.length) throw new Error("corrupt consumers entry");
+          const config = b.toString("utf8", p + 30, p + 30 + cl);
           if (cur === undefined) {
-            cur = { ledger: new ConsumerLedger(), policy, maxDeliver, maxAckPending };
+            cur = { ledger: new ConsumerLedger(), policy, maxDeliver, maxAckPending, config, createdNs };
             this.shadows.set(curName, cur);
           }
           cur.policy = policy;
           cur.maxDeliver = maxDeliver;
           cur.maxAckPending = maxAckPending;
+          cur.config = config;
+          cur.createdNs = createdNs;
           cur.ledger.configure(policy, maxDeliver, maxAckPending);
-          p += 18;
+          p += 30 + cl;
           break;
         }
         case REC_DEL:
@@ -305,7 +324,8 @@ export class ConsumerRepl implements ConsumerReplicator {
   // ---------- snapshot ----------
 
   /** Every consumer's copy: u32 count, then per consumer u16 name length, name, u8 policy,
-   *  f64 max_deliver, f64 max_ack_pending, the state as the file consumer store encodes it. */
+   *  f64 max_deliver, f64 max_ack_pending, f64 created, u32 length + config JSON, the state
+   *  as the file consumer store encodes it. */
   encode(): Buffer {
     const parts: Buffer[] = [];
     const head = Buffer.allocUnsafe(4);
@@ -313,13 +333,17 @@ export class ConsumerRepl implements ConsumerReplicator {
     parts.push(head);
     for (const [name, s] of [...this.shadows].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))) {
       const nb = Buffer.from(name, "utf8");
-      const h = Buffer.allocUnsafe(2 + nb.length + 17);
+      const cb = Buffer.from(s.config, "utf8");
+      const h = Buffer.allocUnsafe(2 + nb.length + 29);
       h.writeUInt16LE(nb.length, 0);
       nb.copy(h, 2);
-      h[2 + nb.length] = POLICIES.indexOf(s.policy);
-      h.writeDoubleLE(s.maxDeliver, 3 + nb.length);
-      h.writeDoubleLE(s.maxAckPending, 11 + nb.length);
-      parts.push(h, encodeConsumerState(s.ledger.state));
+      const q = 2 + nb.length;
+      h[q] = POLICIES.indexOf(s.policy);
+      h.writeDoubleLE(s.maxDeliver, q + 1);
+      h.writeDoubleLE(s.maxAckPending, q + 9);
+      h.writeDoubleLE(s.createdNs, q + 17);
+      h.writeUInt32LE(cb.length, q + 25);
+      parts.push(h, cb, encodeConsumerState(s.ledger.state));
     }
     return Buffer.concat(parts);
   }
@@ -337,12 +361,15 @@ export class ConsumerRepl implements ConsumerReplicator {
       const policy = POLICIES[b[p]!] ?? "explicit";
       const maxDeliver = b.readDoubleLE(p + 1);
       const maxAckPending = b.readDoubleLE(p + 9);
-      p += 17;
+      const createdNs = b.readDoubleLE(p + 17);
+      const cl = b.readUInt32LE(p + 25);
+      const config = b.toString("utf8", p + 29, p + 29 + cl);
+      p += 29 + cl;
       const stateLen = b.readUInt32LE(p);
       const ledger = new ConsumerLedger(decodeConsumerState(b, p));
       ledger.configure(policy, maxDeliver, maxAckPending);
       p += stateLen;
-      this.shadows.set(name, { ledger, policy, maxDeliver, maxAckPending });
+      this.shadows.set(name, { ledger, policy, maxDeliver, maxAckPending, config, createdNs });
     }
   }
 }

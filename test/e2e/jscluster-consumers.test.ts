@@ -9,6 +9,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect, createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import { Objm } from "@nats-io/obj";
 import { live, req, startRig, stopRig, agreedLeader, type Rig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 
@@ -180,6 +182,82 @@ void test("replicated durable: consume() through ten leader changes loses nothin
     const info = await consumerInfo(ncA, "JOBS", "w");
     assert.equal(info["num_ack_pending"], 0);
     assert.equal((info["ack_floor"] as { stream_seq: number }).stream_seq, total);
+  } finally {
+    for (const c of ncs) await c.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+void test("KV and object store with 3 replicas: CAS, history and TTL from any server, a watcher through leader changes, replicas in status", async () => {
+  const rig = await startRig("jsc-kv-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+    ncs.push(...(await connectAll(rig)));
+    const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
+    const kvA = await new Kvm(ncA).create("orders", { replicas: 3, history: 5, ttl: 60_000 });
+    const kvB = await new Kvm(ncB).open("orders");
+    const kvC = await new Kvm(ncC).open("orders");
+    const st = await kvC.status();
+    assert.equal(st.replicas, 3);
+    assert.equal(st.history, 5);
+    assert.equal(st.ttl, 60_000);
+
+    // A watcher on C sees every update, in order, through two stepdowns.
+    const seenUpdates: string[] = [];
+    const w = await kvC.watch({ key: "o.*" });
+    const watching = (async () => {
+      for await (const e of w) if (e.operation === "PUT") seenUpdates.push(`${e.key}=${e.string()}`);
+    })();
+
+    const r1 = await kvB.put("o.1", "new");
+    await assert.rejects(kvA.update("o.1", "stale", r1 + 10), /wrong last sequence/);
+    const r2 = await kvA.update("o.1", "paid", r1);
+    assert.equal((await kvC.get("o.1"))?.string(), "paid");
+    assert.equal((await kvC.get("o.1"))?.revision, r2);
+    await assert.rejects(kvB.create("o.1", "again"), /wrong last sequence|key exists/);
+
+    for (let k = 0; k < 2; k++) {
+      const before = await streamLeader(ncA, "KV_orders");
+      const sd = await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.KV_orders");
+      assert.equal(sd["success"], true, JSON.stringify(sd));
+      await until("the KV stream's leader moved", async () => {
+        const l = await streamLeader(ncA, "KV_orders");
+        return l !== "" && l !== before;
+      });
+      await until(`put ${k} after the stepdown`, () => kvA.put(`o.${k + 2}`, `v${k}`).then(() => true, () => false));
+    }
+    const r3 = await kvC.update("o.1", "shipped", r2);
+    assert.ok(r3 > r2);
+    const hist: string[] = [];
+    for await (const e of await kvB.history({ key: "o.1" })) hist.push(e.string());
+    assert.deepEqual(hist, ["new", "paid", "shipped"]);
+    await until("the watcher saw every update", async () => seenUpdates.includes("o.1=shipped"), 40_000).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}: ${seenUpdates.join(",")}`);
+    });
+    assert.deepEqual(
+      seenUpdates.filter((u) => u.startsWith("o.1=")),
+      ["o.1=new", "o.1=paid", "o.1=shipped"],
+    );
+    assert.ok(seenUpdates.includes("o.2=v0") && seenUpdates.includes("o.3=v1"), seenUpdates.join(","));
+    w.stop();
+    await watching;
+
+    // An object store of three replicas: put on A, read on C, again after a stepdown.
+    const osA = await new Objm(ncA).create("files", { replicas: 3 });
+    const data = Buffer.alloc(300 * 1024);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 31) & 0xff;
+    await osA.putBlob({ name: "blob" }, data);
+    const osC = await new Objm(ncC).open("files");
+    assert.ok(Buffer.from((await osC.getBlob("blob"))!).equals(data));
+    assert.equal((await osC.status()).replicas, 3);
+    const before = await streamLeader(ncA, "OBJ_files");
+    assert.equal((await req(ncC, "$JS.API.STREAM.LEADER.STEPDOWN.OBJ_files"))["success"], true);
+    await until("the object store's leader moved", async () => {
+      const l = await streamLeader(ncA, "OBJ_files");
+      return l !== "" && l !== before;
+    });
+    assert.ok(Buffer.from((await osC.getBlob("blob"))!).equals(data));
   } finally {
     for (const c of ncs) await c.close().catch(() => undefined);
     await stopRig(rig);

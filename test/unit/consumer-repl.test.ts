@@ -99,11 +99,11 @@ void test("a follower applying the leader's CONSUMERS entries, and one restored 
       const L = leaderRig();
       const live = new ConsumerLedger();
       live.configure(policy, maxDeliver, 0);
-      L.repl.configure("c1", policy, maxDeliver, 0);
+      L.repl.configure("c1", policy, maxDeliver, 0, "{\"durable_name\":\"c1\"}", 7);
       report(L.repl, live, "c1", { op: "reset", sseq: 0, dseq: 0 });
       const other = new ConsumerLedger(); // a second consumer in the same entries
       other.configure("explicit", 0, 0);
-      L.repl.configure("c2", "explicit", 0, 0);
+      L.repl.configure("c2", "explicit", 0, 0, "{}", 8);
       let sseq = 0;
       let snap: { data: Buffer; index: number } | null = null;
       const f = follower();
@@ -175,12 +175,15 @@ void test("a follower applying the leader's CONSUMERS entries, and one restored 
       applyAll();
       assert.deepEqual(plain(f.state("c1")), plain(live.state));
       assert.deepEqual(plain(f.state("c2")), plain(other.state));
+      const cfgs = (r: ConsumerRepl): unknown => r.consumers().map((c) => [c.name, c.config, c.createdNs]).sort();
+      assert.deepEqual(cfgs(f), [["c1", '{"durable_name":"c1"}', 7], ["c2", "{}", 8]]);
       if (snap !== null) {
         const g = follower();
         g.restore(snap.data);
         for (let i = snap.index; i < L.log.length; i++) g.apply(L.log[i]!, i + 1, false);
         assert.deepEqual(plain(g.state("c1")), plain(live.state));
         assert.deepEqual(plain(g.state("c2")), plain(other.state));
+        assert.deepEqual(cfgs(g), cfgs(f));
       }
       for (const e of L.log) assert.equal(e[0], OP_CONSUMERS);
     }),
@@ -190,7 +193,7 @@ void test("a follower applying the leader's CONSUMERS entries, and one restored 
 
 void test("a deleted consumer leaves the copies; a replica that does not lead records nothing", () => {
   const L = leaderRig();
-  L.repl.configure("gone", "explicit", 0, 0);
+  L.repl.configure("gone", "explicit", 0, 0, "{}", 1);
   L.repl.op("gone", LedgerKind.Reset, 0, 0, 0, 0);
   L.turn();
   L.repl.removed("gone");
@@ -208,7 +211,7 @@ void test("a deleted consumer leaves the copies; a replica that does not lead re
 
 void test("AckSync replies go out when the entry carrying the ack is applied, not before", () => {
   const L = leaderRig();
-  L.repl.configure("c", "explicit", 0, 0);
+  L.repl.configure("c", "explicit", 0, 0, "{}", 1);
   L.repl.op("c", LedgerKind.Delivered, 1, 1, 1, 1);
   L.repl.op("c", LedgerKind.Acked, 1, 1, 0, 0);
   L.repl.replyAfterCommit("r1");
