@@ -541,7 +541,9 @@ export class RaftNode {
     const canVote =
       this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MsgType.PreVote && m.term > this.term);
     const r = this.msg(voteRespType(m.type), m.from);
-    if (canVote && this.promotable() && this.log.isUpToDate(m.index, m.logTerm)) {
+    // A node that thinks it is not a voter still votes: the candidate may know of a later
+    // membership entry that added it back (etcd-io/raft does the same for learners).
+    if (canVote && this.failed === null && this.log.isUpToDate(m.index, m.logTerm)) {
       // Granted responses carry the candidate's term (a pre-vote's term is not ours yet).
       r.term = m.term;
       if (m.type === MsgType.Vote) {

@@ -542,14 +542,14 @@ export class Sim {
     const healthy = this.nodes.filter((n) => !n.failed);
     const majority = Math.floor(this.cfg.nodes / 2) + 1;
     if (healthy.length < majority) this.fail(`only ${healthy.length} healthy nodes (fault budget broken)`);
+    if (this.cfg.verbose === true) {
+      for (const n of this.nodes) this.note(`final ${n.id} ${JSON.stringify(n.raft?.status())}`);
+    }
     const leaders = healthy.filter((n) => n.raft?.role === Role.Leader);
     const top = Math.max(...healthy.map((n) => n.raft!.term));
     const topLeaders = leaders.filter((n) => n.raft!.term === top);
     if (topLeaders.length !== 1) this.fail(`liveness: no leader in term ${top} after healing`);
     const ref = topLeaders[0]!;
-    if (this.cfg.verbose === true) {
-      for (const n of this.nodes) this.note(`final ${n.id} ${JSON.stringify(n.raft?.status())}`);
-    }
     for (const n of healthy) {
       const r = n.raft!;
       if (r.log.committed !== ref.raft!.log.committed || r.log.applied !== ref.raft!.log.applied) {
@@ -742,8 +742,8 @@ export class Sim {
   /** The leader adds back the node that is out, or removes one (never with a failed node
    *  around: with one voter out and one failed, no quorum could add it back). */
   private changeMembership(): boolean {
-    const l = this.nodes.find((m) => m.up && !m.paused && !m.failed && m.raft?.role === Role.Leader);
-    if (l === undefined) return false;
+    const l = this.topLeader();
+    if (l === undefined || l.paused || l.failed) return false;
     const r = l.raft!;
     const voters = r.voters;
     const out = this.ids.filter((id) => !voters.includes(id));
@@ -766,9 +766,19 @@ export class Sim {
     return true;
   }
 
+  /** The leader of the highest term (a deposed one may not know yet). */
+  private topLeader(): SimNode | undefined {
+    let best: SimNode | undefined;
+    for (const m of this.nodes) {
+      if (!m.up || m.raft?.role !== Role.Leader) continue;
+      if (best === undefined || m.raft.term > best.raft!.term) best = m;
+    }
+    return best;
+  }
+
   /** After healing: add back whoever is out, retrying until the voters are every node. */
   private restoreVoters(): void {
-    const l = this.nodes.find((m) => m.up && m.raft?.role === Role.Leader);
+    const l = this.topLeader();
     if (l !== undefined && l.raft!.voters.length === this.ids.length && !l.raft!.confPending) return;
     this.changeMembership();
     this.at(20, () => this.restoreVoters());
