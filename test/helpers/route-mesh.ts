@@ -1,8 +1,9 @@
 // Route links between test servers on loopback through one TCP proxy per server (tc netem is
 // not available here). Every server advertises its proxy as its cluster address and lists the
 // other servers' proxies as its routes, so every route connection passes through the proxy of
-// the server it was dialled to. The proxy reads the dialler's name from its first line
-// (`CONNECT {"name": ...}`), so links are known by pair: block(a, b) holds every byte between
+// the server it was dialled to. The proxy reads the dialler's server id from its CONNECT line
+// and learns every server's id -> name from the INFO lines passing by, so links are known by
+// pair of names: block(a, b) holds every byte between
 // a and b in both directions without closing anything (a blackholed link: the servers find it
 // stale by their pings), heal() lets bytes flow again (or resets the blocked connections),
 // cut(a, b) resets them at once.
@@ -10,13 +11,14 @@
 import net from "node:net";
 
 interface Conn {
-  /** Dialler's server name, "" until its CONNECT line was seen. */
-  from: string;
+  /** Dialler's server id (CONNECT "name"), "" until seen. */
+  fromId: string;
   to: string;
   a: net.Socket;
   b: net.Socket;
   held: Array<() => void>;
-  pre: string;
+  preA: string;
+  preB: string;
 }
 
 export class RouteMesh {
@@ -24,6 +26,8 @@ export class RouteMesh {
   private readonly conns = new Set<Conn>();
   /** Blocked pairs, "a|b" with a < b. */
   private readonly blocked = new Set<string>();
+  /** Server id -> name, from the INFO lines seen. */
+  private readonly names_ = new Map<string, string>();
   /** Proxy ports by server index (what each server advertises). */
   readonly ports: number[] = [];
   /** The servers' real route ports by index (set before start()). */
@@ -51,14 +55,40 @@ export class RouteMesh {
     return a < b ? `${a}|${b}` : `${b}|${a}`;
   }
 
+  private from(c: Conn): string {
+    return this.names_.get(c.fromId) ?? "";
+  }
+
   private isBlocked(c: Conn): boolean {
-    if (c.from === "") return false;
-    return this.blocked.has(this.key(c.from, c.to));
+    const f = this.from(c);
+    if (f === "") return false;
+    return this.blocked.has(this.key(f, c.to));
+  }
+
+  /** Read INFO and CONNECT lines from the start of a connection (both ways). */
+  private snoop(c: Conn, text: string): string {
+    let rest = text;
+    for (;;) {
+      const nl = rest.indexOf("\r\n");
+      if (nl < 0) return rest.length > 64 * 1024 ? "" : rest;
+      const line = rest.slice(0, nl);
+      rest = rest.slice(nl + 2);
+      const m = /^(INFO|CONNECT) (\{.*\})$/.exec(line);
+      if (m === null) continue;
+      try {
+        const j = JSON.parse(m[2]!) as Record<string, unknown>;
+        if (m[1] === "INFO" && typeof j["server_id"] === "string" && typeof j["server_name"] === "string") this.names_.set(j["server_id"], j["server_name"]);
+        if (m[1] === "CONNECT" && typeof j["name"] === "string") c.fromId = j["name"];
+      } catch {
+        /* not ours to judge */
+      }
+    }
   }
 
   private accept(a: net.Socket, to: string, port: number): void {
     const b = net.connect(port, "127.0.0.1");
-    const c: Conn = { from: "", to, a, b, held: [], pre: "" };
+    const c: Conn = { fromId: "", to, a, b, held: [], preA: "", preB: "" };
+    let snooped = 0;
     this.conns.add(c);
     const forward = (d: Buffer, dst: net.Socket): void => {
       const send = (): void => {
@@ -67,23 +97,15 @@ export class RouteMesh {
       if (this.isBlocked(c)) c.held.push(send);
       else send();
     };
+    // Only the handshake is read: the first few chunks each way.
     a.on("data", (d: Buffer) => {
-      if (c.from === "" && c.pre.length < 64 * 1024) {
-        c.pre += d.toString("latin1");
-        const m = /CONNECT (\{.*?\})\r\n/.exec(c.pre);
-        if (m !== null) {
-          try {
-            const name = (JSON.parse(m[1]!) as { name?: unknown }).name;
-            c.from = typeof name === "string" ? name : "?";
-          } catch {
-            c.from = "?";
-          }
-          c.pre = "";
-        }
-      }
+      if (snooped++ < 16) c.preA = this.snoop(c, c.preA + d.toString("latin1"));
       forward(d, b);
     });
-    b.on("data", (d: Buffer) => forward(d, a));
+    b.on("data", (d: Buffer) => {
+      if (snooped++ < 16) c.preB = this.snoop(c, c.preB + d.toString("latin1"));
+      forward(d, a);
+    });
     const close = (): void => {
       a.destroy();
       b.destroy();
@@ -127,7 +149,7 @@ export class RouteMesh {
   /** Reset every connection between a and b now. */
   cut(a: string, b: string): void {
     const k = this.key(a, b);
-    for (const c of this.conns) if (c.from !== "" && this.key(c.from, c.to) === k) {
+    for (const c of this.conns) if (this.from(c) !== "" && this.key(this.from(c), c.to) === k) {
       c.a.destroy();
       c.b.destroy();
     }
@@ -136,7 +158,10 @@ export class RouteMesh {
   /** Connections through the mesh by "from>to" (for checking that routes use it). */
   links(): Map<string, number> {
     const m = new Map<string, number>();
-    for (const c of this.conns) m.set(`${c.from}>${c.to}`, (m.get(`${c.from}>${c.to}`) ?? 0) + 1);
+    for (const c of this.conns) {
+      const k = `${this.from(c) || "?"}>${c.to}`;
+      m.set(k, (m.get(k) ?? 0) + 1);
+    }
     return m;
   }
 
