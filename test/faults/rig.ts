@@ -117,7 +117,7 @@ export class FaultRig {
           `server_name: ${name}`,
           `listen: ${hosts[i]}:${clientPorts[i]}`,
           `http: ${hosts[i]}:${httpPorts[i]}`,
-          "ping_interval: 1",
+          "ping_interval: \"1s\"",
           "ping_max: 2",
           `jetstream { store_dir: "${storeDir}" }`,
           "cluster {",
