@@ -7,7 +7,7 @@
 // bucket with 3 replicas under leader kills is checked for linearizability.
 //
 // CI runs short nemesis phases; `npm run faults` runs the same scenarios for FAULTS_SECONDS
-// (default 120) each.
+// (default 120) each, with more faults (every server SIGKILLed at once, pauses up to 10 s).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -35,27 +35,27 @@ function judge(r: StreamReport, diag: (s: string) => void): void {
   assert.ok(q.acked > 0);
 }
 
-const base: Omit<StreamScenario, "faults" | "seconds"> = { n: 3, replicas: 3, net: "mesh", faultMs: 2500, quietMs: 1000, writers: 4 };
+const base: Omit<StreamScenario, "faults" | "seconds"> = { n: 3, replicas: 3, net: "mesh", faultMs: 2500, quietMs: 1000, writers: 4, vary: LONG };
 
 void test("faults: R3 stream on 3 servers, leader SIGKILLed twice, SIGSTOPped, its route links stalled: nothing acked lost, replicas identical", async (t) => {
-  const r = await runStreamScenario({ ...base, faults: ["kill", "pause", "isolate", "kill"], seconds: secs(12), log: (s) => t.diagnostic(s) });
+  const r = await runStreamScenario({ ...base, faults: LONG ? ["kill", "pause", "isolate", "kill", "killall"] : ["kill", "pause", "isolate"], seconds: secs(12), log: (s) => t.diagnostic(s) });
   judge(r, (s) => t.diagnostic(s));
 });
 
 void test("faults: R5 stream on 5 servers, the leader and another server SIGKILLed at once", async (t) => {
-  const r = await runStreamScenario({ ...base, n: 5, replicas: 5, faults: ["kill"], killAtOnce: 2, seconds: secs(4), log: (s) => t.diagnostic(s) });
+  const r = await runStreamScenario({ ...base, n: 5, replicas: 5, faults: LONG ? ["kill", "pause", "isolate", "killall"] : ["kill"], killAtOnce: 2, seconds: secs(4), log: (s) => t.diagnostic(s) });
   judge(r, (s) => t.diagnostic(s));
 });
 
 const noNetns = netnsAvailable();
 
 void test("faults: R3 stream in network namespaces, the leader partitioned from the majority", { skip: noNetns ?? false }, async (t) => {
-  const r = await runStreamScenario({ ...base, net: "netns", faults: ["partition"], faultMs: 4000, seconds: secs(4), log: (s) => t.diagnostic(s) });
+  const r = await runStreamScenario({ ...base, net: "netns", faults: LONG ? ["partition", "kill", "pause"] : ["partition"], faultMs: 4000, seconds: secs(4), log: (s) => t.diagnostic(s) });
   judge(r, (s) => t.diagnostic(s));
 });
 
 void test("faults: KV bucket with 3 replicas under leader SIGKILLs: put / CAS / leader get linearizable", async (t) => {
-  const r = await runKvScenario({ n: 3, net: "mesh", faults: ["kill"], seconds: secs(4), faultMs: 2000, quietMs: 1000, clients: 4, keys: 3, seed: 17, log: (s) => t.diagnostic(s) });
+  const r = await runKvScenario({ n: 3, net: "mesh", faults: LONG ? ["kill", "pause", "killall"] : ["kill"], seconds: secs(4), faultMs: 2000, quietMs: 1000, clients: 4, keys: 3, seed: 17, log: (s) => t.diagnostic(s) });
   t.diagnostic(`kv ops ${r.ops}, unknown ${r.unknown}, checker steps ${r.result.steps}`);
   for (const e of r.errors.slice(0, 10)) t.diagnostic(e);
   assert.ok(r.result.ok, `not linearizable (key ${r.result.badPart}, exhausted ${r.result.exhausted === true}):\n${r.events.join("\n")}\n${JSON.stringify(r.history.slice(0, 200))}`);

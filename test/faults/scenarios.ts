@@ -13,10 +13,11 @@ import { checkQueue, type QueueResult } from "../checkers/queue.js";
 import { checkLinearizable, kvModel, type CheckResult } from "../checkers/linearizable.js";
 import { until } from "../helpers/until.js";
 
-/** kill: SIGKILL the leader, restart it after a while. pause: SIGSTOP the leader, SIGCONT it
+/** kill: SIGKILL the leader, restart it after a while. killall: SIGKILL every server at once,
+ *  restart them all. pause: SIGSTOP the leader, SIGCONT it
  *  later. isolate: block every route link of the leader (loopback mesh). partition: drop its
  *  packets to and from the others (network namespaces). */
-export type Fault = "kill" | "pause" | "isolate" | "partition";
+export type Fault = "kill" | "killall" | "pause" | "isolate" | "partition";
 
 export interface StreamScenario {
   n: number;
@@ -32,6 +33,8 @@ export interface StreamScenario {
   writers: number;
   /** Kill this many servers at once on "kill" (the leader and others). */
   killAtOnce?: number;
+  /** Vary each fault's length: faultMs, 2x, 4x in turn (long runs: a 10 s SIGSTOP). */
+  vary?: boolean;
   log?: (s: string) => void;
 }
 
@@ -78,7 +81,19 @@ async function nemesis(rig: FaultRig, sc: StreamScenario, stream: string, pubs: 
     const fault = sc.faults[k % sc.faults.length]!;
     const leader = await waitLeader(rig, stream);
     const li = rig.index(leader);
+    const faultMs = sc.vary === true ? sc.faultMs * 2 ** (Math.floor(k / sc.faults.length) % 3) : sc.faultMs;
     switch (fault) {
+      case "killall": {
+        const all = rig.nodes.map((_, i) => i);
+        await Promise.all(all.map((v) => rig.kill(v)));
+        log(`SIGKILL every server (leader ${leader})`);
+        await sleep(faultMs / 2);
+        for (const v of all) await rig.startNode(v);
+        log("restarted every server");
+        const next = await waitLeader(rig, stream, 30_000).catch(() => "");
+        log(`leader after the restart ${next || "(none)"}`);
+        break;
+      }
       case "kill": {
         const victims = [li];
         for (let j = 1; j < (sc.killAtOnce ?? 1); j++) victims.push(rig.nodes.findIndex((_, x) => !victims.includes(x) && rig.nodes[x]!.proc !== null));
@@ -93,23 +108,23 @@ async function nemesis(rig: FaultRig, sc: StreamScenario, stream: string, pubs: 
           const a = pubs.firstAckAfter(t);
           if (a !== null) failovers.push(Math.round(a - t));
         }
-        await sleep(sc.faultMs);
+        await sleep(faultMs);
         for (const v of victims) await rig.startNode(v);
         log(`restarted ${victims.map((v) => rig.nodes[v]!.name).join(", ")}`);
         break;
       }
       case "pause": {
         rig.pause(li);
-        log(`SIGSTOP ${leader}`);
-        await sleep(sc.faultMs);
+        log(`SIGSTOP ${leader} for ${faultMs} ms`);
+        await sleep(faultMs);
         rig.resume(li);
         log(`SIGCONT ${leader}`);
         break;
       }
       case "isolate": {
         rig.mesh!.isolate(leader);
-        log(`isolate ${leader} (route links stalled)`);
-        await sleep(sc.faultMs);
+        log(`isolate ${leader} (route links stalled) for ${faultMs} ms`);
+        await sleep(faultMs);
         // Alternate: deliver what was held (a long stall), or reset (a partition ending in resets).
         const reset = k % 2 === 1;
         rig.mesh!.heal(reset);
@@ -119,8 +134,8 @@ async function nemesis(rig: FaultRig, sc: StreamScenario, stream: string, pubs: 
       case "partition": {
         const others = rig.nodes.map((_, i) => i).filter((i) => i !== li);
         rig.tnet!.partition([[li], others]);
-        log(`partition ${leader} | ${others.map((i) => rig.nodes[i]!.name).join(",")}`);
-        await sleep(sc.faultMs);
+        log(`partition ${leader} | ${others.map((i) => rig.nodes[i]!.name).join(",")} for ${faultMs} ms`);
+        await sleep(faultMs);
         rig.tnet!.heal();
         log(`heal ${leader}`);
         break;
