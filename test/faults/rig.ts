@@ -42,6 +42,8 @@ export interface RigOptions {
   /** "mesh": loopback through a RouteMesh; "netns": one network namespace per server (root). */
   net: "mesh" | "netns";
   prefix: string;
+  /** server_tags of server i (placement). */
+  tags?: (i: number) => string[];
 }
 
 export interface StreamDetail {
@@ -119,6 +121,7 @@ export class FaultRig {
           `http: ${hosts[i]}:${httpPorts[i]}`,
           "ping_interval: \"1s\"",
           "ping_max: 2",
+          ...(this.o.tags !== undefined ? [`server_tags: [${this.o.tags(i).map((t) => JSON.stringify(t)).join(", ")}]`] : []),
           `jetstream { store_dir: "${storeDir}" }`,
           "cluster {",
           "  name: faults",
