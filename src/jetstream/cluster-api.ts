@@ -450,12 +450,16 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private async stepdown(name: string): Promise<Body> {
+    await this.stepdownStream(name);
+    return { success: true };
+  }
+
+  async stepdownStream(name: string): Promise<void> {
     const copy = this.copies.get(name);
     if (copy === undefined || !this.svc.streams.has(name)) fail("JSStreamNotFoundErr");
     // An R1 stream has no group: nats-server answers success.
-    if (copy.group === null) return { success: true };
+    if (copy.group === null) return;
     await copy.group.stepdown();
-    return { success: true };
   }
 
   /** Replicated streams this server holds a copy of (/jsz ha_assets). */
@@ -659,7 +663,10 @@ export class JsCluster implements ClusterApiHooks {
       const copy = this.copies.get(name);
       const st = this.svc.streams.get(name);
       if (copy === undefined || copy.group === null || st === undefined) return;
-      if (leader === this.self && !copy.consumersUp) {
+      // Consumers start once this leader takes publishes: its copies of their ledgers then
+      // hold everything committed before its term (StreamGroup calls again at that point).
+      const taking = (copy.group as { isTakingPublishes?: boolean }).isTakingPublishes ?? true;
+      if (leader === this.self && !copy.consumersUp && taking) {
         recoverConsumersAgain(this.router.ctx, st);
         for (const c of this.meta.state.consumerNames(name)) {
           const ca = this.meta.state.consumer(name, c)!;

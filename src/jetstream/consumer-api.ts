@@ -210,7 +210,15 @@ export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): num
       } catch (e) {
         ctx.log.warn(`consumer '${st.name} > ${name}' config no longer valid, kept as stored: ${(e as Error).message}`);
       }
-      const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, store.load());
+      // A replicated stream's new leader: the agreed state, not this server's older copy; a
+      // consumer the replicas do not know (deleted meanwhile, or an ephemeral) stays down.
+      const repl = st.consumerRepl ?? null;
+      const agreed = repl !== null ? repl.state(name) : null;
+      if (repl !== null && agreed === null) {
+        void store.close();
+        continue;
+      }
+      const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, agreed ?? store.load());
       if (typeof meta.lps_end === "number" && meta.lps_end > 0) c.resumeLastPerSubject(meta.lps_end);
       st.addConsumer(c);
       c.start();
@@ -416,7 +424,10 @@ function create(
   } catch (e) {
     fail("JSConsumerStoreFailedErrF", { err: (e as Error).message });
   }
-  const c = new Consumer(envFor(ctx), st, checked, ctx.clock.nowNs(), store, null);
+  // A durable of a replicated stream made again on a new leader (ensureDurable) resumes
+  // from the state its replicas agreed on.
+  const agreed = checked.durable_name !== "" ? (st.consumerRepl?.state(checked.name) ?? null) : null;
+  const c = new Consumer(envFor(ctx), st, checked, ctx.clock.nowNs(), store, agreed);
   try {
     st.addConsumer(c);
   } catch (e) {
