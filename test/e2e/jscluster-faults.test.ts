@@ -13,6 +13,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { runKvScenario, runStreamScenario, type StreamReport, type StreamScenario } from "../faults/scenarios.js";
 import { netnsAvailable } from "../helpers/netns.js";
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const LONG = process.env["FAULTS_SECONDS"] !== undefined;
 const secs = (ci: number): number => (LONG ? Number(process.env["FAULTS_SECONDS"]) : ci);
@@ -58,6 +61,10 @@ void test("faults: KV bucket with 3 replicas under leader SIGKILLs: put / CAS / 
   const r = await runKvScenario({ n: 3, net: "mesh", faults: LONG ? ["kill", "pause", "killall"] : ["kill"], seconds: secs(4), faultMs: 2000, quietMs: 1000, clients: 4, keys: 3, seed: 17, log: (s) => t.diagnostic(s) });
   t.diagnostic(`kv ops ${r.ops}, unknown ${r.unknown}, checker steps ${r.result.steps}`);
   for (const e of r.errors.slice(0, 10)) t.diagnostic(e);
-  assert.ok(r.result.ok, `not linearizable (key ${r.result.badPart}, exhausted ${r.result.exhausted === true}):\n${r.events.join("\n")}\n${JSON.stringify(r.history.slice(0, 200))}`);
+  if (!r.result.ok) {
+    const f = join(tmpdir(), `tsnats-kv-history-${process.pid}.json`);
+    writeFileSync(f, JSON.stringify({ events: r.events, ops: r.history }, (_k, v: unknown) => (v === Infinity ? "Infinity" : v)));
+    assert.fail(`not linearizable (key ${r.result.badPart}, exhausted ${r.result.exhausted === true}); that key's history is in ${f}:\n${r.events.join("\n")}`);
+  }
   assert.ok(r.ops > 20);
 });
