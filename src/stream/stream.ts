@@ -437,6 +437,11 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
     return this.ingest;
   }
 
+  /** True when what is proposed applies later, through a Raft group (R>1 clustered). */
+  get replicated(): boolean {
+    return !this.proposer.immediate;
+  }
+
   /** A proposal the proposer could not take (this replica stopped leading): not in flight. */
   proposalDropped(e: StreamEntry): void {
     this.checks.inflight.remove(e);
