@@ -7,11 +7,20 @@
 // and its messages above T as a store-snapshot archive (storage/archive.ts), cut into
 // chunks. The asker makes its store match, then applies only the entries after Y.
 //
+// An asker far behind reads the range in windows (issue 18): a request with a window answers
+// only the messages above T up to about that many bytes and says `more`; the asker stores
+// them and asks again from its new last sequence. Only the answer without `more` (T is
+// within a window of the responder's last) carries the state the asker takes over (first,
+// deletions, index); messages of earlier windows that the responder deleted meanwhile are in
+// its `deleted` list then. So neither side holds more than a window, and a responder spends
+// one window's work per request between its publishes.
+//
 // Frames (RaftHost.sendApp):
-//   1 REQUEST  u32 request id, f64 T (the asker's last sequence), f64 min index (its snapshot's)
+//   1 REQUEST  u32 request id, f64 T (the asker's last sequence), f64 min index (its snapshot's),
+//              [f64 window bytes (absent or 0: everything)]
 //   2 CHUNK    u32 request id, u32 chunk number, u32 chunks, bytes
 // The answer's body: u32 header length, header JSON {index, apply_seq, first, last, last_ts,
-// deleted}, the archive.
+// deleted, more}, the archive.
 import { ArchiveDecoder, decodeMsgRecord, encodeStoreSnapshot, REC_END, REC_MSG, REC_MSG_TTL, REC_STATE, StoreSnapshotReader } from "../storage/archive.js";
 import type { StreamStore } from "../storage/types.js";
 
@@ -23,6 +32,8 @@ export interface CatchupRequest {
   reqId: number;
   storeLast: number;
   minIndex: number;
+  /** Bytes of messages per answer at most (about: whole messages); 0 = all. */
+  window?: number;
 }
 
 export interface CatchupHeader {
@@ -35,20 +46,23 @@ export interface CatchupHeader {
   lastTs: number;
   /** Sequences at or below the asker's last that the responder no longer holds (above first). */
   deleted: number[];
+  /** A window: the messages go up to `last` only, the rest is asked for next. */
+  more: boolean;
 }
 
 export function encodeCatchupRequest(r: CatchupRequest): Buffer {
-  const b = Buffer.allocUnsafe(21);
+  const b = Buffer.allocUnsafe(29);
   b[0] = CU_REQUEST;
   b.writeUInt32LE(r.reqId >>> 0, 1);
   b.writeDoubleLE(r.storeLast, 5);
   b.writeDoubleLE(r.minIndex, 13);
+  b.writeDoubleLE(r.window ?? 0, 21);
   return b;
 }
 
 export function decodeCatchupRequest(b: Buffer): CatchupRequest | null {
-  if (b.length !== 21 || b[0] !== CU_REQUEST) return null;
-  return { reqId: b.readUInt32LE(1), storeLast: b.readDoubleLE(5), minIndex: b.readDoubleLE(13) };
+  if ((b.length !== 21 && b.length !== 29) || b[0] !== CU_REQUEST) return null;
+  return { reqId: b.readUInt32LE(1), storeLast: b.readDoubleLE(5), minIndex: b.readDoubleLE(13), window: b.length === 29 ? b.readDoubleLE(21) : 0 };
 }
 
 /** The answer to req: the store as it is now (applied up to index), as chunk frames. */
@@ -56,12 +70,30 @@ export function buildCatchup(req: CatchupRequest, store: StreamStore, index: num
   const reader = new StoreSnapshotReader(store);
   const st = reader.state;
   const t = req.storeLast;
+  const from = Math.max(t + 1, st.firstSeq);
+  // The window's end: whole messages until about `window` bytes.
+  let to = st.lastSeq;
+  const window = req.window ?? 0;
+  if (window > 0) {
+    let bytes = 0;
+    for (let s = from; s <= st.lastSeq; ) {
+      const m = reader.nextTransient(s, st.lastSeq);
+      if (m === null) break;
+      bytes += m.subject.length + (m.hdr?.length ?? 0) + m.data.length + 32;
+      if (bytes > window && m.seq > from) {
+        to = m.seq - 1;
+        break;
+      }
+      s = m.seq + 1;
+    }
+  }
+  const more = to < st.lastSeq;
   const deleted: number[] = [];
-  if (t >= st.firstSeq) for (const d of store.deletedSeqs()) if (d <= t) deleted.push(d);
-  const hdr = Buffer.from(JSON.stringify({ index, apply_seq: applySeq, first: st.firstSeq, last: st.lastSeq, last_ts: st.lastTsNs, deleted }));
+  if (!more && t >= st.firstSeq) for (const d of store.deletedSeqs()) if (d <= t) deleted.push(d);
+  const hdr = Buffer.from(JSON.stringify({ index, apply_seq: applySeq, first: st.firstSeq, last: more ? to : st.lastSeq, last_ts: st.lastTsNs, deleted, more }));
   const parts: Buffer[] = [Buffer.allocUnsafe(4), hdr];
   parts[0]!.writeUInt32LE(hdr.length, 0);
-  for (const f of encodeStoreSnapshot(reader, Math.max(t + 1, st.firstSeq), st.lastSeq)) parts.push(f);
+  for (const f of encodeStoreSnapshot(reader, from, to)) parts.push(f);
   const body = Buffer.concat(parts);
   const n = Math.max(1, Math.ceil(body.length / CHUNK_BYTES));
   const frames: Buffer[] = [];
@@ -103,7 +135,7 @@ export function chunkReqId(b: Buffer): number {
 }
 
 /** Make store (a prefix of the stream's history, as every replica's store is) hold the state
- *  an answer describes; returns its header. */
+ *  an answer describes; returns its header. A window (`more`) only adds its messages. */
 export function installCatchup(store: StreamStore, body: Buffer): CatchupHeader {
   if (body.length < 4) throw new Error("stream catch-up: short answer");
   const hl = body.readUInt32LE(0);
@@ -115,12 +147,15 @@ export function installCatchup(store: StreamStore, body: Buffer): CatchupHeader 
     last: Number(j["last"]),
     lastTs: Number(j["last_ts"]),
     deleted: (j["deleted"] as number[] | undefined) ?? [],
+    more: j["more"] === true,
   };
   const st = store.state();
   const t = st.lastSeq;
   if (h.last < t) throw new Error(`stream catch-up: the answer ends at ${h.last}, below this store's ${t}`);
-  if (h.first > st.firstSeq) store.compact(h.first);
-  for (const d of h.deleted) if (d <= t) store.removeMsg(d);
+  if (!h.more) {
+    if (h.first > st.firstSeq) store.compact(h.first);
+    for (const d of h.deleted) if (d <= t) store.removeMsg(d);
+  }
   let ended = false;
   const dec = new ArchiveDecoder((kind, rec) => {
     switch (kind) {
@@ -142,7 +177,7 @@ export function installCatchup(store: StreamStore, body: Buffer): CatchupHeader 
   dec.push(body.subarray(4 + hl));
   if (!ended) throw new Error("stream catch-up: truncated answer");
   const last = store.state().lastSeq;
-  if (h.last > last) store.skipMsgs(last + 1, h.last - last, h.lastTs);
+  if (h.last > last && !h.more) store.skipMsgs(last + 1, h.last - last, h.lastTs);
   return h;
 }
 

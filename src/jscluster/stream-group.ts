@@ -79,6 +79,8 @@ const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 /** A catch-up request not answered within this long goes to another peer. */
 const CATCHUP_RETRY_MS = 500;
 const CATCHUP_WARN_ATTEMPTS = 20;
+/** A replica far behind reads the missing messages in windows of about this many bytes. */
+const DEFAULT_CATCHUP_WINDOW = 8 * 1024 * 1024;
 /** How often a leader retries the next membership change while voters and members differ. */
 const RECONCILE_MS = 50;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
@@ -102,6 +104,8 @@ export interface StreamGroupOptions {
    *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
   sched?: Scheduler;
   onLeaderChange?(leader: string): void;
+  /** Catch-up window in bytes (default 8 MiB). */
+  catchupWindowBytes?: number;
   /** The cluster's name (the `cluster` blocks of CONSUMER.INFO). */
   clusterName?: string;
   /** A configuration entry was applied (stream.update done): persist it (meta.json). */
@@ -195,6 +199,8 @@ export class StreamGroup implements GroupApp {
   /** Catch-ups completed / answered since open (tests). */
   catchups = 0;
   catchupsServed = 0;
+  /** Catch-up windows received that were not the last of their catch-up (tests). */
+  catchupWindows = 0;
 
   static open(o: StreamGroupOptions): StreamGroup {
     return new StreamGroup(o);
@@ -744,7 +750,7 @@ export class StreamGroup implements GroupApp {
       // all restarted): this waits for one that holds it, and says so.
       this.o.log.warn(`stream group ${this.name}: catching up to index ${cu.minIndex}: no replica has answered after ${cu.attempt} requests`);
     }
-    if (peer !== undefined) this.o.host.sendApp(this.name, peer, encodeCatchupRequest({ reqId: cu.reqId, storeLast: this.store.state().lastSeq, minIndex: cu.minIndex }));
+    if (peer !== undefined) this.o.host.sendApp(this.name, peer, encodeCatchupRequest({ reqId: cu.reqId, storeLast: this.store.state().lastSeq, minIndex: cu.minIndex, window: this.o.catchupWindowBytes ?? DEFAULT_CATCHUP_WINDOW }));
     cu.timer = this.o.clock.setTimer(() => {
       if (this.catchup === cu) this.sendCatchupRequest();
     }, CATCHUP_RETRY_MS);
@@ -777,6 +783,15 @@ export class StreamGroup implements GroupApp {
     } catch (e) {
       this.o.log.error(`stream group ${this.name}: catch-up failed: ${(e as Error).message}`);
       return; // the retry timer asks again
+    }
+    if (h.more) {
+      // One window stored: ask for the next at once, from the new last sequence.
+      const cu = this.catchup!;
+      if (cu.timer !== null) this.o.clock.clearTimer(cu.timer);
+      cu.attempt = 0;
+      this.catchupWindows++;
+      this.sendCatchupRequest();
+      return;
     }
     this.stopCatchup();
     this.catchups++;

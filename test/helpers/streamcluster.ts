@@ -58,6 +58,8 @@ export interface ClusterOptions {
   seed?: number;
   tickMs?: number;
   snapshotEntries?: number;
+  /** Catch-up window in bytes (StreamGroupOptions.catchupWindowBytes). */
+  catchupWindowBytes?: number;
   cfg?: Record<string, unknown>;
   /** A simulated network: each frame is delayed 0..maxDelayMs on the manual clock (0: one
    *  event-loop turn) and dropped with probability dropRate. */
@@ -170,6 +172,7 @@ export class StreamCluster {
       log: nullLogger,
       sched: this.o.batch === false ? undefined : systemScheduler,
       snapshotEntries: this.o.snapshotEntries,
+      ...(this.o.catchupWindowBytes !== undefined ? { catchupWindowBytes: this.o.catchupWindowBytes } : {}),
       open: (proposer) => {
         const st = new Stream(this.cfg, store, null, env(proposer), this.clock.nowNs());
         st.start();

@@ -38,7 +38,7 @@ interface Msg {
 }
 
 export async function runStreamSeed(seed: number, nodes: number, storage: "memory" | "file", faultMs = 3000, healMs = 4000): Promise<StreamSimResult> {
-  const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, net: { maxDelayMs: 4, dropRate: 0.01 } });
+  const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, catchupWindowBytes: 2048, net: { maxDelayMs: 4, dropRate: 0.01 } });
   const rnd = c.rnd;
   const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, fullRestarts: 0, leaderChanges: 0 };
   const msgs: Msg[] = [];

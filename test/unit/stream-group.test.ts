@@ -333,8 +333,9 @@ for (const [storage, batch] of [
     }
   });
 
-  void test(`stream group (${storage}${batch ? ", batched" : ""}): snapshots, and a follower far behind installs one`, async () => {
-    const c = new StreamCluster({ n: 3, storage, batch, snapshotEntries: 16 });
+  void test(`stream group (${storage}${batch ? ", batched" : ""}): snapshots, and a follower far behind installs one (catch-up in windows)`, async () => {
+    // a window of about 300 bytes: the 79 messages come in many windows
+    const c = new StreamCluster({ n: 3, storage, batch, snapshotEntries: 16, catchupWindowBytes: 300 });
     await c.startAll();
     try {
       const l = await c.leader();
@@ -353,6 +354,7 @@ for (const [storage, batch] of [
       await c.until(() => c.node(f).group.restores > 0, "the follower installed a snapshot");
       await c.until(() => allApplied(c, 80) && c.contents(f).size === 79, "the follower caught up");
       assert.ok(c.node(f).group.catchups >= 1, "it fetched the messages from a peer");
+      assert.ok(c.node(f).group.catchupWindows >= 5, `it read the range in windows (${c.node(f).group.catchupWindows})`);
       assert.ok(c.ids.some((id) => c.node(id).group.catchupsServed >= 1));
       sameEverywhere(c);
       // And a restart of a replica that snapshotted recovers the same store.
