@@ -288,6 +288,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.j.sync(cb);
   }
 
+  protected storeClosed(): boolean {
+    return this.j.closed;
+  }
+
   // ---- removal bookkeeping ----
   protected override headerCandidate(s: number): number {
     const bl = this.files.seqBlocks;
