@@ -624,7 +624,7 @@ export abstract class SeqIndex {
   purgeStep(j: PurgeJob, budget: number): boolean {
     if (j.done) return true;
     if (this.job !== j || this.storeClosed()) {
-      if (this.job === j) this.job = null;
+        if (this.job === j) this.job = null;
       j.done = true;
       return true;
     }
