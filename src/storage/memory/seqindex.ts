@@ -659,8 +659,17 @@ export abstract class SeqIndex {
     if (j.cursor < j.cut && j.cursor <= this.lastSeq) return false;
     j.done = true;
     this.job = null;
+    this.afterPurgeDone();
     return true;
   }
+
+  /** A paced purge is under way (the file store holds back compaction of the block it is in). */
+  protected purgeRunning(): boolean {
+    return this.job !== null;
+  }
+
+  /** The running paced purge finished. */
+  protected afterPurgeDone(): void {}
 
   /** The sequence of the keep-th newest message matching filter (id for a literal one);
    *  there are more than keep. */
