@@ -1,8 +1,10 @@
 // Loop blocking of a full STREAM.PURGE on a big file stream, in process:
-//   node dist/bench/store-purge.js [msgs=1000000] [payloadBytes=16] [mode=all|keep|seq|subject]
-// Stores N messages (ten subjects), syncs, then times the purge call itself and the longest
-// event-loop turn until the store is idle again (the unlinks of the dead block files run
-// after the purge, paced across turns). Prints one JSON line.
+//   node dist/bench/store-purge.js [msgs=1000000] [payloadBytes=16] [mode=all|keep|seq|subject] [paced|once]
+// Stores N messages (ten subjects), syncs, then times the purge and the longest event-loop
+// turn until the store is idle again (the unlinks of the dead block files run after the
+// purge, paced across turns). `paced` (default) runs it as STREAM.PURGE does
+// (beginPurge, steps of 1,024 sequences for at most 2 ms per turn); `once`: purge() in one
+// call. Prints one JSON line.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +14,7 @@ import { openFileStreamStore } from "../src/storage/index.js";
 const N = Number(process.argv[2] ?? 1_000_000);
 const PAYLOAD = Number(process.argv[3] ?? 16);
 const MODE = process.argv[4] ?? "all";
+const PACED = (process.argv[5] ?? "paced") === "paced";
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "filestore-bench-purge-"));
@@ -41,12 +44,23 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
     maxTurn = 0;
     const p0 = performance.now();
-    let removed: number;
-    if (MODE === "keep") removed = store.purge({ keep: 10 });
-    else if (MODE === "seq") removed = store.purge({ seq: N - 9 });
-    else if (MODE === "subject") removed = store.purge({ subject: "bench.purge.3" });
-    else if (MODE === "none") removed = 0;
-  else removed = store.purge({});
+    const opts = MODE === "keep" ? { keep: 10 } : MODE === "seq" ? { seq: N - 9 } : MODE === "subject" ? { subject: "bench.purge.3" } : {};
+    let removed = 0;
+    let turns = 0;
+    if (MODE === "none") removed = 0;
+    else if (!PACED) removed = store.purge(opts);
+    else {
+      const job = store.beginPurge(opts);
+      for (;;) {
+        const t = performance.now();
+        let done = job.done;
+        while (!done && performance.now() - t < 2) done = job.step(1024);
+        if (done) break;
+        turns++;
+        await new Promise((r) => setImmediate(r));
+      }
+      removed = job.purged;
+    }
     const callMs = performance.now() - p0;
     last = performance.now();
     await new Promise<void>((res, rej) => store.sync((e) => (e ? rej(e) : res())));
@@ -59,11 +73,13 @@ async function main(): Promise<void> {
         msgs: N,
         payload: PAYLOAD,
         mode: MODE,
+        paced: PACED,
+        turns,
         storeMs: Math.round(storeMs),
         blocksBefore,
         blocksAfter: store.blockCount(),
         removed,
-        purgeCallMs: +callMs.toFixed(2),
+        purgeMs: +callMs.toFixed(2),
         maxTurnAfterMs: +maxTurnAfterMs.toFixed(2),
         state: { msgs: state.msgs, first: state.firstSeq, last: state.lastSeq },
       }),

@@ -769,8 +769,9 @@ export class ApiRouter {
     if (filter !== "") opts.filter = filter;
     if (seq > 0) opts.seq = seq;
     if (keep > 0) opts.keep = keep;
-    // A replicated stream purges through its group (every replica applies it).
-    const purged = (await this.cluster?.purge?.(name, opts)) ?? st.purge(opts);
+    // A replicated stream purges through its group (every replica applies it, at once);
+    // a local one a slice at a time on the pacer (requests behind it wait: the queue is serial).
+    const purged = (await this.cluster?.purge?.(name, opts)) ?? (await st.purgePaced(opts, (step) => this.pacer.run(step)));
     // The stream tells consumers about removals below its first sequence; a purge by subject
     // also removes messages above it, which pending acks may still name.
     if (filter !== "" && purged > 0) for (const c of st.consumers()) c.onMessagesRemoved?.(filter);

@@ -45,6 +45,16 @@ export interface StoreCallbacks {
   onLimitRemove?(seq: number, subject: string): void;
 }
 
+/** A purge in progress (StreamStore.beginPurge). */
+export interface StorePurge {
+  /** Messages it removed so far; all it removes once done. */
+  readonly purged: number;
+  readonly done: boolean;
+  /** Works through at most about `budgetSeqs` sequences; true once done (also when the store
+   *  was closed under it, which leaves the rest). */
+  step(budgetSeqs: number): boolean;
+}
+
 export interface StreamStore {
   readonly type: StorageType;
   /** Append. Sequences are assigned by the store (lastSeq + 1). ttlSec > 0: per-message TTL. */
@@ -88,6 +98,15 @@ export interface StreamStore {
   eraseMsg?(seq: number): boolean;
   /** Purge: all, or those matching subject, or below seq (exclusive), keeping the newest `keep`. */
   purge(opts: { subject?: string; seq?: number; keep?: number }): number;
+  /** purge() done a slice at a time: the messages it removes are fixed when it begins (those
+   *  purge() would remove now; messages stored later are never among them, and `keep` counts
+   *  only what is stored now), and step() removes them a bounded amount at a time. While it
+   *  runs, reads may still find messages it has not reached; a removal of one of them by
+   *  anyone else answers false (the purge had it) and counts in `purged`. Any other purge,
+   *  compact or setLimits, and a store over one of its limits, first finishes it at once, so
+   *  the end state is that of purge() at begin followed by everything after. One at a time:
+   *  beginning another finishes the running one. Optional (stores without it purge at once). */
+  beginPurge?(opts: { subject?: string; seq?: number; keep?: number }): StorePurge;
   /** Remove all messages with seq < seq; if seq > lastSeq+1 the stream restarts at seq. */
   compact(seq: number): number;
   setLimits(l: StoreLimits): void;

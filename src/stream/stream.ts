@@ -401,15 +401,28 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   // ---------- admin operations ----------
 
   purge(opts: { filter?: string; seq?: number; keep?: number }): number {
-    const p: { subject?: string; seq?: number; keep?: number } = {};
-    if (opts.filter !== undefined && opts.filter !== "" && opts.filter !== ">") p.subject = opts.filter;
-    if (opts.seq !== undefined && opts.seq > 0) p.seq = opts.seq;
-    if (opts.keep !== undefined && opts.keep > 0) p.keep = opts.keep;
-    const n = this.store.purge(p);
+    const n = this.store.purge(purgeOpts(opts));
+    this.afterPurge();
+    return n;
+  }
+
+  /** purge() a slice at a time: `pace` calls the step until it answers true, handing the loop
+   *  back between steps as it sees fit. The messages purged are those purge() would have
+   *  purged now (StreamStore.beginPurge); publishes while it runs are kept. Consumers hear of
+   *  it once it is done. */
+  async purgePaced(opts: { filter?: string; seq?: number; keep?: number }, pace: (step: () => boolean) => Promise<void>): Promise<number> {
+    const store = this.store;
+    if (store.beginPurge === undefined) return this.purge(opts);
+    const job = store.beginPurge(purgeOpts(opts));
+    if (!job.done) await pace(() => job.step(PURGE_STEP_SEQS));
+    if (!this.closed) this.afterPurge();
+    return job.purged;
+  }
+
+  private afterPurge(): void {
     const first = this.store.state().firstSeq;
     this.expiry.onPurged(first);
     for (const c of this.consumerMap.values()) c.onPurged(first);
-    return n;
   }
 
   /** erase (nats-server's default, `no_erase: false`): overwrite the stored bytes too. */
@@ -514,4 +527,16 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   async drainAcks(): Promise<void> {
     await this.commit.drain();
   }
+}
+
+/** Sequences a paced purge works through per step (well under the API's slice of time: a
+ *  step that removes every one of them from a file stream, a tombstone each, takes ~1 ms). */
+const PURGE_STEP_SEQS = 1024;
+
+function purgeOpts(opts: { filter?: string; seq?: number; keep?: number }): { subject?: string; seq?: number; keep?: number } {
+  const p: { subject?: string; seq?: number; keep?: number } = {};
+  if (opts.filter !== undefined && opts.filter !== "" && opts.filter !== ">") p.subject = opts.filter;
+  if (opts.seq !== undefined && opts.seq > 0) p.seq = opts.seq;
+  if (opts.keep !== undefined && opts.keep > 0) p.keep = opts.keep;
+  return p;
 }

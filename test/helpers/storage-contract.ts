@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import type { ConsumerState, ConsumerStore, StoreCallbacks, StoreLimits, StoredMsg, StreamStore } from "../../src/storage/types.js";
+import type { ConsumerState, ConsumerStore, StoreCallbacks, StoreLimits, StoredMsg, StorePurge, StreamStore } from "../../src/storage/types.js";
 import { subjectMatches } from "../../src/storage/subjects.js";
 import { createMemoryStreamStore } from "../../src/storage/index.js";
 import { StoreSnapshotDecoder, StoreSnapshotReader, StoreSnapshotWriter, encodeStoreSnapshot } from "../../src/storage/archive.js";
@@ -624,7 +624,156 @@ export function streamStoreContract(t: ContractTarget): void {
       }
     });
   });
+  pacedPurgeContract(t);
   replicationContract(t);
+}
+
+// ---- paced purges (beginPurge): the same end state as purge() at the moment it began ----
+
+type PacedOp =
+  | { op: "store"; s: number; len: number }
+  | { op: "remove"; seq: number }
+  | { op: "begin"; f: number; seq: number; keep: number }
+  | { op: "step"; budget: number }
+  | { op: "purge"; f: number; seq: number; keep: number }
+  | { op: "compact"; seq: number }
+  | { op: "reopen" };
+
+const pacedOpArb: fc.Arbitrary<PacedOp> = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ op: fc.constant("store" as const), s: fc.nat(SUBJECTS.length - 1), len: fc.nat(30) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("remove" as const), seq: fc.nat(80) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("begin" as const), f: fc.nat(FILTERS.length - 1), seq: fc.nat(60), keep: fc.nat(6) }) },
+  { weight: 6, arbitrary: fc.record({ op: fc.constant("step" as const), budget: fc.integer({ min: 1, max: 8 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("purge" as const), f: fc.nat(FILTERS.length - 1), seq: fc.nat(60), keep: fc.nat(4) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("compact" as const), seq: fc.integer({ min: 1, max: 80 }) }) },
+  { weight: 1, arbitrary: fc.constant({ op: "reopen" as const }) },
+);
+
+function pacedPurgeContract(t: ContractTarget): void {
+  void describe(`StreamStore contract, paced purges: ${t.name}`, () => {
+    void it("a purge in small steps ends where purge() would, whatever the filter", async (ctx) => {
+      const probe = await t.newEnv().open();
+      const can = probe.beginPurge !== undefined;
+      await probe.close();
+      if (!can) return ctx.skip("no beginPurge");
+      for (const f of FILTERS) {
+        for (const o of [{}, { keep: 3 }, { seq: 700 }, { keep: 900 }, { seq: 5000 }]) {
+          const ea = t.newEnv();
+          const eb = t.newEnv();
+          const a = await ea.open();
+          const b = await eb.open();
+          try {
+            for (const s of [a, b]) {
+              for (let i = 0; i < 2000; i++) s.storeMsg(SUBJECTS[(i * 7) % 5 === 0 ? 0 : i % SUBJECTS.length]!, null, Buffer.from(`m${i}`), T0 + i, 0);
+              for (let q = 5; q < 2000; q += 13) s.removeMsg(q);
+            }
+            const opts = { subject: f, ...o };
+            const want = a.purge(opts);
+            const job = b.beginPurge!(opts);
+            let steps = 0;
+            while (!job.step(37)) steps++;
+            assert.equal(job.purged, want, `purged ${JSON.stringify(opts)}`);
+            assert.ok(job.done);
+            const atOnce = (f === "" || f === ">") && (Object.keys(o).length === 0 || (o as { seq?: number }).seq === 5000);
+            if (want > 400 && !atOnce) assert.ok(steps > 2, `${JSON.stringify(opts)}: ${want} removed in ${steps} steps`);
+            assertSameStore(a, b, JSON.stringify(opts));
+            assert.equal(a.storeMsg("a", null, Buffer.from("after"), T0, 0), b.storeMsg("a", null, Buffer.from("after"), T0, 0));
+            assertSameStore(a, b, `${JSON.stringify(opts)} then a publish`);
+          } finally {
+            await a.close();
+            await b.close();
+            await ea.dispose();
+            await eb.dispose();
+          }
+        }
+      }
+    });
+
+    void it("publishes, removals, purges and limits while a paced purge runs end as if it was done when begun (property)", async (ctx) => {
+      const probe = await t.newEnv().open();
+      const can = probe.beginPurge !== undefined;
+      await probe.close();
+      if (!can) return ctx.skip("no beginPurge");
+      await fc.assert(
+        fc.asyncProperty(fc.array(pacedOpArb, { maxLength: 70 }), limitsArb, async (ops, limits) => {
+          const env = t.newEnv();
+          const removedByLimit: number[] = [];
+          const cbs: StoreCallbacks = { onLimitRemove: (seq) => removedByLimit.push(seq) };
+          let s = await env.open(limits, cbs);
+          const m = new Model();
+          let job: { p: StorePurge; want: number } | null = null;
+          const settle = (): void => {
+            if (job === null) return;
+            while (!job.p.step(3));
+            assert.equal(job.p.purged, job.want, "purged");
+            job = null;
+          };
+          try {
+            for (const o of ops) {
+              if (job !== null && job.p.done) {
+                assert.equal(job.p.purged, job.want, "purged");
+                job = null;
+              }
+              switch (o.op) {
+                case "store": {
+                  const data = "d".repeat(o.len) + m.last;
+                  const subject = SUBJECTS[o.s] as string;
+                  assert.equal(s.storeMsg(subject, null, Buffer.from(data), T0, 0), m.store(subject, data, null));
+                  assert.deepEqual(removedByLimit.splice(0), m.enforce(limits, t), "limit removals");
+                  break;
+                }
+                case "remove":
+                  assert.equal(s.removeMsg(o.seq), m.remove(o.seq), `remove ${o.seq}`);
+                  break;
+                case "begin": {
+                  const f = FILTERS[o.f] as string;
+                  const opts = o.keep > 0 ? { subject: f, keep: o.keep } : { subject: f, seq: o.seq };
+                  if (job !== null) settle(); // beginning another finishes the running one
+                  const p = s.beginPurge!(opts);
+                  job = { p, want: m.purge(f, opts.seq ?? 0, opts.keep ?? 0) };
+                  break;
+                }
+                case "step":
+                  job?.p.step(o.budget);
+                  break;
+                case "purge": {
+                  const f = FILTERS[o.f] as string;
+                  if (job !== null) job.p.step(0); // nothing: purge() itself must finish it
+                  const n = s.purge({ subject: f, seq: o.seq, keep: o.keep });
+                  if (job !== null) {
+                    assert.ok(job.p.done, "a purge finishes the running one first");
+                    assert.equal(job.p.purged, job.want, "purged");
+                    job = null;
+                  }
+                  assert.equal(n, m.purge(f, o.seq, o.keep), `purge ${f} ${o.seq} ${o.keep}`);
+                  break;
+                }
+                case "compact":
+                  assert.equal(s.compact(o.seq), m.compact(o.seq), `compact ${o.seq}`);
+                  job = job !== null && job.p.done ? (assert.equal(job.p.purged, job.want, "purged"), null) : job;
+                  assert.equal(job, null, "a compact finishes the running purge first");
+                  break;
+                case "reopen":
+                  settle();
+                  if (env.reopen) s = await env.reopen(s, limits, cbs);
+                  break;
+              }
+            }
+            settle();
+            checkAgainstModel(s, m, t);
+            if (env.reopen) {
+              s = await env.reopen(s, limits, cbs);
+              checkAgainstModel(s, m, t);
+            }
+          } finally {
+            await s.close();
+            await env.dispose();
+          }
+        }),
+        { numRuns: Number(process.env["STORE_PROPERTY_RUNS"] ?? t.numRuns) },
+      );
+    });
+  });
 }
 
 function sampleConsumerState(n: number): ConsumerState {

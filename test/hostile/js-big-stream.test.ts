@@ -11,87 +11,9 @@ import net from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { connected, missBudget, startHostile, withBystander, type Hostile } from "./harness.js";
+import { connected, missBudget, Replies, startHostile, withBystander, type Hostile } from "./harness.js";
 
 const N = 10_000;
-
-/** Raw client that reads whole MSG/HMSG frames (the replies here are ~200 KB). */
-class Replies {
-  private buf = Buffer.alloc(0);
-  readonly msgs: { subject: string; hdr: string; body: string }[] = [];
-  private waiters: (() => void)[] = [];
-  private constructor(readonly s: net.Socket) {
-    s.on("data", (d: Buffer) => {
-      this.buf = Buffer.concat([this.buf, d]);
-      this.parse();
-      for (const w of this.waiters.splice(0)) w();
-    });
-    s.on("error", () => {});
-  }
-
-  static async open(port: number): Promise<Replies> {
-    const s = net.connect({ port, host: "127.0.0.1" });
-    await new Promise<void>((res, rej) => {
-      s.once("connect", res);
-      s.once("error", rej);
-    });
-    const r = new Replies(s);
-    s.write('CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true}\r\nSUB _R.> 1\r\n');
-    return r;
-  }
-
-  private parse(): void {
-    for (;;) {
-      const eol = this.buf.indexOf("\r\n");
-      if (eol < 0) return;
-      const line = this.buf.subarray(0, eol).toString("latin1");
-      const t = line.split(" ");
-      const op = t[0];
-      if (op !== "MSG" && op !== "HMSG") {
-        this.buf = this.buf.subarray(eol + 2);
-        continue;
-      }
-      const total = Number(t[t.length - 1]);
-      const hlen = op === "HMSG" ? Number(t[t.length - 2]) : 0;
-      const m = [line, "", t[1]];
-      if (this.buf.length < eol + 2 + total + 2) return;
-      const frame = this.buf.subarray(eol + 2, eol + 2 + total);
-      this.msgs.push({ subject: m[2]!, hdr: frame.subarray(0, hlen).toString("latin1"), body: frame.subarray(hlen).toString("utf8") });
-      this.buf = this.buf.subarray(eol + 2 + total + 2);
-    }
-  }
-
-  pub(subject: string, reply: string, body: string): void {
-    this.s.write(`PUB ${subject} ${reply} ${Buffer.byteLength(body)}\r\n${body}\r\n`);
-  }
-
-  /** The reply on `subject`, waiting up to ms. */
-  async reply(subject: string, ms = 60_000): Promise<{ hdr: string; body: string; index: number }> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const i = this.msgs.findIndex((m) => m.subject === subject);
-      if (i >= 0) return { ...this.msgs[i]!, index: i };
-      const left = end - Date.now();
-      if (left <= 0) throw new Error(`no reply on ${subject}`);
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          r();
-        });
-      });
-    }
-  }
-
-  async json(subject: string): Promise<Record<string, unknown> & { index: number }> {
-    const r = await this.reply(subject);
-    return { ...(JSON.parse(r.body) as Record<string, unknown>), index: r.index };
-  }
-
-  close(): void {
-    this.s.destroy();
-  }
-}
 
 async function withJs(fn: (h: Hostile) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "tsnats-hostile-big-"));

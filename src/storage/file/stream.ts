@@ -288,6 +288,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     this.j.sync(cb);
   }
 
+  protected storeClosed(): boolean {
+    return this.j.closed;
+  }
+
   // ---- removal bookkeeping ----
   protected override headerCandidate(s: number): number {
     const bl = this.files.seqBlocks;
@@ -338,7 +342,14 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     const dead = this.frontDead.splice(0);
     if (this.loading) return;
     for (const b of dead) this.blockDied(b);
-    if (last !== null && last.live > 0 && last !== this.files.wblk) this.maybeCompact(last);
+    // While a paced purge works through a block, compacting it would copy its live rest again
+    // at every step: it is looked at once the purge is done.
+    if (last !== null && last.live > 0 && last !== this.files.wblk && !this.purgeRunning()) this.maybeCompact(last);
+  }
+
+  protected override afterPurgeDone(): void {
+    const b = this.msgs > 0 ? this.files.blockFor(this.firstSeq) : null;
+    if (b !== null && b.live > 0 && b !== this.files.wblk) this.maybeCompact(b);
   }
 
   /** Everything was removed at once (a purge of everything): every block dies as a whole,

@@ -6,7 +6,7 @@
 // subject, one size, or nothing) costs a few numbers, any other a typed array as narrow as
 // its values, so a stream of one subject and one message size keeps almost nothing per
 // message (nats-server keeps no per-message state for cold blocks).
-import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
+import type { StoreCallbacks, StoreLimits, StorePurge, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
 import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
 import { type SubjRec, SubjectTable } from "./subjtable.js";
@@ -18,6 +18,36 @@ const CHUNK = 4096;
 const CHUNK_BITS = 12; // CHUNK = 2^12
 
 export type { UintCol } from "./chunkcol.js";
+
+/** A purge begun with beginPurge: what it removes is fixed at begin. `front`: every live
+ *  message below `cut`; otherwise those below `cut` whose subject matches `filter` (the
+ *  subject id `id` for a literal filter, 0 for a wildcard). */
+class PurgeJob implements StorePurge {
+  purged = 0;
+  done = false;
+  /** Sequences below it have been worked through. */
+  cursor = 0;
+  constructor(
+    private readonly owner: { purgeStep(j: PurgeJob, budget: number): boolean },
+    readonly front: boolean,
+    readonly cut: number,
+    readonly filter: string,
+    readonly id: number,
+  ) {}
+
+  step(budgetSeqs: number): boolean {
+    return this.done || this.owner.purgeStep(this, budgetSeqs);
+  }
+}
+
+const DONE_PURGE_OWNER = { purgeStep: (): boolean => true };
+
+function donePurge(n: number): StorePurge {
+  const j = new PurgeJob(DONE_PURGE_OWNER, true, 0, "", 0);
+  j.purged = n;
+  j.done = true;
+  return j;
+}
 
 export const unlimitedLimits: StoreLimits = { maxMsgs: -1, maxBytes: -1, maxAgeMs: 0, maxMsgsPerSubject: -1 };
 
@@ -46,6 +76,10 @@ export abstract class SeqIndex {
   protected readonly callbacks: StoreCallbacks;
   private chunkCnt = new Uint32Array(64);
   private chunkBase = 0; // chunk number (floor(seq / CHUNK)) counted by chunkCnt[0]
+  /** The purge begun with beginPurge and not done yet, or null. */
+  private job: PurgeJob | null = null;
+  /** Set while the running job removes (removeSeq answers true for it). */
+  private inJob = false;
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null, initialCap = 1024) {
     this.cap = initialCap;
@@ -61,6 +95,8 @@ export abstract class SeqIndex {
   protected abstract readSlot(seq: number, slot: number, subject: string): StoredMsg;
   /** Timestamp (ns) of the live message at seq. */
   protected abstract slotTs(seq: number, slot: number): number;
+  /** The store was closed (a running paced purge stops). */
+  protected abstract storeClosed(): boolean;
 
   // ---- subjects ----
   protected internSubject(subject: string): SubjRec {
@@ -235,6 +271,9 @@ export abstract class SeqIndex {
   /** After appending, discard old until every limit holds (the store's "discard old"). */
   protected enforceLimits(rec: SubjRec | null): void {
     const l = this.limits;
+    // Over a limit while a paced purge runs: it had its messages already (it is as if done
+    // when begun), so it finishes before anything is discarded for the limit.
+    if (this.job !== null && this.overLimit(rec)) this.finishPurge();
     if (rec !== null && l.maxMsgsPerSubject > 0) {
       while (rec.msgs > l.maxMsgsPerSubject) this.removeSeq(this.subjFirst(rec), true);
     }
@@ -246,6 +285,15 @@ export abstract class SeqIndex {
     }
   }
 
+  private overLimit(rec: SubjRec | null): boolean {
+    const l = this.limits;
+    return (
+      (rec !== null && l.maxMsgsPerSubject > 0 && rec.msgs > l.maxMsgsPerSubject) ||
+      (l.maxMsgs > 0 && this.msgs > l.maxMsgs) ||
+      (l.maxBytes > 0 && this.bytes > l.maxBytes)
+    );
+  }
+
   protected removeSeq(seq: number, byLimit: boolean): boolean {
     if (this.msgs === 0 || seq < this.firstSeq || seq > this.lastSeq) return false;
     const i = seq - this.base;
@@ -253,6 +301,14 @@ export abstract class SeqIndex {
     if (id === 0) return false;
     const rec = this.byId[id];
     if (rec === undefined) throw new Error(`seqindex: slot ${seq} has unknown subject id ${id}`);
+    // A message the running paced purge has (it is gone as of its begin): the purge counts it,
+    // and anyone else hears it was not there.
+    const j = this.job;
+    let taken = false;
+    if (j !== null && seq < j.cut && (j.front || this.jobMatches(j, id))) {
+      j.purged++;
+      taken = !this.inJob;
+    }
     this.subjCol.set(seq, 0);
     const ci = Math.floor(seq / CHUNK) - this.chunkBase;
     this.chunkCnt[ci] = (this.chunkCnt[ci] as number) - 1;
@@ -285,6 +341,7 @@ export abstract class SeqIndex {
       this.subjCol.dropBelow(this.firstSeq);
       this.sizeCol.dropBelow(this.firstSeq);
     }
+    if (taken) return false;
     if (byLimit) this.callbacks.onLimitRemove?.(seq, rec.name);
     return true;
   }
@@ -324,6 +381,7 @@ export abstract class SeqIndex {
 
   // ---- operations of the StreamStore contract ----
   setLimits(l: StoreLimits): void {
+    this.finishPurge();
     this.limits = { ...l };
     if (l.maxMsgsPerSubject > 0) for (const rec of [...this.subjects.values()]) this.enforceLimits(rec);
     this.enforceLimits(null);
@@ -457,6 +515,7 @@ export abstract class SeqIndex {
   }
 
   purge(opts: { subject?: string; seq?: number; keep?: number }): number {
+    this.finishPurge();
     const subject = opts.subject ?? "";
     const seq = opts.seq ?? 0;
     const keep = opts.keep ?? 0;
@@ -496,6 +555,144 @@ export abstract class SeqIndex {
     for (let k = 0; k < remove; k++) if (this.removeSeq(seqs[k] as number, false)) n++;
     this.afterMutation();
     return n;
+  }
+
+  // ---- paced purges ----
+
+  /** purge() a slice at a time (the StreamStore contract's beginPurge). What purge() would
+   *  remove now is fixed here as a range and a filter: everything below a cut sequence
+   *  (all subjects, with keep or seq), or the matching messages below a cut (a filter; with
+   *  keep, the cut is the first message kept). Messages stored later lie above the cut. */
+  beginPurge(opts: { subject?: string; seq?: number; keep?: number }): StorePurge {
+    this.finishPurge();
+    const subject = opts.subject ?? "";
+    const seq = opts.seq ?? 0;
+    const keep = opts.keep ?? 0;
+    let job: PurgeJob;
+    if (isAllFilter(subject)) {
+      // everything, or a jump past the end: work per subject, not per message
+      if ((keep === 0 && seq === 0) || seq > this.lastSeq) return donePurge(this.purge(opts));
+      let cut: number;
+      if (seq > 1) cut = seq;
+      else if (keep > 0) {
+        if (keep >= this.msgs) return donePurge(0);
+        cut = this.lastSeq - keep + 1;
+      } else return donePurge(0);
+      if (this.msgs === 0 || cut <= this.firstSeq) return donePurge(this.purge(opts));
+      job = new PurgeJob(this, true, cut, "", 0);
+    } else {
+      let id = 0;
+      if (isLiteralSubject(subject)) {
+        const rec = this.subjects.get(subject);
+        if (rec === undefined) return donePurge(0);
+        id = rec.id;
+      }
+      // never above what is stored now: later messages are not the purge's
+      let cut = seq > 1 ? Math.min(seq, this.lastSeq + 1) : this.lastSeq + 1;
+      if (keep > 0) {
+        const total = this.countMatching(subject);
+        if (keep >= total) return donePurge(0);
+        cut = Math.min(cut, this.nthMatchingFromEnd(subject, id, keep));
+      }
+      if (this.msgs === 0 || cut <= this.firstSeq) return donePurge(0);
+      job = new PurgeJob(this, false, cut, subject, id);
+    }
+    job.cursor = this.firstSeq;
+    this.job = job;
+    return job;
+  }
+
+  /** The running paced purge finishes now (before an operation that must see it done). */
+  protected finishPurge(): void {
+    const j = this.job;
+    if (j !== null) this.purgeStep(j, Infinity);
+  }
+
+  /** The running paced purge stops where it is (the store is going away). */
+  protected abandonPurge(): void {
+    const j = this.job;
+    if (j === null) return;
+    j.done = true;
+    this.job = null;
+  }
+
+  private jobMatches(j: PurgeJob, id: number): boolean {
+    return j.id !== 0 ? id === j.id : this.subjTable.idMatches(this.subjTable.matchBits(j.filter), j.filter, id);
+  }
+
+  /** One step of job j: at most about `budget` sequences from its cursor. */
+  purgeStep(j: PurgeJob, budget: number): boolean {
+    if (j.done) return true;
+    if (this.job !== j || this.storeClosed()) {
+        if (this.job === j) this.job = null;
+      j.done = true;
+      return true;
+    }
+    const from = Math.max(j.cursor, this.firstSeq);
+    this.inJob = true;
+    try {
+      if (j.front) {
+        const to = Math.min(j.cut, from + budget);
+        if (this.msgs > 0 && to > this.firstSeq) j.purged += this.removeRange(to);
+        j.cursor = to;
+      } else {
+        const stop = Math.min(j.cut - 1, this.lastSeq, from + budget - 1);
+        const col = this.subjCol;
+        if (j.id !== 0) {
+          const id = j.id;
+          for (let s = col.find(from, stop, id, true); s <= stop; s = col.find(s + 1, stop, id, true)) this.removeSeq(s, false);
+        } else {
+          const bits = this.subjTable.matchBits(j.filter);
+          for (let s = from; s <= stop; ) {
+            const id = col.get(s);
+            const e = Math.min(col.runEnd(s), stop);
+            if (id !== 0 && this.subjTable.idMatches(bits, j.filter, id)) for (let q = s; q <= e; q++) this.removeSeq(q, false);
+            s = e + 1;
+          }
+        }
+        j.cursor = stop + 1;
+      }
+    } finally {
+      this.inJob = false;
+    }
+    this.afterMutation();
+    if (j.cursor < j.cut && j.cursor <= this.lastSeq) return false;
+    j.done = true;
+    this.job = null;
+    this.afterPurgeDone();
+    return true;
+  }
+
+  /** A paced purge is under way (the file store holds back compaction of the block it is in). */
+  protected purgeRunning(): boolean {
+    return this.job !== null;
+  }
+
+  /** The running paced purge finished. */
+  protected afterPurgeDone(): void {}
+
+  /** The sequence of the keep-th newest message matching filter (id for a literal one);
+   *  there are more than keep. */
+  private nthMatchingFromEnd(filter: string, id: number, keep: number): number {
+    const col = this.subjCol;
+    const first = this.firstSeq;
+    let k = 0;
+    if (id !== 0) {
+      for (let s = col.findBack(this.lastSeq, first, id, true); s >= first; s = col.findBack(s - 1, first, id, true)) if (++k === keep) return s;
+      return first;
+    }
+    const bits = this.subjTable.matchBits(filter);
+    for (let s = this.lastSeq; s >= first; ) {
+      const v = col.get(s);
+      const b = Math.max(col.runStart(s), first);
+      if (v !== 0 && this.subjTable.idMatches(bits, filter, v)) {
+        const n = s - b + 1;
+        if (k + n >= keep) return s - (keep - k - 1);
+        k += n;
+      }
+      s = b - 1;
+    }
+    return first;
   }
 
   private countMatching(filter: string): number {
@@ -586,6 +783,7 @@ export abstract class SeqIndex {
   protected afterRemovedFront(): void {}
 
   compact(seq: number): number {
+    this.finishPurge();
     if (seq <= 0) return 0;
     let n = 0;
     if (seq > this.lastSeq + 1) {

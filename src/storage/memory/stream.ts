@@ -42,6 +42,10 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
     return this.tsCol[slot] as number;
   }
 
+  protected storeClosed(): boolean {
+    return this.closed;
+  }
+
   protected onRemoved(_seq: number, slot: number): void {
     this.payloads[slot] = null;
   }
@@ -108,6 +112,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
   }
 
   async delete(): Promise<void> {
+    this.abandonPurge();
     this.purge({});
     this.closed = true;
   }
