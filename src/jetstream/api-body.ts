@@ -75,6 +75,7 @@ export const ERROR_EXTRAS: Record<string, Record<string, unknown>> = {
 export function responseType(t: string[]): string {
   const [a, b, c] = t;
   if (a === "INFO") return ApiType.AccountInfo;
+  if (a === "SERVER") return ApiType.MetaServerRemove;
   switch (b ?? "") {
     case "CREATE":
       return ApiType.StreamCreate;

@@ -25,7 +25,7 @@ import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import type { EntryApplier, Proposer } from "../stream/entry.js";
-import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, recoverConsumersAgain } from "./consumer-api.js";
+import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -47,6 +47,8 @@ const PROPOSE_SUBJECT = "$JSC.META.PROPOSE";
  *  info (reply = request id), the answer comes back with the info as payload. */
 const INFO_ASK = "$JSC.INFO.ASK";
 const INFO_ANSWER = "$JSC.INFO.ANSWER";
+/** A removed replica that leads waits this long for its own removal to commit. */
+const LEAVE_BOUND_MS = 5000;
 /** How long STREAM.LIST waits for the streams' leaders. */
 const LIST_GATHER_MS = 2000;
 
@@ -86,10 +88,12 @@ type Route = { to: "meta" } | { to: "stream"; stream: string } | { to: "local" }
 export function routeOf(t: string[]): Route {
   const [a, b, c, d] = t;
   if (a === "INFO" && t.length === 1) return { to: "meta" };
+  if (a === "SERVER" && b === "REMOVE" && t.length === 2) return { to: "meta" };
   if (a === "STREAM") {
-    if (b === "CREATE" || b === "UPDATE" || b === "DELETE" || b === "NAMES" || b === "LIST") return { to: "meta" };
+    // PEER.REMOVE: the meta leader changes the assignment (nats-server jsStreamRemovePeerRequest).
+    if (b === "CREATE" || b === "UPDATE" || b === "DELETE" || b === "NAMES" || b === "LIST" || b === "PEER") return { to: "meta" };
     if ((b === "INFO" || b === "PURGE") && c !== undefined) return { to: "stream", stream: c };
-    if ((b === "MSG" || b === "LEADER" || b === "PEER") && d !== undefined) return { to: "stream", stream: d };
+    if ((b === "MSG" || b === "LEADER") && d !== undefined) return { to: "stream", stream: d };
     return { to: "local" };
   }
   if (a === "CONSUMER") {
@@ -260,11 +264,13 @@ export class JsCluster implements ClusterApiHooks {
   async handle(t: string[], reply: string, _hdr: Buffer | null, payload: Buffer): Promise<Body | { raw: string } | null | undefined> {
     const r = routeOf(t);
     if (r.to === "stream" && t[0] === "STREAM" && t[1] === "LEADER") return this.stepdown(r.stream);
-    // A restored stream would be one the meta state does not know; peer removal is not there yet.
-    if (t[0] === "STREAM" && (t[1] === "RESTORE" || t[1] === "PEER")) fail("JSClusterUnSupportFeatureErr");
+    // A restored stream would be one the meta state does not know.
+    if (t[0] === "STREAM" && t[1] === "RESTORE") fail("JSClusterUnSupportFeatureErr");
     if (r.to !== "meta") return undefined;
     if (!this.meta.isLeader) fail("JSClusterNotAvailErr");
     if (t[0] === "INFO") return this.accountInfo();
+    if (t[0] === "SERVER") return this.serverRemove(payload);
+    if (t[1] === "PEER") return this.peerRemove(t[3] ?? "", payload);
     const name = t[2] ?? "";
     const op = t[1] ?? "";
     if (op === "CREATE") return this.create(name, reply, payload);
@@ -362,7 +368,8 @@ export class JsCluster implements ClusterApiHooks {
     // checkStreamUpdate refuses replicas > 1 (a single server's rule): checked with 1 here.
     const cfg = checkStreamUpdate({ ...this.configOf(cur), num_replicas: 1 }, { ...checked, num_replicas: 1 });
     cfg.num_replicas = checked.num_replicas;
-    if (Math.max(1, cfg.num_replicas) !== cur.group.peers.length) fail("JSStreamReplicasNotUpdatableErr");
+    // Against the configured replicas, not the group's size (a peer removal may have shrunk it).
+    if (Math.max(1, cfg.num_replicas) !== Math.max(1, Number(cur.config["num_replicas"] ?? 1))) fail("JSStreamReplicasNotUpdatableErr");
     setStaticMetadata(cfg);
     if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
     const sa: ClusterStreamAssignment = { ...cur, config: configToWire(cfg, false) as ClusterStreamAssignment["config"], reply };
@@ -373,6 +380,78 @@ export class JsCluster implements ClusterApiHooks {
   private async remove(name: string): Promise<Body> {
     if (this.meta.state.stream(name) === undefined) fail("JSStreamNotFoundErr");
     this.changeError(await this.meta.proposeWait({ op: "remove_stream", stream: name }, PROPOSE_TIMEOUT_MS));
+    return { success: true };
+  }
+
+  // ---------- membership (on the meta leader) ----------
+
+  /** The stream's assignment without `peer`, a replacement placed when one is available. */
+  private remapped(sa: ClusterStreamAssignment, peer: string): ClusterStreamAssignment {
+    const cfg = this.configOf(sa);
+    const r = this.meta.remapPeers!({
+      peers: sa.group.peers,
+      remove: peer,
+      storage: cfg.storage,
+      maxBytes: cfg.max_bytes,
+      cluster: cfg.placement?.cluster ?? sa.group.cluster ?? "",
+      tags: cfg.placement?.tags ?? [],
+    });
+    if (!r.replaced) this.svc.deps.log.warn(`JetStream cluster could not replace peer for stream '$G > ${sa.config.name}'`);
+    const group = { ...sa.group, peers: r.peers };
+    if (group.preferred === peer) delete group.preferred;
+    const out: ClusterStreamAssignment = { ...sa, group };
+    delete out.reply;
+    return out;
+  }
+
+  /** STREAM.PEER.REMOVE: `peer` (a server name or peer id) leaves the stream's group; a
+   *  replacement is placed when one is available, else the group shrinks (nats-server
+   *  2.9/2.10). Answered once the new assignment applied; the group's leader then changes
+   *  the Raft voters one server at a time (StreamGroup.reconcileMembers). */
+  private async peerRemove(name: string, payload: Buffer): Promise<Body> {
+    if (this.meta.remapPeers === undefined) fail("JSClusterUnSupportFeatureErr");
+    const body = parseBody(payload, false);
+    if (body === null) fail("JSBadRequestErr");
+    const peer = optStr(body, "peer");
+    if (peer === "") fail("JSBadRequestErr");
+    const sa = this.meta.state.stream(name);
+    if (sa === undefined) fail("JSStreamNotFoundErr");
+    const member = sa.group.peers.find((p) => p === peer || this.meta.peerId?.(p) === peer);
+    if (member === undefined) fail("JSClusterPeerNotMemberErr");
+    if (sa.group.peers.length <= 1) fail("JSPeerRemapErr");
+    const next = this.remapped(sa, member);
+    const c = await this.meta.proposeWait({ op: "update_stream", sa: next }, PROPOSE_TIMEOUT_MS);
+    if (c === null || c.kind === "error") fail("JSPeerRemapErr");
+    return { success: true };
+  }
+
+  /** SERVER.REMOVE ({"peer": server name} or {"peer_id": id}): every stream the server holds
+   *  gets a replacement (or shrinks), then the server leaves the meta group's voters.
+   *  Answered once that membership change committed. Deviation: accepted from any account
+   *  (nats-server: the system account only), as META.LEADER.STEPDOWN here. */
+  private async serverRemove(payload: Buffer): Promise<Body> {
+    if (this.meta.removeMetaPeer === undefined || this.meta.metaPeers === undefined) fail("JSClusterUnSupportFeatureErr");
+    const body = parseBody(payload, false);
+    if (body === null) fail("JSBadRequestErr");
+    const byId = optStr(body, "peer_id");
+    const byName = optStr(body, "peer");
+    const found = this.meta.metaPeers().find((p) => (byId !== "" ? this.meta.peerId?.(p) === byId : p === byName));
+    if (found === undefined) fail("JSClusterServerNotMemberErr");
+    for (const n of this.meta.state.streamNames()) {
+      const sa = this.meta.state.stream(n)!;
+      if (!sa.group.peers.includes(found)) continue;
+      if (sa.group.peers.length === 1) {
+        // An R1 stream has nowhere to go: its data is on the server removed (nats-server
+        // keeps the assignment too).
+        this.svc.deps.log.warn(`JetStream cluster: stream '$G > ${n}' has its only replica on removed server ${found}`);
+        continue;
+      }
+      const c = await this.meta.proposeWait({ op: "update_stream", sa: this.remapped(sa, found) }, PROPOSE_TIMEOUT_MS);
+      if (c === null) fail("JSClusterNotAvailErr");
+    }
+    const err = await this.meta.removeMetaPeer(found, PROPOSE_TIMEOUT_MS);
+    if (err === "inflight") fail("JSClusterServerMemberChangeInflightErr");
+    if (err !== "") fail("JSRaftGeneralErrF", { err });
     return { success: true };
   }
 
@@ -450,12 +529,16 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private async stepdown(name: string): Promise<Body> {
+    await this.stepdownStream(name);
+    return { success: true };
+  }
+
+  async stepdownStream(name: string): Promise<void> {
     const copy = this.copies.get(name);
     if (copy === undefined || !this.svc.streams.has(name)) fail("JSStreamNotFoundErr");
     // An R1 stream has no group: nats-server answers success.
-    if (copy.group === null) return { success: true };
+    if (copy.group === null) return;
     await copy.group.stepdown();
-    return { success: true };
   }
 
   /** Replicated streams this server holds a copy of (/jsz ha_assets). */
@@ -555,11 +638,24 @@ export class JsCluster implements ClusterApiHooks {
         if (!mine && !before.group.peers.includes(this.self)) break;
         this.later(async () => {
           const st = this.svc.streams.get(sa.config.name);
+          const g0 = this.copies.get(sa.config.name)?.group;
+          // Every replica learns the new members; the group's leader changes the voters.
+          g0?.setPeers?.(sa.group.peers);
           if (!mine) {
+            // Removed from the group: a leader hands over first (bounded), then the copy goes.
+            if (g0 != null && g0.leave !== undefined) await g0.leave(LEAVE_BOUND_MS);
+            // The new assignment decides who announces (not this server: no delete advisory).
+            const c0 = this.copies.get(sa.config.name);
+            if (c0 !== undefined) c0.sa = sa;
             if (st !== undefined) await this.removeLocal(sa.config.name);
             return;
           }
           const copy0 = this.copies.get(sa.config.name);
+          if (copy0 !== undefined && st !== undefined && JSON.stringify(before.config) === JSON.stringify(sa.config)) {
+            // Only the members changed (peer removal).
+            copy0.sa = sa;
+            return;
+          }
           const who = copy0?.group != null && copy0.group.leader !== "" ? copy0.group.leader : this.responder(sa);
           const answer = live && sa.reply !== undefined && sa.reply !== "" && who === this.self;
           try {
@@ -659,8 +755,13 @@ export class JsCluster implements ClusterApiHooks {
       const copy = this.copies.get(name);
       const st = this.svc.streams.get(name);
       if (copy === undefined || copy.group === null || st === undefined) return;
-      if (leader === this.self && !copy.consumersUp) {
-        recoverConsumersAgain(this.router.ctx, st);
+      // Consumers start once this leader takes publishes: its copies of their ledgers then
+      // hold everything committed before its term (StreamGroup calls again at that point).
+      const taking = (copy.group as { isTakingPublishes?: boolean }).isTakingPublishes ?? true;
+      if (leader === this.self && !copy.consumersUp && taking) {
+        // Every consumer the replicas agreed on (issue 18), then any durable the meta state
+        // lists that they do not know (made from its config, starting over).
+        restoreReplicatedConsumers(this.router.ctx, st);
         for (const c of this.meta.state.consumerNames(name)) {
           const ca = this.meta.state.consumer(name, c)!;
           try {

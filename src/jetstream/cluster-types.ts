@@ -63,6 +63,10 @@ export interface ClusterStreamGroup<S> {
   purge(req: { filter?: string; seq?: number; keep?: number }): Promise<number> | number;
   deleteMsg(seq: number, erase: boolean): Promise<boolean> | boolean;
   stepdown(): Promise<unknown> | unknown;
+  /** The meta group assigned new members (the leader changes the Raft voters to them). */
+  setPeers?(peers: readonly string[]): void;
+  /** This server was removed: resolves once a leader here handed over (bounded). */
+  leave?(boundMs: number): Promise<void>;
   close(): Promise<void> | void;
 }
 
@@ -85,6 +89,15 @@ export interface ClusterMeta {
   proposeWait(op: ClusterOp, timeoutMs: number): Promise<ClusterChange | null>;
   placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { ok: true; group: ClusterGroup } | { ok: false; error: string };
   forward(peer: string, req: ClusterForward): boolean;
+  /** The meta group's voters now. */
+  metaPeers?(): string[];
+  /** nats-server's 8-character peer id of a server name. */
+  peerId?(name: string): string;
+  /** A group's members without `remove`: a replacement placed when one is available. */
+  remapPeers?(req: { peers: readonly string[]; remove: string; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { peers: string[]; replaced: boolean };
+  /** Take a server out of the meta group's voters; "" once committed, "inflight" when another
+   *  change is in progress, else an error text. */
+  removeMetaPeer?(peer: string, timeoutMs: number): Promise<string>;
   isConnected(peer: string): boolean;
   onChange: ((op: ClusterOp, change: ClusterChange, live: boolean) => void) | null;
   onReset: (() => void) | null;
@@ -114,6 +127,9 @@ export interface ClusterApiHooks {
   /** Purge / message delete of a replicated stream through its group (undefined: local). */
   purge?(name: string, opts: { filter?: string; seq?: number; keep?: number }): Promise<number> | undefined;
   deleteMsg?(name: string, seq: number, erase: boolean): Promise<boolean> | undefined;
+  /** Move a replicated stream's leadership (and with it its consumers') to another replica;
+   *  resolves once another leads. An R1 stream: resolves at once. */
+  stepdownStream?(name: string): Promise<void>;
   /** A consumer request was handled here (op and tokens as handleConsumerApi got them). */
   consumerDone?(op: string, tokens: string[]): void;
 }

@@ -58,6 +58,9 @@ const META_SNAPSHOT_ENTRIES = 256;
 const META_SNAPSHOT_MS = 60_000;
 
 export const META_STEPDOWN_SUBJECT = "$JS.API.META.LEADER.STEPDOWN";
+/** Subscribed only by a clustered server (an unclustered one has no responder, as nats-server
+ *  has none outside the system account); handed to onForward like a forwarded request. */
+export const SERVER_REMOVE_SUBJECT = "$JS.API.SERVER.REMOVE";
 const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
 
 export type { ForwardedRequest };
@@ -206,6 +209,7 @@ export class MetaGroup implements GroupApp {
   private readonly startedMs: number;
   private closed = false;
   private sub: InternalSubscription | null = null;
+  private removeSub: InternalSubscription | null = null;
   private pendingStepdowns: Array<{ reply: string; timer: TimerHandle }> = [];
   /** Changes applied since start, for tests and logs. */
   applied = 0;
@@ -280,6 +284,10 @@ export class MetaGroup implements GroupApp {
   /** Start: at once from meta-peers.json, else once enough peers were heard from. */
   start(): void {
     this.sub = this.o.bus.subscribe(META_STEPDOWN_SUBJECT, (_s, reply) => this.stepdownRequest(reply));
+    this.removeSub = this.o.bus.subscribe(SERVER_REMOVE_SUBJECT, (subject, reply, hdr, payload) => {
+      // Buffers are views valid during the call.
+      this.onForward?.(this.o.serverName, { subject, reply, hdr: hdr === null ? null : Buffer.from(hdr), payload: Buffer.from(payload), hops: 0, local: false });
+    });
     const saved = this.o.fs.readFile(join(this.o.dir, PEERS_FILE));
     if (saved !== null) {
       const peers = JSON.parse(saved.toString("utf8")) as unknown;
@@ -321,6 +329,7 @@ export class MetaGroup implements GroupApp {
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     if (this.snapLoop !== null) this.o.clock.clearTimer(this.snapLoop);
     this.sub?.unsubscribe();
+    this.removeSub?.unsubscribe();
     this.transport.close();
     this.host.close();
   }
@@ -395,9 +404,11 @@ export class MetaGroup implements GroupApp {
     const out: PeerInfo[] = [
       { id: this.o.serverName, name: this.o.serverName, cluster: this.o.clusterName(), tags: self.tags, offline: false, maxStore: self.maxStore, maxMemory: self.maxMemory, usedStore: 0, usedMemory: 0 },
     ];
-    const members = this.peers ?? [];
+    const members = this.metaPeers();
     for (const p of new Set([...members, ...this.jsPeers])) {
       if (p === this.o.serverName) continue;
+      // A server removed from the meta group (SERVER.REMOVE) holds nothing new.
+      if (this.peers !== null && !members.includes(p)) continue;
       const f = this.facts.get(p);
       out.push({
         id: p,
@@ -426,6 +437,58 @@ export class MetaGroup implements GroupApp {
     if (!r.ok) return r;
     const group: RaftGroupInfo = { name: groupName("S", req.replicas, req.storage, this.o.random), peers: r.peers, store: req.storage, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, preferred: r.peers[0] };
     return { ok: true, group };
+  }
+
+  /** The meta group's voters now (its membership changes with SERVER.REMOVE). */
+  metaPeers(): string[] {
+    if (this.peers === null) return [];
+    return this.host.status(META_GROUP)?.voters ?? this.peers;
+  }
+
+  /** nats-server's 8-character peer id of a server. */
+  peerId(name: string): string {
+    return serverHash(name);
+  }
+
+  /** A stream group without `peer`: a replacement picked by placement (online, not in the
+   *  group, matching the stream's placement tags and storage), or the group one smaller when
+   *  there is none (nats-server 2.9/2.10 remapStreamAssignment). */
+  remapPeers(req: { peers: readonly string[]; remove: string; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { peers: string[]; replaced: boolean } {
+    const kept = req.peers.filter((p) => p !== req.remove);
+    const cands = this.placementPeers().filter((p) => !p.offline && p.id !== req.remove);
+    const r = selectPeers(
+      { replicas: req.peers.length, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, tags: req.tags, storage: req.storage, maxBytes: req.maxBytes, existing: kept, ignore: [req.remove] },
+      cands,
+      this.state.load(),
+      this.o.random,
+    );
+    if (!r.ok || r.peers.length <= kept.length) return { peers: kept, replaced: false };
+    return { peers: r.peers, replaced: true };
+  }
+
+  /** SERVER.REMOVE: take `peer` out of the meta group's voters (a membership change of the
+   *  meta log) and wait until it committed. Leader only. Resolves with an error text, or
+   *  "" once done; "inflight" when another change is in progress. */
+  async removeMetaPeer(peer: string, timeoutMs: number): Promise<string> {
+    if (!this.isLeader) return "not the meta leader";
+    const voters = this.metaPeers();
+    if (!voters.includes(peer)) return "";
+    const node = this.host.node(META_GROUP);
+    if (node === undefined) return "no meta group";
+    if (node.confPending) return "inflight";
+    let index: number;
+    try {
+      index = this.host.proposeConfChange(META_GROUP, voters.filter((v) => v !== peer));
+    } catch (e) {
+      return (e as Error).message;
+    }
+    const end = this.o.clock.monoMs() + timeoutMs;
+    for (;;) {
+      const st = this.host.status(META_GROUP);
+      if (st !== undefined && st.commit >= index && !st.voters.includes(peer)) return "";
+      if (st === undefined || this.closed || this.o.clock.monoMs() >= end) return "membership change not committed in time";
+      await new Promise<void>((r) => this.o.clock.setTimer(r, 20));
+    }
   }
 
   /** Opens a replicated stream's Raft group on this server's RaftHost (stream-groups.ts sets
@@ -522,6 +585,9 @@ export class MetaGroup implements GroupApp {
 
   apply(entries: Entry[]): void {
     for (const e of entries) {
+      if (e.type === EntryType.ConfChange && !this.metaPeers().includes(this.o.serverName)) {
+        this.o.log.error("JetStream cluster: this server was removed from the meta group (SERVER.REMOVE)");
+      }
       if (e.type !== EntryType.Normal || e.data.length === 0) continue;
       const op = decodeMetaOp(e.data);
       const change = this.state.apply(op);
@@ -635,11 +701,11 @@ export class MetaGroup implements GroupApp {
    *  lately and caught up to the commit, active = ns since last heard from). */
   jszInfo(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.o.clusterName() };
-    const peers = this.peers;
-    if (peers === null) {
+    if (this.peers === null) {
       out["cluster_size"] = Math.max(this.expectedSize(), this.jsPeers.size + 1);
       return out;
     }
+    const peers = this.metaPeers();
     const leader = this.leader;
     if (leader !== "") {
       out["leader"] = leader;

@@ -35,6 +35,7 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
+import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
 import {
   buildCatchup,
   CatchupAssembler,
@@ -78,6 +79,8 @@ const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 /** A catch-up request not answered within this long goes to another peer. */
 const CATCHUP_RETRY_MS = 500;
 const CATCHUP_WARN_ATTEMPTS = 20;
+/** How often a leader retries the next membership change while voters and members differ. */
+const RECONCILE_MS = 50;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
 /** Ack keys: Raft index × this + the publish's place in its batch. */
@@ -99,6 +102,8 @@ export interface StreamGroupOptions {
    *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
   sched?: Scheduler;
   onLeaderChange?(leader: string): void;
+  /** The cluster's name (the `cluster` blocks of CONSUMER.INFO). */
+  clusterName?: string;
   /** A configuration entry was applied (stream.update done): persist it (meta.json). */
   onConfig?(cfg: StreamConfig): void;
   /** Snapshot the group after this many applied publishes and other entries (default 65,536) ... */
@@ -133,6 +138,10 @@ function notLeader(): JsApiError {
 
 export class StreamGroup implements GroupApp {
   readonly stream: Stream;
+  /** The copies of the stream's durable consumers' ledgers (consumer-repl.ts). */
+  readonly consumers: ConsumerRepl;
+  /** Consumer entries up to this index are in `consumers` (a catch-up does not cover them). */
+  private consumerIndex = 0;
   readonly name: string;
   private readonly o: StreamGroupOptions;
   private readonly store: StreamStore;
@@ -175,6 +184,10 @@ export class StreamGroup implements GroupApp {
   private queued: Entry[] = [];
   private nextReqId = 1;
   private closed = false;
+  /** The members the meta group assigned (the target; the Raft voters follow it one change
+   *  at a time, driven by the leader: reconcileMembers). */
+  private peers: string[];
+  private reconcileTimer: TimerHandle | null = null;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
@@ -190,10 +203,22 @@ export class StreamGroup implements GroupApp {
   private constructor(o: StreamGroupOptions) {
     this.o = o;
     this.name = o.group;
+    this.peers = [...o.peers];
     this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
     this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
     const proposer = new RaftProposer(this);
+    this.consumers = new ConsumerRepl({
+      propose: (data) => this.o.host.propose(this.name, data),
+      later: (fn) => {
+        if (this.o.sched !== undefined) this.o.sched.microtask(fn);
+        else this.o.clock.setTimer(fn, 0);
+      },
+      publishReply: (reply) => this.stream.replyEmpty(reply),
+      clusterInfo: () => ({ name: this.o.clusterName ?? "", ...this.clusterInfo() }),
+      localInfo: () => ({ name: this.o.clusterName ?? "", leader: this.o.self }),
+    });
     this.stream = o.open(() => proposer);
+    this.stream.consumerRepl = this.consumers;
     this.store = this.stream.store;
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
@@ -211,6 +236,75 @@ export class StreamGroup implements GroupApp {
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
+  }
+
+  // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
+
+  /** The meta group assigned these members (every replica hears it; the leader acts). */
+  setPeers(peers: readonly string[]): void {
+    this.peers = [...peers];
+    this.reconcileMembers();
+  }
+
+  /** The assigned members. */
+  get members(): readonly string[] {
+    return this.peers;
+  }
+
+  /** The Raft voters now. */
+  get voters(): string[] {
+    return this.o.host.status(this.name)?.voters ?? [...this.peers];
+  }
+
+  /**
+   * On the leader, while the Raft voters differ from the assigned members: one single-server
+   * change at a time (the Raft refuses another until the last one committed, and any before
+   * the term's no-op committed; retried every RECONCILE_MS). Removals of other servers come
+   * first (a removed server is often dead: the group shrinks to what is alive, then grows with
+   * the new server catching up by the log or a snapshot plus range catch-up), then additions,
+   * then this server's own removal (it then hands leadership over with TimeoutNow).
+   */
+  private reconcileMembers(): void {
+    if (this.closed || this.reconcileTimer !== null) return;
+    const node = this.o.host.node(this.name);
+    if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
+    const voters = node.voters;
+    const self = this.o.self;
+    const extra = voters.filter((v) => !this.peers.includes(v));
+    const missing = this.peers.filter((v) => !voters.includes(v));
+    if (extra.length === 0 && missing.length === 0) return;
+    const drop = extra.find((v) => v !== self);
+    let next: string[];
+    if (drop !== undefined) next = voters.filter((v) => v !== drop);
+    else if (missing.length > 0) next = [...voters, missing[0]!];
+    else next = voters.filter((v) => v !== self);
+    try {
+      if (!node.confPending && this.o.host.proposeConfChange(this.name, next) > 0) {
+        this.o.log.info(`stream group ${this.name}: voters [${voters.join(", ")}] -> [${next.join(", ")}]`);
+      }
+    } catch (e) {
+      if (!(e instanceof RaftError)) throw e;
+    }
+    this.reconcileTimer = this.o.clock.setTimer(() => {
+      this.reconcileTimer = null;
+      this.reconcileMembers();
+    }, RECONCILE_MS);
+  }
+
+  /** This server is no longer assigned: resolves at once on a follower; on the leader once
+   *  its own removal committed and it handed leadership over (bounded by boundMs), so the
+   *  others need not wait out an election timeout. */
+  leave(boundMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const end = this.o.clock.monoMs() + boundMs;
+      const check = (): void => {
+        const st = this.o.host.status(this.name);
+        if (this.closed || st === undefined || st.role !== Role.Leader || this.o.clock.monoMs() >= end) return resolve();
+        this.reconcileMembers();
+        this.o.clock.setTimer(check, 20);
+      };
+      check();
+    });
   }
 
   /** For tests and logs. */
@@ -339,8 +433,10 @@ export class StreamGroup implements GroupApp {
 
   private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
-    // Publishes taken before this request go first, as they would on a single server.
+    // Publishes and consumer operations taken before this request go first, as they would on
+    // a single server.
     this.flushBatch();
+    this.consumers.flush();
     let index: number;
     try {
       index = this.o.host.propose(this.name, data);
@@ -405,6 +501,8 @@ export class StreamGroup implements GroupApp {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.reconcileTimer !== null) this.o.clock.clearTimer(this.reconcileTimer);
+    this.reconcileTimer = null;
     this.stopLeading("stream group closed");
     this.stopCatchup();
     this.o.host.removeGroup(this.name);
@@ -423,12 +521,22 @@ export class StreamGroup implements GroupApp {
     }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
-      if (e.index <= this.skipThrough) continue;
+      if (e.index <= this.skipThrough) {
+        // A catch-up answer holds the stream, not the consumers: their entries still apply.
+        if (e.index > this.consumerIndex && e.type !== EntryType.Noop && e.data[0] === OP_CONSUMERS) this.applyConsumers(e);
+        continue;
+      }
       this.appliedIndex = e.index;
       this.applied++;
       if (e.type === EntryType.Noop) {
         // Everything before this term's no-op is applied: the leader's state is exact now.
         this.maybeStartTaking();
+        continue;
+      }
+      if (e.type === EntryType.ConfChange) {
+        // A membership change (the Raft acted on it at append); a snapshot soon after keeps
+        // the voters in the snapshot rather than in a log a restart must replay.
+        this.sinceSnapEntries = Math.max(this.sinceSnapEntries, this.snapEntries);
         continue;
       }
       const d = e.data;
@@ -452,6 +560,9 @@ export class StreamGroup implements GroupApp {
             break;
           case OP_CONFIG:
             this.applyConfig(e);
+            break;
+          case OP_CONSUMERS:
+            if (e.index > this.consumerIndex) this.applyConsumers(e);
             break;
           default:
             this.o.log.warn(`stream group ${this.name}: unknown entry type ${op} at ${e.index}`);
@@ -497,6 +608,11 @@ export class StreamGroup implements GroupApp {
     m.reply = reply;
     this.stream.applyEntry(m);
     if (this.stream.storeFailure !== null) this.applySeq = this.store.state().lastSeq;
+  }
+
+  private applyConsumers(e: Entry): void {
+    this.consumerIndex = e.index;
+    this.consumers.apply(e.data, e.index, this.leadTerm !== 0 && e.term === this.leadTerm);
   }
 
   private applyPurge(e: Entry): void {
@@ -563,7 +679,7 @@ export class StreamGroup implements GroupApp {
    *  finds its store short catches up from a peer (stream-catchup.ts). */
   snapshot(): Uint8Array {
     const st = this.store.state();
-    return encodeStateSnapshot({ appliedIndex: this.appliedIndex, applySeq: this.applySeq, firstSeq: st.firstSeq, lastSeq: st.lastSeq, lastTsNs: st.lastTsNs, msgs: st.msgs, bytes: st.bytes });
+    return encodeStateSnapshot({ appliedIndex: this.appliedIndex, applySeq: this.applySeq, firstSeq: st.firstSeq, lastSeq: st.lastSeq, lastTsNs: st.lastTsNs, msgs: st.msgs, bytes: st.bytes }, this.consumers.encode());
   }
 
   /** The whole store as a snapshot (version 1; installStoreSnapshot restores it). */
@@ -577,6 +693,7 @@ export class StreamGroup implements GroupApp {
     this.sinceSnapEntries = 0;
     this.sinceSnapBytes = 0;
     if (d.kind === "archive") {
+      this.consumers.restore(Buffer.alloc(0));
       installStoreSnapshot(this.store, d.archive, this.opening);
       this.applySeq = d.applySeq;
       this.replayTo = this.store.state().lastSeq;
@@ -585,6 +702,8 @@ export class StreamGroup implements GroupApp {
     }
     const { appliedIndex: index, applySeq, firstSeq: first, lastSeq: last, msgs } = d.state;
     const st = this.store.state();
+    this.consumers.restore(d.consumers);
+    this.consumerIndex = index;
     this.appliedIndex = index;
     this.skipThrough = index;
     // Our own snapshot, and the store reaches it: a snapshot is kept only once the store had
@@ -619,7 +738,7 @@ export class StreamGroup implements GroupApp {
     if (cu === null || this.closed) return;
     cu.reqId = this.nextReqId++;
     cu.asm = null;
-    const others = this.o.peers.filter((p) => p !== this.o.self);
+    const others = [...new Set([...this.voters, ...this.peers])].filter((p) => p !== this.o.self);
     // The leader first, then each other peer in turn: any caught-up replica can answer.
     const leader = this.leaderName !== "" && this.leaderName !== this.o.self ? this.leaderName : "";
     const peer = leader !== "" && cu.attempt % 2 === 0 ? leader : others[cu.attempt % others.length];
@@ -718,12 +837,17 @@ export class StreamGroup implements GroupApp {
     this.batchReplies = [];
     this.stream.clearInflight();
     this.taking = true;
+    this.consumers.setLeading(true);
     this.stream.setIngest(true);
+    this.reconcileMembers();
+    // Once more, now taking: the consumers start on this leader from the agreed state.
+    this.o.onLeaderChange?.(this.leaderName);
   }
 
   private stopLeading(why: string): void {
     this.leadTerm = 0;
     this.taking = false;
+    this.consumers.setLeading(false);
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
     this.stream.clearInflight();
@@ -782,7 +906,7 @@ export class StreamGroup implements GroupApp {
     const match = new Map<string, number>();
     if (leading) for (const p of st.progress) match.set(p.id, p.match);
     const replicas: Record<string, unknown>[] = [];
-    for (const name of this.o.peers) {
+    for (const name of this.peers) {
       if (name === (leader !== "" ? leader : self)) continue;
       const r: Record<string, unknown> = { name, current: false, active: 0 };
       if (name === self) {

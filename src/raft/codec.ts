@@ -181,7 +181,7 @@ export function decodeMessage(frame: Uint8Array): GroupMessage | Error {
       const et = r.u64();
       const ei = r.u64();
       const ty = r.u8() as EntryType;
-      if (ty > 1) return new Error(`raft codec: unknown entry type ${ty}`);
+      if (ty > 2) return new Error(`raft codec: unknown entry type ${ty}`);
       entries.push({ term: et, index: ei, type: ty, data: r.bytes() });
     }
     let snapshot: Snapshot | null = null;

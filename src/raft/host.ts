@@ -209,6 +209,14 @@ export class RaftHost {
     return i;
   }
 
+  /** Change group's voters by one server (leader only; RaftNode.proposeConfChange). */
+  proposeConfChange(group: string, voters: readonly string[]): number {
+    const g = this.mustGroup(group);
+    const i = g.node.proposeConfChange(voters);
+    this.touch(g);
+    return i;
+  }
+
   transferLeader(group: string, target: string): void {
     const g = this.mustGroup(group);
     g.node.transferLeader(target);
@@ -251,7 +259,7 @@ export class RaftHost {
     const g = this.mustGroup(group);
     const n = g.node;
     if (index <= n.log.snapIndex || index > n.log.applied || n.failed !== null) return n.log.snapIndex;
-    const snap: Snapshot = { index, term: n.log.term(index), voters: [...n.voters], data: data ?? g.app.snapshot() };
+    const snap: Snapshot = { index, term: n.log.term(index), voters: n.votersAt(index), data: data ?? g.app.snapshot() };
     saveSnapshotFile(this.o.fs, this.o.dir, group, snap);
     n.compact(index, snap.data);
     this.wal.markSnapshot(group, index, snap.term);

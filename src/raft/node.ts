@@ -22,6 +22,8 @@ import {
   NONE,
   RaftError,
   type ReadState,
+  decodeVoters,
+  encodeVoters,
   type Ready,
   Role,
   type Snapshot,
@@ -75,6 +77,15 @@ export interface RaftStatus {
   failed: string | null;
   transferee: string;
   progress: ProgressStatus[];
+  /** The voters in effect (the last membership entry in the log, committed or not). */
+  voters: string[];
+}
+
+/** A membership entry in the log after the snapshot. */
+interface ConfEntry {
+  index: number;
+  term: number;
+  voters: string[];
 }
 
 interface PendingReadIndex {
@@ -98,6 +109,11 @@ export class RaftNode {
   /** The latest snapshot this node holds (made by compact() or received); sent to laggards. */
   snapshot: Snapshot | null;
   failed: string | null = null;
+  /** Voters as of the snapshot (the configured peers before any). */
+  private snapVoters: string[];
+  /** Membership entries in the log after the snapshot, oldest first; the last one is in
+   *  effect (single-server changes take effect when appended, Ongaro's thesis §4.1). */
+  private confs: ConfEntry[] = [];
 
   private readonly cfg: Required<RaftConfig>;
   /** The leader's side of log replication (replicate.ts): a Progress per voter. */
@@ -130,10 +146,14 @@ export class RaftNode {
     this.repl = new Replication(this, (m) => this.send(m), this.cfg.maxMsgBytes, this.cfg.maxInflight);
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
-    this.voters = snap !== null ? [...snap.voters] : [...cfg.peers];
-    raftAssert(this.voters.includes(this.id), `${this.id} is not among the voters`);
+    this.snapVoters = snap !== null ? [...snap.voters] : [...cfg.peers];
+    raftAssert(snap !== null || cfg.peers.includes(this.id), `${this.id} is not among the voters`);
     const hs = restore?.hardState ?? { term: 0, vote: NONE, commit: 0 };
     this.log = RaftLog.restore(snap, restore?.entries ?? [], hs.commit, restore?.applied ?? snap?.index ?? 0);
+    for (const e of this.log.entries) {
+      if (e.type === EntryType.ConfChange) this.confs.push({ index: e.index, term: e.term, voters: decodeVoters(e.data) });
+    }
+    this.voters = [...(this.confs[this.confs.length - 1]?.voters ?? this.snapVoters)];
     this.becomeFollower(hs.term, NONE);
     this.vote = hs.vote;
     this.prevHard = this.hardState();
@@ -224,6 +244,46 @@ export class RaftNode {
     return index;
   }
 
+  /**
+   * Change the voters to `voters` (leader only): one server added or removed, appended as a
+   * ConfChange entry that takes effect at once on every node that appends it. Refused
+   * (RaftError "conf_pending") until this term has committed an entry (the new leader's
+   * no-op: Ongaro's fix for single-server changes) and while an earlier change is not
+   * committed. Returns the entry's index, or 0 when the voters are already these.
+   */
+  proposeConfChange(voters: readonly string[]): number {
+    this.checkCanPropose();
+    const next = [...new Set(voters)].sort();
+    const added = next.filter((v) => !this.voters.includes(v));
+    const removed = this.voters.filter((v) => !next.includes(v));
+    if (added.length + removed.length === 0) return 0;
+    if (added.length + removed.length !== 1 || next.length === 0) throw new RaftError("failed", "membership changes add or remove one voter at a time");
+    if (!this.committedInTerm()) throw new RaftError("conf_pending", "the leader has not committed an entry of its term yet");
+    const last = this.confs[this.confs.length - 1];
+    if (last !== undefined && last.index > this.log.committed) throw new RaftError("conf_pending", "a membership change is in progress");
+    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data: encodeVoters(next) };
+    this.log.append([e]);
+    this.syncConfig([e]);
+    this.needBcast = true;
+    return e.index;
+  }
+
+  /** The voters in effect once entry i is in the log. */
+  votersAt(i: number): string[] {
+    let v = this.snapVoters;
+    for (const c of this.confs) {
+      if (c.index > i) break;
+      v = c.voters;
+    }
+    return [...v];
+  }
+
+  /** A membership change is in the log and not committed yet. */
+  get confPending(): boolean {
+    const last = this.confs[this.confs.length - 1];
+    return last !== undefined && last.index > this.log.committed;
+  }
+
   /** Ask the leader to hand leadership to target (after catching it up). */
   transferLeader(target: string): void {
     if (this.failed !== null) throw new RaftError("failed", `node failed: ${this.failed}`);
@@ -252,8 +312,11 @@ export class RaftNode {
   compact(index: number, data: Uint8Array): void {
     if (index <= this.log.snapIndex) return;
     raftAssert(index <= this.log.applied, `compact ${index} beyond applied ${this.log.applied}`);
-    this.snapshot = { index, term: this.log.term(index), voters: [...this.voters], data };
+    const voters = this.votersAt(index);
+    this.snapshot = { index, term: this.log.term(index), voters, data };
     this.log.compact(index);
+    this.snapVoters = voters;
+    this.confs = this.confs.filter((c) => c.index > index);
   }
 
   /** A disk or checksum error: stop voting, acknowledging and leading until re-synced. */
@@ -318,7 +381,10 @@ export class RaftNode {
     if (lastApplied !== undefined) this.log.appliedTo(lastApplied.index);
     if (this.role === Role.Leader && this.failed === null) {
       // The leader's own log counts towards commit only once it is on disk.
-      if (this.repl.selfStable(this.log.stabled) && this.maybeCommit()) this.repl.bcastAppend();
+      if (this.repl.selfStable(this.log.stabled) && this.maybeCommit()) {
+        this.repl.bcastAppend();
+        this.maybeLeaveAsRemoved();
+      }
     }
   }
 
@@ -341,6 +407,7 @@ export class RaftNode {
       failed: this.failed,
       transferee: this.leadTransferee,
       progress,
+      voters: [...this.voters],
     };
   }
 
@@ -474,7 +541,9 @@ export class RaftNode {
     const canVote =
       this.vote === m.from || (this.vote === NONE && this.lead === NONE) || (m.type === MsgType.PreVote && m.term > this.term);
     const r = this.msg(voteRespType(m.type), m.from);
-    if (canVote && this.promotable() && this.log.isUpToDate(m.index, m.logTerm)) {
+    // A node that thinks it is not a voter still votes: the candidate may know of a later
+    // membership entry that added it back (etcd-io/raft does the same for learners).
+    if (canVote && this.failed === null && this.log.isUpToDate(m.index, m.logTerm)) {
       // Granted responses carry the candidate's term (a pre-vote's term is not ours yet).
       r.term = m.term;
       if (m.type === MsgType.Vote) {
@@ -515,8 +584,10 @@ export class RaftNode {
   private handleAppResp(m: Message, pr: Progress): void {
     const wasPaused = this.repl.onAppResp(m, pr);
     if (wasPaused === null) return;
-    if (this.maybeCommit()) this.repl.bcastAppend();
-    else if (wasPaused) this.repl.sendAppend(m.from, true);
+    if (this.maybeCommit()) {
+      this.repl.bcastAppend();
+      if (this.maybeLeaveAsRemoved()) return;
+    } else if (wasPaused) this.repl.sendAppend(m.from, true);
     // Fill the window while there is more to send.
     while (this.repl.sendAppend(m.from, false));
     if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(m.from);
@@ -600,6 +671,7 @@ export class RaftNode {
   private handleAppend(m: Message): void {
     const r = this.msg(MsgType.AppResp, m.from);
     answerAppend(this.log, m, r);
+    if (m.entries.length > 0) this.syncConfig(m.entries);
     this.send(r);
   }
 
@@ -616,9 +688,56 @@ export class RaftNode {
     const r = this.msg(MsgType.AppResp, m.from);
     if (answerSnapshot(this.log, s, r)) {
       this.snapshot = s;
-      this.voters = [...s.voters];
+      this.snapVoters = [...s.voters];
+      this.confs = [];
+      this.setVoters(s.voters);
     }
     this.send(r);
+  }
+
+  // ---- membership ----
+
+  /** The log changed around `added` (appended, or a conflicting suffix replaced): forget
+   *  membership entries no longer in it, note the new ones, and take the last one's voters. */
+  private syncConfig(added: readonly Entry[]): void {
+    const log = this.log;
+    while (this.confs.length > 0) {
+      const c = this.confs[this.confs.length - 1]!;
+      if (c.index <= log.lastIndex() && log.term(c.index) === c.term) break;
+      this.confs.pop();
+    }
+    let after = this.confs[this.confs.length - 1]?.index ?? log.snapIndex;
+    for (const e of added) {
+      if (e.type !== EntryType.ConfChange || e.index <= after || log.term(e.index) !== e.term) continue;
+      this.confs.push({ index: e.index, term: e.term, voters: decodeVoters(e.data) });
+      after = e.index;
+    }
+    this.setVoters(this.confs[this.confs.length - 1]?.voters ?? this.snapVoters);
+  }
+
+  private setVoters(v: readonly string[]): void {
+    if (v.length === this.voters.length && v.every((x) => this.voters.includes(x))) return;
+    this.voters = [...v];
+    if (this.role === Role.Leader) this.repl.syncVoters();
+    if (this.leadTransferee !== NONE && !this.voters.includes(this.leadTransferee)) this.leadTransferee = NONE;
+  }
+
+  /** A leader whose own removal has committed hands over to the most caught-up voter
+   *  (TimeoutNow, so nobody waits out an election timeout) and steps down. */
+  private maybeLeaveAsRemoved(): boolean {
+    if (this.role !== Role.Leader || this.voters.includes(this.id) || this.confPending) return false;
+    let target = NONE;
+    let best = -1;
+    for (const v of this.voters) {
+      const pr = this.repl.get(v);
+      if (pr !== undefined && pr.match > best) {
+        best = pr.match;
+        target = v;
+      }
+    }
+    if (target !== NONE) this.sendTimeoutNow(target);
+    this.becomeFollower(this.term, NONE);
+    return true;
   }
 
   // ---- leader helpers ----

@@ -49,11 +49,25 @@ export class Replication {
     const { id, log } = this.node;
     this.prs = new Map();
     const next = log.lastIndex() + 1;
-    for (const v of this.node.voters) {
+    // This node keeps a Progress even when it is not a voter (a leader removing itself).
+    for (const v of new Set([...this.node.voters, id])) {
       const pr = new Progress(next, this.maxInflight);
       if (v === id) pr.match = log.stabled;
       this.prs.set(v, pr);
     }
+  }
+
+  /** The voters changed under a leader: a Progress for each new one (probing from the end
+   *  of the log), none for the ones removed. */
+  syncVoters(): void {
+    const { id, log, voters } = this.node;
+    for (const v of voters) {
+      if (this.prs.has(v)) continue;
+      const pr = new Progress(log.lastIndex() + 1, this.maxInflight);
+      pr.recentActive = true;
+      this.prs.set(v, pr);
+    }
+    for (const k of [...this.prs.keys()]) if (k !== id && !voters.includes(k)) this.prs.delete(k);
   }
 
   /** The node became leader: its own progress replicates from the end of its log. */
@@ -87,10 +101,8 @@ export class Replication {
   quorumActive(quorum: number): boolean {
     const self = this.node.id;
     let active = 0;
-    for (const [id, pr] of this.prs) {
-      if (id === self || pr.recentActive) active++;
-      if (id !== self) pr.recentActive = false;
-    }
+    for (const v of this.node.voters) if (v === self || this.prs.get(v)?.recentActive === true) active++;
+    for (const [id, pr] of this.prs) if (id !== self) pr.recentActive = false;
     return active >= quorum;
   }
 

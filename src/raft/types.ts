@@ -23,6 +23,9 @@ export const EntryType = {
   Normal: 0,
   /** Appended by a new leader so it can commit entries of earlier terms (Raft §5.4.2). */
   Noop: 1,
+  /** A membership change: data is the new voter set (encodeVoters). It takes effect as soon
+   *  as it is in a log, committed or not (single-server changes, Ongaro's thesis §4.1). */
+  ConfChange: 2,
 } as const;
 export type EntryType = (typeof EntryType)[keyof typeof EntryType];
 
@@ -141,9 +144,20 @@ export function isTransferContext(c: Uint8Array | null): boolean {
   return c !== null && c.length === 1 && c[0] === 0x54;
 }
 
+/** A ConfChange entry's data: the voters, sorted, as a JSON array (rare, not a hot path). */
+export function encodeVoters(voters: readonly string[]): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify([...voters].sort()));
+}
+
+export function decodeVoters(data: Uint8Array): string[] {
+  const v = JSON.parse(new TextDecoder().decode(data)) as unknown;
+  if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw new Error("raft: corrupt membership entry");
+  return v as string[];
+}
+
 export class RaftError extends Error {
   constructor(
-    readonly code: "not_leader" | "transferring" | "failed" | "compacted" | "unavailable" | "too_large",
+    readonly code: "not_leader" | "transferring" | "failed" | "compacted" | "unavailable" | "too_large" | "conf_pending",
     message: string,
   ) {
     super(message);

@@ -34,6 +34,8 @@ export class Node {
   /** PubAck bodies by reply token. */
   readonly acks = new Map<string, Ack[]>();
   up = false;
+  /** The group members this server opens its group with (default: the cluster's). */
+  peers: string[] | undefined = undefined;
   constructor(
     readonly id: string,
     readonly fs: Fs,
@@ -65,6 +67,9 @@ export interface ClusterOptions {
   /** Each server's disk (default: a SimFs); paths are /<id>/... under root. */
   fs?: (id: string) => Fs;
   root?: string;
+  /** The group's first members (default: every server); the others join later with
+   *  start(id, peers). */
+  members?: string[];
 }
 
 export class StreamCluster {
@@ -114,8 +119,9 @@ export class StreamCluster {
     };
   }
 
-  async start(id: string): Promise<Node> {
+  async start(id: string, peers?: string[]): Promise<Node> {
     const n = this.node(id);
+    if (peers !== undefined) n.peers = peers;
     const root = this.o.root ?? "";
     n.fs.mkdirp(`${root}/${id}/raft`);
     n.host = new RaftHost({
@@ -157,7 +163,7 @@ export class StreamCluster {
     });
     n.group = StreamGroup.open({
       group: GROUP,
-      peers: this.ids,
+      peers: n.peers ?? this.o.members ?? this.ids,
       self: id,
       host: n.host,
       clock: this.clock,
@@ -184,7 +190,7 @@ export class StreamCluster {
   }
 
   async startAll(): Promise<void> {
-    for (const id of this.ids) await this.start(id);
+    for (const id of this.o.members ?? this.ids) await this.start(id);
   }
 
   /** Stop a server (a process kill: what its disk has, written or not, stays). */

@@ -72,6 +72,17 @@ export class MemNet {
     });
   }
 
+  /** A new server joins with `peers` as its voters (the target configuration) and an
+   *  empty log. */
+  addNode(id: string, peers: string[]): RaftNode {
+    this.storage.set(id, new MemoryStorage());
+    this.readStates.set(id, []);
+    (this.ids as string[]).push(id);
+    const n = new RaftNode({ ...this.config(id), peers });
+    this.nodes.set(id, n);
+    return n;
+  }
+
   node(id: string): RaftNode {
     return this.nodes.get(id)!;
   }

@@ -1,4 +1,4 @@
-// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
+// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
 // deterministic Raft simulator over many seeds and prints every failing seed with the command
 // that replays it.
 import { runHostSeed } from "./hostsim.js";
@@ -18,6 +18,7 @@ const sizes = nodesArg === "both" ? [3, 5] : [Number(nodesArg)];
 const verbose = process.argv.includes("--verbose");
 const codec = process.argv.includes("--codec");
 const fastFailover = process.argv.includes("--fast-failover");
+const membership = process.argv.includes("--membership");
 const faultMs = arg("fault-ms") !== undefined ? Number(arg("fault-ms")) : undefined;
 const healMs = arg("heal-ms") !== undefined ? Number(arg("heal-ms")) : undefined;
 
@@ -79,7 +80,7 @@ for (const nodes of sizes) {
   let failed = 0;
   const t0 = performance.now();
   for (let s = start; s < start + seeds; s++) {
-    const r: SimResult = runSeed({ seed: s, nodes, verbose, faultMs, healMs, codec, fastFailover });
+    const r: SimResult = runSeed({ seed: s, nodes, verbose, faultMs, healMs, codec, fastFailover, membership });
     for (const [k, v] of Object.entries(r.stats) as Array<[keyof SimStats, number]>) total[k] = (total[k] ?? 0) + v;
     if (verbose) for (const l of r.log) console.log(l);
     if (r.violation !== null) {

@@ -27,6 +27,10 @@ export interface SimConfig {
   codec?: boolean;
   /** When a node crashes, its peers see the route close (RaftHost.peerDown → leaderLost). */
   fastFailover?: boolean;
+  /** Membership changes among the faults: the leader removes a voter (at most one is out at
+   *  a time, so a quorum of the new set is still a majority of all nodes) and adds it back;
+   *  at heal every node is added back. */
+  membership?: boolean;
 }
 
 export interface SimStats {
@@ -49,6 +53,7 @@ export interface SimStats {
   snapshotsInstalled: number;
   readsChecked: number;
   fsyncs: number;
+  confChanges: number;
 }
 
 export interface SimResult {
@@ -131,6 +136,7 @@ export class Sim {
     snapshotsInstalled: 0,
     readsChecked: 0,
     fsyncs: 0,
+    confChanges: 0,
   };
   readonly log: string[] = [];
   private now = 0;
@@ -409,7 +415,7 @@ export class Sim {
   private maybeCompact(n: SimNode): void {
     const r = n.raft!;
     if (r.log.applied - r.log.snapIndex < 40 || this.rnd.next() > 0.05) return;
-    const snap: Snapshot = { index: r.log.applied, term: r.log.term(r.log.applied), voters: this.ids, data: n.app.encode() };
+    const snap: Snapshot = { index: r.log.applied, term: r.log.term(r.log.applied), voters: r.votersAt(r.log.applied), data: n.app.encode() };
     n.disk.writeSnapshotDurable(snap);
     r.compact(snap.index, snap.data);
     this.stats.compactions++;
@@ -536,14 +542,14 @@ export class Sim {
     const healthy = this.nodes.filter((n) => !n.failed);
     const majority = Math.floor(this.cfg.nodes / 2) + 1;
     if (healthy.length < majority) this.fail(`only ${healthy.length} healthy nodes (fault budget broken)`);
+    if (this.cfg.verbose === true) {
+      for (const n of this.nodes) this.note(`final ${n.id} ${JSON.stringify(n.raft?.status())}`);
+    }
     const leaders = healthy.filter((n) => n.raft?.role === Role.Leader);
     const top = Math.max(...healthy.map((n) => n.raft!.term));
     const topLeaders = leaders.filter((n) => n.raft!.term === top);
     if (topLeaders.length !== 1) this.fail(`liveness: no leader in term ${top} after healing`);
     const ref = topLeaders[0]!;
-    if (this.cfg.verbose === true) {
-      for (const n of this.nodes) this.note(`final ${n.id} ${JSON.stringify(n.raft?.status())}`);
-    }
     for (const n of healthy) {
       const r = n.raft!;
       if (r.log.committed !== ref.raft!.log.committed || r.log.applied !== ref.raft!.log.applied) {
@@ -676,7 +682,8 @@ export class Sim {
     } else if (kind === 5) {
       // A bit flip in a persisted entry, within the fault budget: the node finds it on restart.
       const failedOrFlipped = this.nodes.filter((m) => m.failed).length;
-      if (failedOrFlipped < f && !n.failed && n.up) {
+      const someoneOut = this.cfg.membership === true && this.nodes.some((m) => m.raft !== null && m.raft.voters.length < this.ids.length);
+      if (failedOrFlipped < f && !n.failed && n.up && !someoneOut) {
         const at = n.disk.flipBit(this.rnd);
         if (at > 0) {
           this.stats.bitFlips++;
@@ -705,6 +712,8 @@ export class Sim {
         this.crash(m);
         this.at(20 + this.rnd.int(300), () => this.faulting && this.restart(m));
       }
+    } else if (kind === 8 && this.cfg.membership === true) {
+      this.changeMembership();
     } else if (kind === 6) {
       this.dropRate = this.rnd.next() * 0.15;
       this.maxDelayMs = 2 + this.rnd.int(30);
@@ -719,7 +728,8 @@ export class Sim {
   private readonly faultWeights: number[] = [];
 
   private pickFault(): number {
-    if (this.faultWeights.length === 0) for (let i = 0; i < 9; i++) this.faultWeights.push(this.rnd.next() ** 2 + (i === 5 ? 0 : 0.05));
+    const kinds = this.cfg.membership === true ? 10 : 9;
+    if (this.faultWeights.length === 0) for (let i = 0; i < kinds; i++) this.faultWeights.push(this.rnd.next() ** 2 + (i === 5 ? 0 : 0.05));
     const w = this.faultWeights;
     let x = this.rnd.next() * w.reduce((a, b) => a + b, 0);
     for (let i = 0; i < w.length; i++) {
@@ -727,6 +737,51 @@ export class Sim {
       if (x < 0) return i;
     }
     return w.length - 1;
+  }
+
+  /** The leader adds back the node that is out, or removes one (never with a failed node
+   *  around: with one voter out and one failed, no quorum could add it back). */
+  private changeMembership(): boolean {
+    const l = this.topLeader();
+    if (l === undefined || l.paused || l.failed) return false;
+    const r = l.raft!;
+    const voters = r.voters;
+    const out = this.ids.filter((id) => !voters.includes(id));
+    let next: string[];
+    if (out.length > 0) next = [...voters, out[0]!];
+    else {
+      if (this.nodes.some((m) => m.failed) || !this.faulting) return false;
+      const victim = this.ids[this.rnd.int(this.ids.length)]!;
+      next = voters.filter((v) => v !== victim);
+    }
+    try {
+      r.proposeConfChange(next);
+      this.stats.confChanges++;
+      this.note(`${l.id} changes voters to [${next.join(",")}]`);
+    } catch (e) {
+      if (!(e instanceof RaftError)) throw e;
+      return false;
+    }
+    this.afterEvent(l);
+    return true;
+  }
+
+  /** The leader of the highest term (a deposed one may not know yet). */
+  private topLeader(): SimNode | undefined {
+    let best: SimNode | undefined;
+    for (const m of this.nodes) {
+      if (!m.up || m.raft?.role !== Role.Leader) continue;
+      if (best === undefined || m.raft.term > best.raft!.term) best = m;
+    }
+    return best;
+  }
+
+  /** After healing: add back whoever is out, retrying until the voters are every node. */
+  private restoreVoters(): void {
+    const l = this.topLeader();
+    if (l !== undefined && l.raft!.voters.length === this.ids.length && !l.raft!.confPending) return;
+    this.changeMembership();
+    this.at(20, () => this.restoreVoters());
   }
 
   private resume(n: SimNode): void {
@@ -758,6 +813,7 @@ export class Sim {
       if (n.paused) this.resume(n);
       if (!n.up) this.restart(n);
     }
+    if (this.cfg.membership === true) this.restoreVoters();
   }
 }
 

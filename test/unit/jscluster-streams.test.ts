@@ -46,6 +46,9 @@ void test("routeOf: meta-level requests to the meta leader, stream-level ones to
   assert.deepEqual(r("CONSUMER.NAMES.S"), { to: "stream", stream: "S" });
   assert.deepEqual(r("CONSUMER.MSG.NEXT.S.C"), { to: "stream", stream: "S" });
   assert.deepEqual(r("CONSUMER.LEADER.STEPDOWN.S.C"), { to: "stream", stream: "S" });
+  // Peer removal changes the assignment: the meta leader (nats-server answers it there).
+  assert.deepEqual(r("STREAM.PEER.REMOVE.S"), { to: "meta" });
+  assert.deepEqual(r("SERVER.REMOVE"), { to: "meta" });
   // Snapshots and restores stay with the server asked.
   assert.deepEqual(r("STREAM.SNAPSHOT.S"), { to: "local" });
   assert.deepEqual(r("STREAM.INFO"), { to: "local" });

@@ -54,3 +54,15 @@ void test("simulator: a seed replays exactly", () => {
   assert.deepEqual(a.stats, b.stats);
   assert.equal(a.atMs, b.atMs);
 });
+
+void test("simulator: 60 seeds with membership changes among the faults (a voter removed and added back)", () => {
+  for (const nodes of [3, 5]) {
+    let changes = 0;
+    for (let s = 1; s <= 30; s++) {
+      const r = runSeed({ seed: 7000 + s, nodes, faultMs: 1500, healMs: 1500, membership: true });
+      changes += r.stats.confChanges;
+      assert.equal(r.violation, null, `seed ${7000 + s} nodes ${nodes}: ${r.violation}\n  replay: npm run sim -- --membership --seed ${7000 + s} --nodes ${nodes} --fault-ms 1500 --heal-ms 1500 --verbose`);
+    }
+    assert.ok(changes > 10, `membership changes happened (${changes})`);
+  }
+});
