@@ -396,7 +396,11 @@ export class StreamGroup implements GroupApp {
     else {
       b[0] = OP_BATCH;
       b.writeUInt16LE(n, 1);
-      data = Buffer.from(b.subarray(0, this.batchLen));
+      if (this.batchLen * 2 >= b.length) {
+        // Mostly full: the entry keeps this buffer and the next batch gets a new one (no copy).
+        data = b.subarray(0, this.batchLen);
+        this.batchBuf = Buffer.allocUnsafe(b.length);
+      } else data = Buffer.from(b.subarray(0, this.batchLen));
     }
     this.batchLen = BATCH_HDR;
     this.batchReplies = [];

@@ -11,7 +11,7 @@ import type { Scheduler } from "../runtime/sched.js";
 import { decodeMessage, encodeMessage } from "./codec.js";
 import { RaftNode, type RaftStatus } from "./node.js";
 import { loadSnapshotFile, saveSnapshotFile } from "./snapfile.js";
-import { type Entry, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
+import { type Entry, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
 import { Wal } from "./wal.js";
 
 /** How Raft frames reach other servers. RoutePeerTransport (src/cluster/peer-transport.ts)
@@ -73,6 +73,9 @@ interface Group {
   busy: boolean;
   lastLeader: string;
   lastTerm: number;
+  /** Term and vote of the last HardState written to the WAL (synced, or in this turn's sync). */
+  hsTerm: number;
+  hsVote: string;
 }
 
 export class RaftHost {
@@ -148,7 +151,8 @@ export class RaftHost {
       },
       { hardState: rec?.hardState ?? { term: 0, vote: "", commit: 0 }, snapshot: snap, entries, applied: snap?.index ?? 0 },
     );
-    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0 };
+    const hs = node.hardState();
+    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote };
     this.groups.set(name, g);
     if (fail !== null) this.failGroup(g, fail);
     this.touch(g);
@@ -178,7 +182,8 @@ export class RaftHost {
    *  snapshot and the entries the old app had applied after it. */
   private resumeGroup(name: string, node: RaftNode, app: GroupApp): RaftNode {
     this.detached.delete(name);
-    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0 };
+    const hs = node.hardState();
+    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote };
     this.groups.set(name, g);
     if (node.snapshot !== null) app.restore(node.snapshot.data);
     const lo = node.log.snapIndex + 1;
@@ -330,11 +335,17 @@ export class RaftHost {
       const rd = g.node.ready();
       this.stats.readies++;
       g.busy = true;
+      const hs = rd.hardState;
+      const early = g.node.role === Role.Leader && rd.snapshot === null && (hs === null || (hs.term === g.hsTerm && hs.vote === g.hsVote));
       if (!this.persist(g, rd)) {
-        // Nothing to make durable: this Ready can be acted on at once.
+        // Nothing that must be durable first: this Ready can be acted on at once.
         this.finish(g, rd);
         continue;
       }
+      // The leader's appends (and heartbeats) go out now, while its own write is being
+      // synced (Raft thesis §10.2.1): it counts itself towards a commit only once advance()
+      // says its entries are stable. Anything else waits for the sync.
+      if (early) rd.messages = this.sendLeaderMessages(g, rd.messages);
       batch.push([g, rd]);
     }
     if (batch.length === 0) return;
@@ -352,9 +363,30 @@ export class RaftHost {
     });
   }
 
-  /** Write rd's state to the WAL (not yet synced); false if it has nothing to write. */
+  /** Sends the appends and heartbeats among msgs; returns the others, to be sent after the
+   *  sync. */
+  private sendLeaderMessages(g: Group, msgs: Message[]): Message[] {
+    let rest: Message[] | null = null;
+    for (let i = 0; i < msgs.length; i++) {
+      const m = msgs[i]!;
+      if (m.type === MsgType.App || m.type === MsgType.Heartbeat) {
+        if (rest === null) rest = msgs.slice(0, i);
+        this.stats.framesOut++;
+        this.o.transport.send(m.to, encodeMessage(g.name, m));
+      } else if (rest !== null) rest.push(m);
+    }
+    return rest ?? msgs;
+  }
+
+  /**
+   * Write rd's state to the WAL; true if it must be synced before rd is acted on: entries, a
+   * snapshot, or a new term or vote. A HardState whose commit index alone moved is written
+   * but need not be synced first (etcd's MustSync: a lost commit index is learnt again from
+   * the leader, and what it covers is committed on a quorum already); it goes to disk with
+   * the next sync.
+   */
   private persist(g: Group, rd: Ready): boolean {
-    let wrote = false;
+    let mustSync = false;
     if (rd.snapshot !== null) {
       try {
         saveSnapshotFile(this.o.fs, this.o.dir, g.name, rd.snapshot);
@@ -363,17 +395,22 @@ export class RaftHost {
         return false;
       }
       this.wal.markSnapshot(g.name, rd.snapshot.index, rd.snapshot.term);
-      wrote = true;
+      mustSync = true;
     }
     if (rd.entries.length > 0) {
       this.wal.appendEntries(g.name, rd.entries);
-      wrote = true;
+      mustSync = true;
     }
-    if (rd.hardState !== null) {
-      this.wal.setHardState(g.name, rd.hardState);
-      wrote = true;
+    const hs = rd.hardState;
+    if (hs !== null) {
+      this.wal.setHardState(g.name, hs);
+      if (hs.term !== g.hsTerm || hs.vote !== g.hsVote) {
+        g.hsTerm = hs.term;
+        g.hsVote = hs.vote;
+        mustSync = true;
+      }
     }
-    return wrote;
+    return mustSync;
   }
 
   private finish(g: Group, rd: Ready): void {

@@ -232,7 +232,11 @@ void test("host: snapshots compact the WAL; a server that was down catches up by
     c.stop(lagger);
     const big = "x".repeat(500);
     const others = IDS.filter((id) => id !== lagger);
-    await c.proposeAll("g", Array.from({ length: 100 }, (_, i) => `${i}:${big}`));
+    // Two rounds, so that the second round's WAL write starts a new segment (a segment
+    // rotates at a write once it is past segmentBytes).
+    const values = Array.from({ length: 100 }, (_, i) => `${i}:${big}`);
+    await c.proposeAll("g", values.slice(0, 50));
+    await c.proposeAll("g", values);
     const l2 = c.leader("g")!;
     const lh = c.hosts.get(l2)!;
     const segsBefore = lh.wal.segmentNames().length;
