@@ -78,6 +78,8 @@ const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 /** A catch-up request not answered within this long goes to another peer. */
 const CATCHUP_RETRY_MS = 500;
 const CATCHUP_WARN_ATTEMPTS = 20;
+/** A hand-off goes only to a peer heard from within this long (a dead one would not take it). */
+const HANDOFF_HEARD_MS = 1000;
 /** How often a leader retries the next membership change while voters and members differ. */
 const RECONCILE_MS = 50;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
@@ -271,6 +273,51 @@ export class StreamGroup implements GroupApp {
       this.reconcileTimer = null;
       this.reconcileMembers();
     }, RECONCILE_MS);
+  }
+
+  /** /healthz: "" when this replica is current, else nats-server's reason. */
+  healthError(): string {
+    if (this.closed) return "group node missing";
+    const st = this.o.host.status(this.name);
+    if (st === undefined) return "group node missing";
+    if (st.failed !== null) return `node write error: ${st.failed}`;
+    if (this.catchup !== null) return "stream catching up";
+    if (!this.o.host.isCurrent(this.name, CURRENT_WINDOW_MS)) return "group node unhealthy";
+    return "";
+  }
+
+  /** Lame duck or shutdown: a leader hands leadership to a peer heard from lately (the most
+   *  caught up); resolves once another leads, or at once when there is none to take it. */
+  handOff(boundMs: number): Promise<void> {
+    const st = this.o.host.status(this.name);
+    if (this.closed || st === undefined || st.role !== Role.Leader) return Promise.resolve();
+    const now = this.o.clock.monoMs();
+    let target = "";
+    let best = -1;
+    for (const p of st.progress) {
+      if (p.id === this.o.self || !st.voters.includes(p.id)) continue;
+      const seen = this.o.host.lastHeardMs(p.id);
+      if (seen < 0 || now - seen > HANDOFF_HEARD_MS) continue;
+      if (p.match > best) {
+        best = p.match;
+        target = p.id;
+      }
+    }
+    if (target === "") return Promise.resolve();
+    try {
+      this.o.host.transferLeader(this.name, target);
+    } catch {
+      return Promise.resolve();
+    }
+    const end = now + boundMs;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const s = this.o.host.status(this.name);
+        if (this.closed || s === undefined || s.role !== Role.Leader || this.o.clock.monoMs() >= end) return resolve();
+        this.o.clock.setTimer(check, 10);
+      };
+      check();
+    });
   }
 
   /** This server is no longer assigned: resolves at once on a follower; on the leader once
