@@ -309,6 +309,7 @@ export class StreamGroup implements GroupApp {
     } catch {
       return Promise.resolve();
     }
+    this.o.log.info(`stream group ${this.name}: handing leadership to ${target}`);
     const end = now + boundMs;
     return new Promise((resolve) => {
       const check = (): void => {

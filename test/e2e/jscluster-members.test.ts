@@ -65,7 +65,7 @@ interface Rig {
   procs: Array<ChildServer | null>;
 }
 
-async function startRig(prefix: string, names: string[]): Promise<Rig> {
+async function startRig(prefix: string, names: string[], extra: string[] = []): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const ports: number[] = [];
   for (const _ of names) ports.push(await freePort());
@@ -79,6 +79,7 @@ async function startRig(prefix: string, names: string[]): Promise<Rig> {
         "listen: 127.0.0.1:-1",
         "http: 127.0.0.1:-1",
         `jetstream { store_dir: "${join(dir, n)}" }`,
+        ...extra,
         "cluster {",
         "  name: jsm",
         `  listen: 127.0.0.1:${ports[i]}`,
@@ -230,6 +231,109 @@ void test("STREAM.PEER.REMOVE: a follower is replaced while publishes go on; not
     await until("publishes acknowledged after the server left", () => jetstream(ncs[ok]!).publish("pr.after", "x").then(() => true, () => false), 20_000);
     const c2 = await req(ncs[ok]!, "$JS.API.STREAM.CREATE.PR2", { name: "PR2", subjects: ["pr2.>"], num_replicas: 3 });
     assert.equal(c2["error"], undefined, JSON.stringify(c2));
+  } finally {
+    for (const c of ncs) await c.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+async function healthz(s: ChildServer, q = ""): Promise<{ status: number; body: Record<string, unknown> }> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${monPort(s)}/healthz${q}`, { signal: AbortSignal.timeout(2000) });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  } catch {
+    return { status: 0, body: {} };
+  }
+}
+
+void test("/healthz: 503 on a restarted replica until it caught up; ok means it holds every message", async () => {
+  const rig = await startRig("jsm-hz-", ["a1", "b1", "c1"]);
+  const ncs: NatsConnection[] = [];
+  try {
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const created = await req(ncs[0]!, "$JS.API.STREAM.CREATE.HZ", { name: "HZ", subjects: ["hz.>"], num_replicas: 3 });
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    for (const p of rig.procs) await until("healthz ok everywhere", async () => (await healthz(p!)).status === 200);
+    let ci = await info(ncs[0]!, "HZ");
+    await until("a stream leader", async () => (ci = await info(ncs[0]!, "HZ")).cluster.leader !== undefined);
+    const fi = rig.names.findIndex((n) => n !== ci.cluster.leader);
+    const li = rig.names.indexOf(ci.cluster.leader!);
+    await ncs[fi]!.close();
+    await rig.procs[fi]!.stop();
+    rig.procs[fi] = null;
+    const js = jetstream(ncs[li]!);
+    const body = "x".repeat(1024);
+    const acks = [];
+    for (let i = 0; i < 3000; i++) acks.push(js.publish("hz.a", body));
+    await Promise.all(acks);
+    const want = (await info(ncs[li]!, "HZ")).messages;
+    rig.procs[fi] = await startTsnatsChild(["-c", rig.confs[fi]!]);
+    const f = rig.procs[fi]!;
+    const seen: Array<{ status: number; body: Record<string, unknown> }> = [];
+    let holds = -1;
+    await until("the restarted replica is healthy", async () => {
+      const h = await healthz(f);
+      seen.push(h);
+      if (h.status !== 200) return false;
+      // Healthy means caught up: it holds every message now.
+      holds = ((await jsz(f))["messages"] as number | undefined) ?? -1;
+      return true;
+    }, 30_000);
+    const bad = seen.filter((h) => h.status === 503);
+    assert.ok(bad.length > 0, `503 before it caught up (saw ${JSON.stringify(seen.slice(0, 3))})`);
+    assert.equal(bad[0]!.body["status"], "unavailable");
+    assert.equal(bad[0]!.body["status_code"], 503);
+    assert.match(String(bad[0]!.body["error"]), /^JetStream (has not established contact with a meta leader|is not current with the meta leader|stream '\$G > HZ' is not current: .+)$/);
+    assert.equal(holds, want);
+    // js-server-only checks the server alone; js-enabled-only that JetStream runs.
+    assert.equal((await healthz(f, "?js-server-only=true")).status, 200);
+    assert.equal((await healthz(f, "?js-enabled-only=true")).status, 200);
+    ncs[fi] = await connect({ servers: f.url });
+    const c = (await info(ncs[li]!, "HZ")).cluster;
+    const r = c.replicas!.find((x) => x.name === rig.names[fi]);
+    assert.equal(r?.lag ?? 0, 0);
+  } finally {
+    for (const c of ncs) await c.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+void test("lame duck of the stream (and meta) leader: leadership is handed over before it leaves; publishes go on, nothing acknowledged lost", async () => {
+  const rig = await startRig("jsm-ldm-", ["a1", "b1", "c1"], ["lame_duck_duration: 8s", "lame_duck_grace_period: 6s"]);
+  const ncs: NatsConnection[] = [];
+  try {
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const created = await req(ncs[0]!, "$JS.API.STREAM.CREATE.LD", { name: "LD", subjects: ["ld.>"], num_replicas: 3 });
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    let ci = await info(ncs[0]!, "LD");
+    await until("a stream leader", async () => (ci = await info(ncs[0]!, "LD")).cluster.leader !== undefined);
+    const old = ci.cluster.leader!;
+    const oi = rig.names.indexOf(old);
+    const pi = (oi + 1) % 3;
+    const pub = publisher(ncs[pi]!, "ld.x");
+    await until("publishes acknowledged", () => pub.count() >= 50);
+    const lp = rig.procs[oi]!;
+    lp.proc.kill("SIGUSR2");
+    let next = "";
+    await until("another server leads the stream", async () => {
+      next = (await info(ncs[pi]!, "LD").catch(() => ({ cluster: {} as ClusterBlock, messages: -1 }))).cluster.leader ?? "";
+      return next !== "" && next !== old;
+    }, 20_000);
+    // Handed over while the lame duck still runs (its grace period), not after it left.
+    assert.equal(lp.proc.exitCode, null, "the old leader is still running");
+    assert.match(lp.log(), new RegExp(`handing leadership to ${next}`));
+    await until("the meta leader is another server", async () => {
+      const m = await metaLeader(rig.procs[pi]!);
+      return m !== "" && m !== old;
+    }, 20_000);
+    const n0 = pub.count();
+    await until("publishes go on", () => pub.count() >= n0 + 50, 20_000);
+    const acked = await pub.stop();
+    await ncs[oi]!.close().catch(() => undefined);
+    await lp.exited;
+    rig.procs[oi] = null;
+    const got = await readAll(ncs[pi]!, "LD", acked.size);
+    assert.deepEqual([...acked].filter((id) => !got.has(id)), [], "acknowledged publishes missing");
   } finally {
     for (const c of ncs) await c.close().catch(() => undefined);
     await stopRig(rig);
