@@ -40,7 +40,11 @@ import {
   CatchupAssembler,
   chunkReqId,
   CU_CHUNK,
+  CU_LOST,
   CU_REQUEST,
+  decodeCatchupLost,
+  encodeCatchupLost,
+  type LostState,
   decodeCatchupRequest,
   encodeCatchupRequest,
   installCatchup,
@@ -177,6 +181,12 @@ export class StreamGroup implements GroupApp {
   /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
   private catchup: { reqId: number; minIndex: number; attempt: number; asm: CatchupAssembler | null; timer: TimerHandle | null } | null = null;
   private queued: Entry[] = [];
+  /** A memory store that came back empty from a restart, under a snapshot of this replica's
+   *  own that says it held messages: what it held is gone from here. */
+  private lostOnRestart: LostState | null = null;
+  /** Peers that answered a catch-up request with "lost too" (CU_LOST), with their snapshot's
+   *  position. */
+  private readonly lostFrom = new Map<string, LostState>();
   private nextReqId = 1;
   private closed = false;
   /** The members the meta group assigned (the target; the Raft voters follow it one change
@@ -724,6 +734,8 @@ export class StreamGroup implements GroupApp {
       this.stopCatchup();
       return;
     }
+    this.lostOnRestart =
+      this.opening && this.store.type === "memory" && st.lastSeq === 0 && last > 0 ? { index, applySeq, lastSeq: last, lastTsNs: d.state.lastTsNs } : null;
     this.startCatchup(index);
   }
 
@@ -734,6 +746,7 @@ export class StreamGroup implements GroupApp {
     this.queued = [];
     if (this.taking) this.stopLeading("catching up");
     this.catchup = { reqId: 0, minIndex, attempt: 0, asm: null, timer: null };
+    this.lostFrom.clear();
     this.sendCatchupRequest();
   }
 
@@ -767,11 +780,36 @@ export class StreamGroup implements GroupApp {
     if (this.closed || data.length === 0) return;
     if (data[0] === CU_REQUEST) {
       const req = decodeCatchupRequest(data);
+      if (req === null) return;
+      // A replica that lost its memory store in a restart says so: when every replica has,
+      // nobody holds the messages and they all restart the stream empty (resetLost).
+      if (this.catchup !== null && this.lostOnRestart !== null) return this.o.host.sendApp(this.name, from, encodeCatchupLost(this.lostOnRestart));
       // Only a replica whose store is exactly its applied state answers.
-      if (req === null || this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
+      if (this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
       if (req.storeLast > this.store.state().lastSeq) return;
       for (const f of buildCatchup(req, this.store, this.appliedIndex, this.applySeq)) this.o.host.sendApp(this.name, from, f);
       this.catchupsServed++;
+      return;
+    }
+    if (data[0] === CU_LOST) {
+      const cu = this.catchup;
+      const lost = decodeCatchupLost(data);
+      if (cu === null || this.lostOnRestart === null || lost === null) return;
+      this.lostFrom.set(from, lost);
+      const others = [...new Set([...this.voters, ...this.peers])].filter((p) => p !== this.o.self);
+      if (others.every((p) => this.lostFrom.has(p))) {
+        // Every replica resets to the same point: the latest of their snapshots.
+        let at = this.lostOnRestart;
+        for (const p of others) {
+          const s = this.lostFrom.get(p)!;
+          if (s.index > at.index) at = s;
+        }
+        return this.resetLost(at);
+      }
+      // Ask the next one now.
+      if (cu.timer !== null) this.o.clock.clearTimer(cu.timer);
+      cu.timer = null;
+      this.sendCatchupRequest();
       return;
     }
     if (data[0] === CU_CHUNK) {
@@ -783,6 +821,34 @@ export class StreamGroup implements GroupApp {
     }
   }
 
+  /**
+   * Every replica of this memory stream restarted and lost the messages its snapshot
+   * describes: nobody can answer a catch-up. As nats-server (whose memory streams keep their
+   * Raft log in memory, so the stream comes back empty), the messages up to the snapshot are
+   * gone; unlike it, the sequence is kept (the store starts after the snapshot's last
+   * sequence) and the log entries after the snapshot, which the shared WAL kept, apply with
+   * their own sequences. Every replica resets at the same point, the latest snapshot among
+   * them (`at`), so they stay identical.
+   */
+  private resetLost(at: LostState): void {
+    this.o.log.warn(`stream group ${this.name}: every replica of this memory stream lost its messages up to sequence ${at.lastSeq} in a restart: it goes on empty from there`);
+    this.stopCatchup();
+    this.lostOnRestart = null;
+    this.lostFrom.clear();
+    const last = this.store.state().lastSeq;
+    if (at.lastSeq > last) this.store.skipMsgs(last + 1, at.lastSeq - last, at.lastTsNs);
+    this.applySeq = at.applySeq;
+    this.replayTo = this.store.state().lastSeq;
+    this.appliedIndex = Math.max(this.appliedIndex, at.index);
+    this.skipThrough = Math.max(this.skipThrough, at.index);
+    this.queued = this.queued.filter((e) => e.index > at.index);
+    this.stream.storeReplaced();
+    const q = this.queued;
+    this.queued = [];
+    if (q.length > 0) this.apply(q);
+    this.maybeStartTaking();
+  }
+
   private finishCatchup(body: Buffer): void {
     let h;
     try {
@@ -792,6 +858,7 @@ export class StreamGroup implements GroupApp {
       return; // the retry timer asks again
     }
     this.stopCatchup();
+    this.lostOnRestart = null;
     this.catchups++;
     this.applySeq = h.applySeq;
     this.replayTo = this.store.state().lastSeq;

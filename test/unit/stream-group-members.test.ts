@@ -121,3 +121,29 @@ void test("stream group hand-off (lame duck): leadership moves by TimeoutNow, wi
     await c.stopAll();
   }
 });
+
+void test("memory stream whose every replica restarted: it goes on (empty up to the latest snapshot, sequence kept), replicas identical", async () => {
+  const c = new StreamCluster({ n: 3, storage: "memory", snapshotEntries: 16 });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    for (let i = 0; i < 60; i++) c.pub(l.id, `r.${i % 3}`, `a${i}`, `a${i}`, [["Nats-Msg-Id", `a${i}`]]);
+    await c.until(() => l.acks.size === 60 && c.ids.every((id) => c.node(id).store.state().lastSeq === 60), "60 everywhere");
+    await c.until(() => c.ids.every((id) => (c.node(id).host.status(c.node(id).group.name)?.firstIndex ?? 0) > 1), "every replica snapshotted");
+    await c.stopAll();
+    for (const id of c.ids) await c.start(id);
+    const l2 = await c.leader();
+    await c.until(() => c.ids.every((id) => c.node(id).group.healthError() === ""), "every replica current");
+    const last = l2.store.state().lastSeq;
+    assert.ok(last >= 48 && last <= 60, `the sequence was kept (last ${last})`);
+    for (const id of c.ids) assert.equal(c.node(id).store.state().lastSeq, last, `${id} last seq`);
+    assert.ok(c.contents(l2.id).size <= 44, "the messages up to the latest snapshot are gone");
+    c.pub(l2.id, "r.z", "after", "after");
+    await c.until(() => l2.acks.has("after") && c.ids.every((id) => c.node(id).store.state().lastSeq === last + 1), "a publish after");
+    assert.deepEqual(l2.acks.get("after"), [{ stream: "R", seq: last + 1 }]);
+    const ref = c.contents(l2.id);
+    for (const id of c.ids) assert.deepEqual(c.contents(id), ref, `${id} holds what the leader holds`);
+  } finally {
+    await c.stopAll();
+  }
+});
