@@ -68,7 +68,7 @@ interface Rig {
 async function startRig(prefix: string, names: string[], extra: string[] = []): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const ports: number[] = [];
-  for (const _ of names) ports.push(await freePort());
+  for (let i = 0; i < names.length; i++) ports.push(await freePort());
   const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
   const confs = names.map((n, i) => {
     const f = join(dir, `${n}.conf`);
