@@ -4,15 +4,19 @@
 //   - failover: SIGKILL of the stream leader, then the time until the next PubAck, with the
 //     publisher (on a server that is not killed) retrying every 50 ms; the killed server is
 //     restarted on the same store and the stream waits for every replica to be current before
-//     the next kill.
+//     the next kill;
+//   - replicated consumers and KV (issue 18): pull consume with explicit acks (batch 500) from
+//     a durable with 3 replicas; KV put and get on an R3 bucket (p50/p99, one at a time); the
+//     servers' CPU with 1,000 idle R3 durables; catch-up MiB/s of a follower that was down
+//     while CATCHUP_MIB were published.
 //
 // Each case starts its own three servers and stops them after. A server that refuses R3 (or
 // has no clustered JetStream) shows up as an "error: ..." cell.
 
 import { RawConn, statusCode, TCP } from "../lib/conn.js";
-import { createStream, windowedRequests } from "../lib/js.js";
-import { deadlineAfter, latencyStats, payloadOf, sleep } from "../lib/load.js";
-import { Requester } from "../lib/request.js";
+import { createConsumer, createStream, pubAckError, windowedRequests } from "../lib/js.js";
+import { deadlineAfter, latencyStats, nowNs, payloadOf, sleep, waitFor } from "../lib/load.js";
+import { newInboxPrefix, Requester } from "../lib/request.js";
 import { freePort, HOST, ServerProc } from "../lib/servers.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
@@ -25,7 +29,23 @@ const FAILOVER_METRICS: MetricDef[] = [
   { label: "p50", unit: "ms", better: "lower" },
   { label: "max", unit: "ms", better: "lower" },
 ];
+const RATE: MetricDef[] = [{ label: "msgs/s", unit: "msgs/s", better: "higher" }];
+const KV_METRICS: MetricDef[] = [
+  { label: "put p50", unit: "µs", better: "lower" },
+  { label: "put p99", unit: "µs", better: "lower" },
+  { label: "get p50", unit: "µs", better: "lower" },
+  { label: "get p99", unit: "µs", better: "lower" },
+];
+const CPU_METRICS: MetricDef[] = [{ label: "CPU % of a core (3 servers)", unit: "%", better: "lower" }];
+const CATCHUP_METRICS: MetricDef[] = [{ label: "MiB/s", unit: "MiB/s", better: "higher" }];
 const WINDOW = 256;
+const CONSUME_MSGS = 50_000;
+const BATCH = 500;
+const IDLE_CONSUMERS = 1000;
+const IDLE_SAMPLE_MS = 10_000;
+/** Size of what a stopped follower misses (TSNATS_BENCH_CATCHUP_MIB, default 256). */
+const CATCHUP_MIB = Number(process.env["TSNATS_BENCH_CATCHUP_MIB"] ?? 256);
+const EMPTY = Buffer.alloc(0);
 const KILLS = 10;
 const STREAM = "BENCHR3";
 const SUBJECT = "bench.r3";
@@ -193,6 +213,125 @@ async function failover(t: JsTrio): Promise<Record<string, number>> {
   return { p50: times[Math.floor(times.length / 2)]!, max: times[times.length - 1]! };
 }
 
+/** Fill the R3 stream with n messages of size bytes from server 1. */
+async function fillR3(t: JsTrio, n: number, size: number): Promise<void> {
+  const pub = await t.connect(0);
+  await windowedRequests(pub, { subjects: [SUBJECT], payload: payloadOf(size), window: WINDOW, maxMsgs: n, deadlineNs: Infinity, collectLatency: false, check: pubAckError });
+}
+
+/** Pull consume of CONSUME_MSGS 16 B messages with explicit acks from an R3 durable. */
+async function r3Consume(t: JsTrio): Promise<Record<string, number>> {
+  const req = await t.requester(0);
+  await createR3(req);
+  await waitCurrent(req, "after create");
+  await fillR3(t, CONSUME_MSGS, 16);
+  await createConsumer(req, STREAM, "pull", { ack_policy: "explicit", deliver_policy: "all", max_ack_pending: 20_000, num_replicas: 3 });
+  const conn = await t.connect(0);
+  const inbox = `${newInboxPrefix()}.pull`;
+  const next = `$JS.API.CONSUMER.MSG.NEXT.${STREAM}.pull`;
+  const body = Buffer.from(JSON.stringify({ batch: BATCH, expires: 5_000_000_000 }));
+  let received = 0;
+  let inBatch = 0;
+  const more = (): void => conn.queuePub(next, inbox, body);
+  conn.sub(inbox, (_s, reply) => {
+    if (reply !== null && reply[0] === 0x24) {
+      received++;
+      conn.queuePub(reply, null, EMPTY);
+      if (++inBatch === BATCH) {
+        inBatch = 0;
+        if (received < CONSUME_MSGS) more();
+      }
+    } else if (received < CONSUME_MSGS) {
+      inBatch = 0;
+      more();
+    }
+  });
+  conn.flush();
+  await conn.ping();
+  const t0 = nowNs();
+  more();
+  more();
+  conn.flush();
+  await waitFor([conn], () => received >= CONSUME_MSGS, () => received, 30_000, "R3 pull consume");
+  return { "msgs/s": CONSUME_MSGS / ((nowNs() - t0) / 1e9) };
+}
+
+/** KV on an R3 bucket: sequential puts (request to $KV.<b>.<k>), then sequential direct gets. */
+async function r3Kv(t: JsTrio, opts: BenchOptions): Promise<Record<string, number>> {
+  const req = await t.requester(0);
+  const end = performance.now() + 30_000;
+  for (;;) {
+    try {
+      await createStream(req, { name: "KV_bench", subjects: ["$KV.bench.>"], storage: "file", num_replicas: 3, max_msgs_per_subject: 1, discard: "new", allow_direct: true, allow_rollup_hdrs: true, deny_delete: true });
+      break;
+    } catch (e) {
+      if (performance.now() > end) throw e;
+      await sleep(250);
+    }
+  }
+  const put = await t.requester(0);
+  const payload = payloadOf(128);
+  const puts: number[] = [];
+  const stop = performance.now() + (opts.durationS * 1000) / 2;
+  for (let i = 0; performance.now() < stop || puts.length < 100; i++) {
+    const t0 = nowNs();
+    const r = await put.request(`$KV.bench.k${i % 100}`, payload, 5_000);
+    if (r.status !== 0 || r.payload.includes('"error"')) throw new Error(`put: ${r.payload.toString("utf8").slice(0, 200)}`);
+    puts.push(nowNs() - t0);
+  }
+  const get = await t.requester(1);
+  const gets: number[] = [];
+  const stop2 = performance.now() + (opts.durationS * 1000) / 2;
+  for (let i = 0; performance.now() < stop2 || gets.length < 100; i++) {
+    const t0 = nowNs();
+    const r = await get.request(`$JS.API.DIRECT.GET.KV_bench.$KV.bench.k${i % 100}`, EMPTY, 5_000);
+    if (r.status !== 0) throw new Error(`get: status ${r.status}`);
+    gets.push(nowNs() - t0);
+  }
+  const p = latencyStats(puts);
+  const g = latencyStats(gets);
+  return { "put p50": p.p50, "put p99": p.p99, "get p50": g.p50, "get p99": g.p99 };
+}
+
+/** CPU of the three servers over IDLE_SAMPLE_MS with IDLE_CONSUMERS idle R3 durables. */
+async function idleConsumers(t: JsTrio): Promise<Record<string, number>> {
+  const req = await t.requester(0);
+  await createR3(req);
+  await waitCurrent(req, "after create");
+  // 25 creates in flight (nats-server makes a Raft group for each one)
+  for (let i = 0; i < IDLE_CONSUMERS; i += 25) {
+    const batch: Promise<void>[] = [];
+    for (let k = i; k < Math.min(IDLE_CONSUMERS, i + 25); k++) batch.push(createConsumer(req, STREAM, `idle${k}`, { ack_policy: "explicit", num_replicas: 3 }));
+    await Promise.all(batch);
+  }
+  await sleep(3_000); // let creation settle
+  const cpu0 = t.procs.reduce((a, p) => a + p.cpuSeconds(), 0);
+  const t0 = performance.now();
+  await sleep(IDLE_SAMPLE_MS);
+  const cpu = t.procs.reduce((a, p) => a + p.cpuSeconds(), 0) - cpu0;
+  return { "CPU % of a core (3 servers)": (cpu * 1000 * 100) / (performance.now() - t0) };
+}
+
+/** A follower stopped while CATCHUP_MIB of 16 KiB messages are published, then launched
+ *  again: MiB per second from its launch until every replica is current. */
+async function catchUp(t: JsTrio): Promise<Record<string, number>> {
+  const admin = [await t.requester(0), await t.requester(1), await t.requester(2)];
+  await createR3(admin[0]!);
+  const leader = await waitCurrent(admin[0]!, "after create");
+  const li = t.indexOf(leader);
+  const victim = (li + 1) % 3;
+  const survivor = (li + 2) % 3;
+  await t.procs[victim]!.kill("SIGTERM"); // its store stays for the launch
+  const size = 16 * 1024;
+  const n = Math.ceil((CATCHUP_MIB * 1024 * 1024) / size);
+  const pub = await t.connect(survivor);
+  await windowedRequests(pub, { subjects: [SUBJECT], payload: payloadOf(size), window: 64, maxMsgs: n, deadlineNs: Infinity, collectLatency: false, check: pubAckError });
+  const t0 = performance.now();
+  await t.procs[victim]!.launch();
+  await waitCurrent(admin[survivor]!, "catch-up");
+  return { "MiB/s": CATCHUP_MIB / ((performance.now() - t0) / 1000) };
+}
+
 export const clusterJsSuite: SuiteDef = {
   name: "cluster-js",
   jetstream: false,
@@ -200,6 +339,10 @@ export const clusterJsSuite: SuiteDef = {
     "Each case starts three servers of the kind under test with JetStream and cluster { routes: [all three] } on 127.0.0.1, creates an R3 file stream (retrying while the meta group elects), waits until both followers report current, and stops the servers after; all of them and the load generator share the machine's cores.",
     `publish: from server 1 with ${WINDOW} PubAcks in flight for --duration seconds; ack p50/p99 are round trips.`,
     "Durability differs by default: tsnats fsyncs on every replica before the entry counts (PubAck = quorum fsynced); nats-server 2.9.10 syncs its stores every 2 minutes.",
+    `consume: ${CONSUME_MSGS} stored 16 B messages pulled by a durable (num_replicas 3, max_ack_pending 20,000) with batches of ${BATCH}, two pulls in flight, every message acked; client on server 1.`,
+    "KV: an R3 bucket's stream made as the clients make it (max_msgs_per_subject 1, allow_direct); puts one at a time from server 1 over 100 keys for half of --duration, then direct gets one at a time from server 2.",
+    `idle consumers: ${IDLE_CONSUMERS} durable pull consumers with num_replicas 3 on the R3 stream, nothing published; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
+    `catch-up: a follower stopped, ${CATCHUP_MIB} MiB of 16 KiB messages published (TSNATS_BENCH_CATCHUP_MIB), the follower launched again; MiB/s from its launch until both followers report current.`,
     `failover: ${KILLS} times, SIGKILL of the stream leader (from STREAM.INFO cluster.leader) with a publisher on another server retrying every 50 ms (500 ms per try); time from the kill to the next PubAck. The killed server restarts on its store and all replicas must be current before the next kill.`,
   ],
   cases(_opts: BenchOptions): CaseDef[] {
@@ -207,6 +350,10 @@ export const clusterJsSuite: SuiteDef = {
       { name: "R3 async publish, 16 B", metrics: PUBLISH_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Publish(t, c.opts, 16)) },
       { name: "R3 async publish, 1 KiB", metrics: PUBLISH_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Publish(t, c.opts, 1024)) },
       { name: "R3 failover: leader SIGKILL -> next PubAck", metrics: FAILOVER_METRICS, run: (c) => withJsTrio(c, "", (t) => failover(t)) },
+      { name: `R3 pull consume, explicit ack, batch ${BATCH}, 16 B`, metrics: RATE, run: (c) => withJsTrio(c, "", (t) => r3Consume(t)) },
+      { name: "R3 KV put / get, 128 B", metrics: KV_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Kv(t, c.opts)) },
+      { name: `${IDLE_CONSUMERS} idle R3 durables: CPU`, metrics: CPU_METRICS, run: (c) => withJsTrio(c, "", (t) => idleConsumers(t)) },
+      { name: `R3 follower catch-up, ${CATCHUP_MIB} MiB behind`, metrics: CATCHUP_METRICS, run: (c) => withJsTrio(c, "", (t) => catchUp(t)) },
     ];
   },
 };

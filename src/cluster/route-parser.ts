@@ -15,6 +15,8 @@
 // On a route pinned to one account (nats-server 2.10 `cluster { accounts }`) the account is
 // implied and left out of RS+/RS-/RMSG/HMSG (after the origin for LS+/LS-/LMSG): `account`.
 
+import { PayloadReader } from "../protocol/payload.js";
+
 export interface RouteParserHandler {
   onInfo(json: string): void;
   onConnect(json: string): void;
@@ -54,9 +56,7 @@ export class RouteParser {
   private mReply = "";
   private mQueues: string[] | null = null;
   private mHdr = -1; // -1: no headers
-  private mTotal = 0;
-  private pBuf: Buffer | null = null;
-  private pHave = 0;
+  private readonly payload = new PayloadReader();
 
   constructor(
     private readonly h: RouteParserHandler,
@@ -98,29 +98,13 @@ export class RouteParser {
         if (end - ls > this.limits.maxControlLineBytes) return this.fail("maximum control line exceeded");
         this.control(line, ls, end);
       } else {
-        const need = this.mTotal + 2;
-        if (this.pBuf === null && n - i >= need) {
-          const end = i + this.mTotal;
-          if (buf[end] !== CR || buf[end + 1] !== LF) return this.fail("payload not followed by CRLF");
-          this.deliver(buf, i, end);
-          i = end + 2;
+        const next = this.payload.take(buf, i, n);
+        if (next < 0) return this.fail("payload not followed by CRLF");
+        i = next;
+        const data = this.payload.done();
+        if (data !== null) {
           this.state = S_CONTROL;
-          continue;
-        }
-        if (this.pBuf === null) {
-          this.pBuf = Buffer.allocUnsafe(need);
-          this.pHave = 0;
-        }
-        const take = Math.min(need - this.pHave, n - i);
-        buf.copy(this.pBuf, this.pHave, i, i + take);
-        this.pHave += take;
-        i += take;
-        if (this.pHave === need) {
-          const p = this.pBuf;
-          this.pBuf = null;
-          if (p[need - 2] !== CR || p[need - 1] !== LF) return this.fail("payload not followed by CRLF");
-          this.state = S_CONTROL;
-          this.deliver(p, 0, need - 2);
+          this.deliver(data, this.payload.start, this.payload.end);
         }
       }
     }
@@ -139,7 +123,7 @@ export class RouteParser {
     if (this.stopped) return;
     this.stopped = true;
     this.partialLine = null;
-    this.pBuf = null;
+    this.payload.clear();
     this.h.onError(reason);
   }
 
@@ -225,7 +209,7 @@ export class RouteParser {
     this.mReply = reply;
     this.mQueues = queues;
     this.mHdr = hsize;
-    this.mTotal = size;
+    this.payload.begin(size);
     this.state = S_PAYLOAD;
   }
 

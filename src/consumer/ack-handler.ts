@@ -121,6 +121,8 @@ export class AckHandler {
   private ackReply(reply: string, durable: boolean): void {
     if (reply === "") return;
     const bus = this.c.env.bus;
+    // A replicated consumer answers once its operations so far are committed (quorum fsync).
+    if (this.c.repl !== null) return this.c.repl.replyAfterCommit(reply);
     const st = this.c.store;
     // No answer when the ack could not be made durable (a full disk): the client's ack
     // request times out and it can try again, rather than being told it is done.

@@ -153,6 +153,7 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
     this.env.ticker.drop(this);
     this.delivery.stop();
     this.pulls.close(deleteState);
+    if (deleteState) this.repl?.removed(this.name);
     this.wheel.clear();
     this.pins.clear();
     const st = this.store;
@@ -174,6 +175,7 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
     this.cfg = cfg;
     this.filters = filtersOf(cfg);
     this.ledger.configure(cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending);
+    this.repl?.configure(cfg.name, cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending, JSON.stringify(consumerConfigToWire(cfg, false)), this.createdNs);
     this.waiting.prioritized = cfg.priority_policy === "prioritized";
     if (cfg.priority_policy !== "pinned_client") this.pins.clear();
     this.numPendingCache = -1;
@@ -184,6 +186,8 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
 
   setPause(untilNs: number): void {
     this.cfg = { ...this.cfg, pause_until_ns: untilNs };
+    const c = this.cfg;
+    this.repl?.configure(c.name, c.ack_policy, c.max_deliver, c.max_ack_pending, JSON.stringify(consumerConfigToWire(c, false)), this.createdNs);
     this.env.ticker.want(this);
     this.kick();
   }

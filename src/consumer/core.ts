@@ -9,11 +9,11 @@ import type { Bus } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
 import { systemScheduler, type Scheduler } from "../runtime/sched.js";
 import type { Logger } from "../runtime/log.js";
-import type { StreamHandle } from "../contracts/jetstream.js";
+import { LedgerKind, type ConsumerReplicator, type StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore } from "../storage/types.js";
 import { ACK_PREFIX } from "./ack.js";
-import { filtersOf, type ConsumerConfig } from "./config.js";
-import { ConsumerLedger, type LedgerOp, type Outcome, type ResetOp, type SkipOp } from "./ledger.js";
+import { consumerConfigToWire, filtersOf, type ConsumerConfig } from "./config.js";
+import { ConsumerLedger, Outcome, type LedgerOp, type ResetOp, type SkipOp } from "./ledger.js";
 import { PinState } from "./priority.js";
 import { WaitingList } from "./waiting.js";
 import { RedeliveryWheel, type Ticker, type Tickable } from "./wheel.js";
@@ -45,6 +45,8 @@ export abstract class ConsumerCore implements Tickable {
   readonly sched: Scheduler;
   store: ConsumerStore | null;
   readonly ledger: ConsumerLedger;
+  /** A replicated stream's consumer: every ledger operation is also reported here. */
+  readonly repl: ConsumerReplicator | null;
   filters: string[];
   readonly wheel = new RedeliveryWheel();
   readonly waiting: WaitingList;
@@ -95,6 +97,8 @@ export abstract class ConsumerCore implements Tickable {
     this.lastActivityMs = now;
     this.ledger = new ConsumerLedger(recovered);
     this.ledger.configure(cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending);
+    this.repl = stream.consumerRepl ?? null;
+    this.repl?.configure(cfg.name, cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending, JSON.stringify(consumerConfigToWire(cfg, false)), createdNs);
     if (recovered !== null) {
       const ackWaitMs = this.ackWaitMs(1);
       for (const seq of recovered.pending.keys()) this.wheel.schedule(seq, now + ackWaitMs);
@@ -117,8 +121,37 @@ export abstract class ConsumerCore implements Tickable {
    *  where a replicated consumer will propose instead. */
   commit(op: LedgerOp): Outcome {
     const o = this.ledger.apply(op);
+    if (this.repl !== null) this.replicate(op);
     this.cancelRemoved();
     return o;
+  }
+
+  /** Report an applied operation to the replicated stream (in the order applied). */
+  private replicate(op: LedgerOp): void {
+    const r = this.repl!;
+    const n = this.name;
+    switch (op.op) {
+      case "delivered":
+        return r.op(n, LedgerKind.Delivered, op.sseq, op.dseq, op.dc, op.ts);
+      case "acked":
+        return r.op(n, LedgerKind.Acked, op.sseq, op.dseq, 0, 0);
+      case "nak":
+        return r.op(n, LedgerKind.Nak, op.sseq, op.delay, 0, 0);
+      case "expired":
+        return r.op(n, LedgerKind.Expired, op.sseq, 0, 0, 0);
+      case "term":
+        return r.op(n, LedgerKind.Term, op.sseq, 0, 0, 0);
+      case "progress":
+        return r.op(n, LedgerKind.Progress, op.sseq, op.ts, 0, 0);
+      case "gone":
+        return r.op(n, LedgerKind.Gone, 0, 0, 0, 0, op.sseqs);
+      case "skip":
+        return r.op(n, LedgerKind.Skip, op.sseq, 0, 0, 0);
+      case "purged":
+        return r.op(n, LedgerKind.Purged, op.sseq, op.skip, 0, 0);
+      case "reset":
+        return r.op(n, LedgerKind.Reset, op.sseq, op.dseq, 0, 0);
+    }
   }
 
   // The two operations of every message, without building a value (measured: the value and
@@ -128,11 +161,13 @@ export abstract class ConsumerCore implements Tickable {
   /** commit({ op: "delivered", sseq, dseq, dc, ts }) */
   commitDelivered(sseq: number, dseq: number, dc: number, ts: number): void {
     this.ledger.delivered(sseq, dseq, dc, ts);
+    if (this.repl !== null) this.repl.op(this.name, LedgerKind.Delivered, sseq, dseq, dc, ts);
   }
 
   /** commit({ op: "acked", sseq, dseq }) */
   commitAcked(sseq: number, dseq: number): Outcome {
     const o = this.ledger.acked(sseq, dseq);
+    if (this.repl !== null && o !== Outcome.None) this.repl.op(this.name, LedgerKind.Acked, sseq, dseq, 0, 0);
     this.cancelRemoved();
     return o;
   }

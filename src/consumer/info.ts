@@ -26,7 +26,7 @@ export function consumerInfo(c: ConsumerCore, type: string, numWaiting: number):
     num_redelivered: c.ledger.numRedelivered,
     num_waiting: numWaiting,
     num_pending: c.computeNumPending(),
-    cluster: { leader: c.env.serverName },
+    cluster: c.stream.consumerRepl?.clusterInfo(c.repl !== null) ?? { leader: c.env.serverName },
   };
   if (isPush(cfg) && c.deliverInterest()) out["push_bound"] = true;
   if (c.isPaused()) {

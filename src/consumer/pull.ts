@@ -153,9 +153,13 @@ export class PullRequests {
   /** The consumer stops: every open request gets its answer. */
   close(deleted: boolean): void {
     const bus = this.c.env.bus;
+    // A replicated stream's consumer stops here because another replica leads now: the
+    // client's pull goes on there (nats-server's 409 Leadership Change).
+    const repl = this.c.stream.consumerRepl;
+    const why = repl != null && !repl.leading ? "Leadership Change" : "Server Shutdown";
     for (const r of this.c.waiting.clear()) {
       if (deleted) bus.publish(r.reply, "", ST_CONSUMER_DELETED, EMPTY);
-      else bus.publish(r.reply, "", pendingStatus(409, "Server Shutdown", r.batch, r.maxBytes), EMPTY);
+      else bus.publish(r.reply, "", pendingStatus(409, why, r.batch, r.maxBytes), EMPTY);
     }
   }
 }

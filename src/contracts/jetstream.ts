@@ -7,7 +7,7 @@ import type { Scheduler } from "../runtime/sched.js";
 import type { Fs } from "../runtime/fs.js";
 import type { Logger } from "../runtime/log.js";
 import type { JetStreamOptions } from "./options.js";
-import type { StreamStore } from "../storage/types.js";
+import type { ConsumerState, StreamStore } from "../storage/types.js";
 
 export interface JetStreamDeps {
   bus: Bus;
@@ -59,6 +59,50 @@ export interface StreamHandle {
   consumers(): ConsumerHook[];
   /** Retention: a consumer acknowledged seq; the stream decides whether to remove it. */
   onAck(seq: number, subject: string): void;
+  /** Set on a replicated stream's copy: where its consumers' ledger operations go. */
+  readonly consumerRepl?: ConsumerReplicator | null;
+}
+
+/** The kinds of a consumer ledger operation as numbers (the ConsumerReplicator's wire). */
+export const LedgerKind = {
+  Delivered: 1,
+  Acked: 2,
+  Nak: 3,
+  Expired: 4,
+  Term: 5,
+  Progress: 6,
+  Gone: 7,
+  Skip: 8,
+  Purged: 9,
+  Reset: 10,
+} as const;
+export type LedgerKind = (typeof LedgerKind)[keyof typeof LedgerKind];
+
+/** What a replicated stream keeps of its consumers (src/jscluster/consumer-repl.ts): the
+ *  stream leader's consumers report every ledger operation here, in the order they applied
+ *  them; the operations travel in the stream's Raft log and every replica applies them to
+ *  its own copy of each consumer's ledger, so that a new leader's consumers start from the
+ *  agreed state. */
+export interface ConsumerReplicator {
+  /** This copy leads and takes operations (false: a consumer here is stopping). */
+  readonly leading: boolean;
+  /** The agreed state of a consumer (everything committed and applied here), or null. */
+  state(name: string): ConsumerState | null;
+  /** A consumer starts (or its config changed): the ledger knobs the replicas need, and its
+   *  config (wire JSON) and creation time, so that a new leader can make it again. */
+  configure(name: string, ackPolicy: "none" | "all" | "explicit", maxDeliver: number, maxAckPending: number, config: string, createdNs: number): void;
+  /** Every consumer the replicas know, with its config, creation time and agreed state. */
+  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }>;
+  /** A consumer was deleted. */
+  removed(name: string): void;
+  /** One ledger operation (fields by kind: a = sseq; b = dseq, delay, ts or skip; c = dc;
+   *  d = ts); `gone` carries its sequences in seqs. */
+  op(name: string, kind: LedgerKind, a: number, b: number, c: number, d: number, seqs?: readonly number[]): void;
+  /** Publish an empty reply once the operations recorded so far have committed (AckSync). */
+  replyAfterCommit(reply: string): void;
+  /** CONSUMER.INFO's `cluster` block: the stream group's (replicated: a durable), else
+   *  {name, leader: this server}. */
+  clusterInfo(replicated: boolean): Record<string, unknown>;
 }
 
 /** A $JS.API request carried from one server to the one that answers it (the FWD frame of

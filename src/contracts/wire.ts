@@ -163,6 +163,7 @@ export const ApiType = {
   StreamRestore: "io.nats.jetstream.api.v1.stream_restore_response",
   StreamLeaderStepdown: "io.nats.jetstream.api.v1.stream_leader_stepdown_response",
   StreamRemovePeer: "io.nats.jetstream.api.v1.stream_remove_peer_response",
+  ConsumerLeaderStepdown: "io.nats.jetstream.api.v1.consumer_leader_stepdown_response",
   MetaServerRemove: "io.nats.jetstream.api.v1.meta_server_remove_response",
   ConsumerCreate: "io.nats.jetstream.api.v1.consumer_create_response",
   ConsumerInfo: "io.nats.jetstream.api.v1.consumer_info_response",

@@ -326,6 +326,7 @@ export class ApiRouter {
   private async dispatch(t: string[], reply: string, hdr: Buffer | null, payload: Buffer, local = false): Promise<void> {
     this.svc.apiStats.total++;
     if (t[0] === "CONSUMER") {
+      if (t[1] === "LEADER" && t[2] === "STEPDOWN" && this.cluster?.stepdownStream !== undefined) return this.consumerStepdown(t[3] ?? "", t[4] ?? "", reply);
       await this.loadConsumerApi();
       return this.consumer(t, reply, hdr, payload);
     }
@@ -393,6 +394,22 @@ export class ApiRouter {
       request: payload.toString("utf8"),
       response: typeof resp === "string" ? resp : JSON.stringify(resp),
     });
+  }
+
+  /** CONSUMER.LEADER.STEPDOWN.<stream>.<consumer>: a consumer leads where its stream leads,
+   *  so the stream's leadership moves (its consumers with it). */
+  private async consumerStepdown(stream: string, name: string, reply: string): Promise<void> {
+    const type = ApiType.ConsumerLeaderStepdown;
+    try {
+      const st = this.svc.streams.get(stream);
+      if (st === undefined) throw new JsApiError(jsErr("JSStreamNotFoundErr"));
+      if (!st.consumers().some((c) => c.name === name)) throw new JsApiError(jsErr("JSConsumerNotFoundErr"));
+      await this.cluster!.stepdownStream!(stream);
+      this.respond(reply, { type, success: true });
+    } catch (e) {
+      if (!(e instanceof JsApiError)) throw e;
+      this.respond(reply, { type, error: e.apiError });
+    }
   }
 
   private consumer(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): void {

@@ -25,7 +25,7 @@ import { parseBody, responseType } from "./api-body.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import type { EntryApplier, Proposer } from "../stream/entry.js";
-import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, recoverConsumersAgain } from "./consumer-api.js";
+import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -529,12 +529,16 @@ export class JsCluster implements ClusterApiHooks {
   }
 
   private async stepdown(name: string): Promise<Body> {
+    await this.stepdownStream(name);
+    return { success: true };
+  }
+
+  async stepdownStream(name: string): Promise<void> {
     const copy = this.copies.get(name);
     if (copy === undefined || !this.svc.streams.has(name)) fail("JSStreamNotFoundErr");
     // An R1 stream has no group: nats-server answers success.
-    if (copy.group === null) return { success: true };
+    if (copy.group === null) return;
     await copy.group.stepdown();
-    return { success: true };
   }
 
   /** /healthz (nats-server healthz, clustered): the meta group has a leader and this server
@@ -778,8 +782,13 @@ export class JsCluster implements ClusterApiHooks {
       const copy = this.copies.get(name);
       const st = this.svc.streams.get(name);
       if (copy === undefined || copy.group === null || st === undefined) return;
-      if (leader === this.self && !copy.consumersUp) {
-        recoverConsumersAgain(this.router.ctx, st);
+      // Consumers start once this leader takes publishes: its copies of their ledgers then
+      // hold everything committed before its term (StreamGroup calls again at that point).
+      const taking = (copy.group as { isTakingPublishes?: boolean }).isTakingPublishes ?? true;
+      if (leader === this.self && !copy.consumersUp && taking) {
+        // Every consumer the replicas agreed on (issue 18), then any durable the meta state
+        // lists that they do not know (made from its config, starting over).
+        restoreReplicatedConsumers(this.router.ctx, st);
         for (const c of this.meta.state.consumerNames(name)) {
           const ca = this.meta.state.consumer(name, c)!;
           try {

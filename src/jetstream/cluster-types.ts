@@ -135,6 +135,9 @@ export interface ClusterApiHooks {
   /** Purge / message delete of a replicated stream through its group (undefined: local). */
   purge?(name: string, opts: { filter?: string; seq?: number; keep?: number }): Promise<number> | undefined;
   deleteMsg?(name: string, seq: number, erase: boolean): Promise<boolean> | undefined;
+  /** Move a replicated stream's leadership (and with it its consumers') to another replica;
+   *  resolves once another leads. An R1 stream: resolves at once. */
+  stepdownStream?(name: string): Promise<void>;
   /** A consumer request was handled here (op and tokens as handleConsumerApi got them). */
   consumerDone?(op: string, tokens: string[]): void;
 }

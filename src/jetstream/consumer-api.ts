@@ -517,11 +517,34 @@ export function durableConfigs(st: StreamHandle): Array<{ name: string; config: 
   return out;
 }
 
-/** Reload a stream's consumers from its obs/ directory again (this replica leads again after
- *  its consumers were stopped). */
-export function recoverConsumersAgain(ctx: ConsumerApiContext, st: StreamHandle): number {
-  stateOf(ctx).recovered.delete(st);
-  return recoverConsumers(ctx, st);
+/** A replicated stream's new leader: make every consumer its replicas know (durables and
+ *  ephemerals) from the config, creation time and state they agreed on; returns how many. */
+export function restoreReplicatedConsumers(ctx: ConsumerApiContext, st: StreamHandle): number {
+  const repl = st.consumerRepl ?? null;
+  if (repl === null) return 0;
+  stateOf(ctx).recovered.add(st);
+  let n = 0;
+  for (const r of repl.consumers()) {
+    if (findConsumer(st, r.name) !== undefined) continue;
+    try {
+      let cfg = decodeConsumerConfig(JSON.parse(r.config));
+      try {
+        cfg = checkConsumerConfig(cfg, streamView(st), false);
+      } catch (e) {
+        ctx.log.warn(`consumer '${st.name} > ${r.name}' config no longer valid, kept as replicated: ${(e as Error).message}`);
+      }
+      const store = openStore(ctx, st, cfg);
+      const c = new Consumer(envFor(ctx), st, cfg, r.createdNs, store, r.state);
+      st.addConsumer(c);
+      writeConfig(store, c);
+      c.start();
+      serveNext(ctx, c);
+      n++;
+    } catch (e) {
+      ctx.log.error(`JetStream could not start consumer '${st.name} > ${r.name}' on the new stream leader: ${(e as Error).message}`);
+    }
+  }
+  return n;
 }
 
 /** Make a durable consumer from its recorded config when the stream has none by that name
@@ -538,8 +561,8 @@ export function dropConsumer(ctx: ConsumerApiContext, st: StreamHandle, name: st
   if (c !== undefined) removeConsumer(ctx, c);
 }
 
-/** Keep the lazy recovery away from a stream's obs/ directory (a replica that does not lead:
- *  its consumers run on the leader). recoverConsumersAgain undoes it. */
+/** Keep the lazy recovery away from a stream's obs/ directory (a replicated stream: its
+ *  consumers run on the leader, made from the replicas' copies by restoreReplicatedConsumers). */
 export function holdConsumers(ctx: ConsumerApiContext, st: StreamHandle): void {
   stateOf(ctx).recovered.add(st);
 }

@@ -15,7 +15,9 @@ import type { StreamConfig } from "../contracts/wire.js";
 import { ApiType } from "../contracts/wire.js";
 import { configToWire, decodeStreamConfig, checkStreamConfig } from "../stream/config.js";
 import { Stream, type StreamEnv } from "../stream/stream.js";
-import { Sourcing } from "../stream/sourcing.js";
+import { Sourcing, type RemoteFeed, type RemoteStart } from "../stream/sourcing.js";
+import { ClusterRemoteFeed } from "./remote-source.js";
+import type { StoredMsg } from "../storage/types.js";
 import { directGetLastBySubject, directGetRequest } from "../stream/get.js";
 import { rfc3339Ns } from "../stream/time.js";
 import { ApiRouter, domainMapped } from "./api.js";
@@ -657,6 +659,13 @@ export class JetStreamService {
 
   getStream(name: string): Stream | undefined {
     return this.streams.get(name);
+  }
+
+  /** SourcingHost: clustered, a mirror's or source's origin held on other servers is read
+   *  through an internal consumer on it (remote-source.ts). */
+  openRemote(origin: string, start: RemoteStart, sink: (m: StoredMsg) => void): RemoteFeed | null {
+    if (this.cluster === null) return null;
+    return new ClusterRemoteFeed({ bus: this.streamBus, clock: this.deps.clock, log: this.deps.log }, origin, start, sink);
   }
 }
 

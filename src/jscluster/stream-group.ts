@@ -35,6 +35,7 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { serverHash } from "./meta-group.js";
+import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
 import {
   buildCatchup,
   CatchupAssembler,
@@ -107,6 +108,8 @@ export interface StreamGroupOptions {
    *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
   sched?: Scheduler;
   onLeaderChange?(leader: string): void;
+  /** The cluster's name (the `cluster` blocks of CONSUMER.INFO). */
+  clusterName?: string;
   /** A configuration entry was applied (stream.update done): persist it (meta.json). */
   onConfig?(cfg: StreamConfig): void;
   /** Snapshot the group after this many applied publishes and other entries (default 65,536) ... */
@@ -141,6 +144,10 @@ function notLeader(): JsApiError {
 
 export class StreamGroup implements GroupApp {
   readonly stream: Stream;
+  /** The copies of the stream's durable consumers' ledgers (consumer-repl.ts). */
+  readonly consumers: ConsumerRepl;
+  /** Consumer entries up to this index are in `consumers` (a catch-up does not cover them). */
+  private consumerIndex = 0;
   readonly name: string;
   private readonly o: StreamGroupOptions;
   private readonly store: StreamStore;
@@ -212,7 +219,18 @@ export class StreamGroup implements GroupApp {
     this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
     this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
     const proposer = new RaftProposer(this);
+    this.consumers = new ConsumerRepl({
+      propose: (data) => this.o.host.propose(this.name, data),
+      later: (fn) => {
+        if (this.o.sched !== undefined) this.o.sched.microtask(fn);
+        else this.o.clock.setTimer(fn, 0);
+      },
+      publishReply: (reply) => this.stream.replyEmpty(reply),
+      clusterInfo: () => ({ name: this.o.clusterName ?? "", ...this.clusterInfo() }),
+      localInfo: () => ({ name: this.o.clusterName ?? "", leader: this.o.self }),
+    });
     this.stream = o.open(() => proposer);
+    this.stream.consumerRepl = this.consumers;
     this.store = this.stream.store;
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
@@ -469,8 +487,10 @@ export class StreamGroup implements GroupApp {
 
   private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
-    // Publishes taken before this request go first, as they would on a single server.
+    // Publishes and consumer operations taken before this request go first, as they would on
+    // a single server.
     this.flushBatch();
+    this.consumers.flush();
     let index: number;
     try {
       index = this.o.host.propose(this.name, data);
@@ -555,7 +575,11 @@ export class StreamGroup implements GroupApp {
     }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
-      if (e.index <= this.skipThrough) continue;
+      if (e.index <= this.skipThrough) {
+        // A catch-up answer holds the stream, not the consumers: their entries still apply.
+        if (e.index > this.consumerIndex && e.type !== EntryType.Noop && e.data[0] === OP_CONSUMERS) this.applyConsumers(e);
+        continue;
+      }
       this.appliedIndex = e.index;
       this.applied++;
       if (e.type === EntryType.Noop) {
@@ -590,6 +614,9 @@ export class StreamGroup implements GroupApp {
             break;
           case OP_CONFIG:
             this.applyConfig(e);
+            break;
+          case OP_CONSUMERS:
+            if (e.index > this.consumerIndex) this.applyConsumers(e);
             break;
           default:
             this.o.log.warn(`stream group ${this.name}: unknown entry type ${op} at ${e.index}`);
@@ -635,6 +662,11 @@ export class StreamGroup implements GroupApp {
     m.reply = reply;
     this.stream.applyEntry(m);
     if (this.stream.storeFailure !== null) this.applySeq = this.store.state().lastSeq;
+  }
+
+  private applyConsumers(e: Entry): void {
+    this.consumerIndex = e.index;
+    this.consumers.apply(e.data, e.index, this.leadTerm !== 0 && e.term === this.leadTerm);
   }
 
   private applyPurge(e: Entry): void {
@@ -701,7 +733,7 @@ export class StreamGroup implements GroupApp {
    *  finds its store short catches up from a peer (stream-catchup.ts). */
   snapshot(): Uint8Array {
     const st = this.store.state();
-    return encodeStateSnapshot({ appliedIndex: this.appliedIndex, applySeq: this.applySeq, firstSeq: st.firstSeq, lastSeq: st.lastSeq, lastTsNs: st.lastTsNs, msgs: st.msgs, bytes: st.bytes });
+    return encodeStateSnapshot({ appliedIndex: this.appliedIndex, applySeq: this.applySeq, firstSeq: st.firstSeq, lastSeq: st.lastSeq, lastTsNs: st.lastTsNs, msgs: st.msgs, bytes: st.bytes }, this.consumers.encode());
   }
 
   /** The whole store as a snapshot (version 1; installStoreSnapshot restores it). */
@@ -715,6 +747,7 @@ export class StreamGroup implements GroupApp {
     this.sinceSnapEntries = 0;
     this.sinceSnapBytes = 0;
     if (d.kind === "archive") {
+      this.consumers.restore(Buffer.alloc(0));
       installStoreSnapshot(this.store, d.archive, this.opening);
       this.applySeq = d.applySeq;
       this.replayTo = this.store.state().lastSeq;
@@ -723,6 +756,8 @@ export class StreamGroup implements GroupApp {
     }
     const { appliedIndex: index, applySeq, firstSeq: first, lastSeq: last, msgs } = d.state;
     const st = this.store.state();
+    this.consumers.restore(d.consumers);
+    this.consumerIndex = index;
     this.appliedIndex = index;
     this.skipThrough = index;
     // Our own snapshot, and the store reaches it: a snapshot is kept only once the store had
@@ -913,13 +948,17 @@ export class StreamGroup implements GroupApp {
     this.batchReplies = [];
     this.stream.clearInflight();
     this.taking = true;
+    this.consumers.setLeading(true);
     this.stream.setIngest(true);
     this.reconcileMembers();
+    // Once more, now taking: the consumers start on this leader from the agreed state.
+    this.o.onLeaderChange?.(this.leaderName);
   }
 
   private stopLeading(why: string): void {
     this.leadTerm = 0;
     this.taking = false;
+    this.consumers.setLeading(false);
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
     this.stream.clearInflight();

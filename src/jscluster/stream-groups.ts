@@ -11,6 +11,7 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
       group: o.group.name,
       peers: o.group.peers,
       self: m.serverName,
+      clusterName: m.clusterName,
       host: m.raftHost,
       open: o.open,
       clock,

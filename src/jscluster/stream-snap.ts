@@ -23,8 +23,10 @@ export interface StateSnapshot {
   bytes: number;
 }
 
-export function encodeStateSnapshot(s: StateSnapshot): Buffer {
-  const b = Buffer.allocUnsafe(SNAP_STATE_LEN);
+/** consumers: the stream's consumers' copies (consumer-repl.ts), after the state. */
+export function encodeStateSnapshot(s: StateSnapshot, consumers: Buffer = Buffer.alloc(0)): Buffer {
+  const b = Buffer.allocUnsafe(SNAP_STATE_LEN + consumers.length);
+  consumers.copy(b, SNAP_STATE_LEN);
   b.writeUInt32LE(SNAP_MAGIC, 0);
   b[4] = SNAP_V_STATE;
   b.writeDoubleLE(s.appliedIndex, 5);
@@ -51,13 +53,13 @@ export function encodeArchiveSnapshot(applySeq: number, store: StreamStore): Buf
 
 export type DecodedSnapshot =
   | { kind: "archive"; applySeq: number; archive: Buffer }
-  | { kind: "state"; state: StateSnapshot };
+  | { kind: "state"; state: StateSnapshot; consumers: Buffer };
 
 /** Throws (naming the group) on anything that is not one of the two versions. */
 export function decodeStreamSnapshot(group: string, b: Buffer): DecodedSnapshot {
   if (b.length < 5 || b.readUInt32LE(0) !== SNAP_MAGIC) throw new Error(`stream group ${group}: not a stream snapshot`);
   if (b[4] === SNAP_V_ARCHIVE && b.length >= SNAP_HDR) return { kind: "archive", applySeq: b.readDoubleLE(5), archive: b.subarray(SNAP_HDR) };
-  if (b[4] !== SNAP_V_STATE || b.length !== SNAP_STATE_LEN) throw new Error(`stream group ${group}: unknown snapshot version ${b[4]}`);
+  if (b[4] !== SNAP_V_STATE || b.length < SNAP_STATE_LEN) throw new Error(`stream group ${group}: unknown snapshot version ${b[4]}`);
   return {
     kind: "state",
     state: {
@@ -69,5 +71,6 @@ export function decodeStreamSnapshot(group: string, b: Buffer): DecodedSnapshot 
       msgs: b.readDoubleLE(45),
       bytes: b.readDoubleLE(53),
     },
+    consumers: b.subarray(SNAP_STATE_LEN),
   };
 }

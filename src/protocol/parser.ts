@@ -3,6 +3,8 @@
 // without regexes; payloads are handed out as views into the read buffer and are copied
 // only when a frame spans two reads. Limits are checked before anything is buffered.
 
+import { PayloadReader } from "./payload.js";
+
 export const ProtoErrorKind = {
   UnknownOp: "unknown_op",
   MaxControlLine: "max_control_line",
@@ -53,9 +55,7 @@ export class Parser {
   private pSubject = "";
   private pReply = "";
   private pHdrLen = -1; // -1: PUB, otherwise HPUB header length
-  private pTotal = 0; // payload bytes (incl. headers) without the trailing CRLF
-  private pBuf: Buffer | null = null;
-  private pHave = 0;
+  private readonly payload = new PayloadReader();
   private stopped = false;
   /** The main loop's exit test: stopped, or the handler asked to yield (yieldTurn). One
    *  field for both, so yielding costs the PUB path nothing. */
@@ -136,36 +136,16 @@ export class Parser {
         i = nl + 1;
         if (!this.controlLine(buf, ls, nl)) return;
       } else {
-        // Payload plus its CRLF.
-        const need = this.pTotal + 2;
-        if (this.pBuf === null && n - i >= need) {
-          const end = i + this.pTotal;
-          if (buf[end] !== CR || buf[end + 1] !== LF) {
-            this.fail(ProtoErrorKind.UnknownOp, "payload not followed by CRLF");
-            return;
-          }
-          this.deliver(buf, i, end);
-          i = end + 2;
-          this.state = S_CONTROL;
-          continue;
+        const next = this.payload.take(buf, i, n);
+        if (next < 0) {
+          this.fail(ProtoErrorKind.UnknownOp, "payload not followed by CRLF");
+          return;
         }
-        if (this.pBuf === null) {
-          this.pBuf = Buffer.allocUnsafe(need);
-          this.pHave = 0;
-        }
-        const take = Math.min(need - this.pHave, n - i);
-        buf.copy(this.pBuf, this.pHave, i, i + take);
-        this.pHave += take;
-        i += take;
-        if (this.pHave === need) {
-          const pb = this.pBuf;
-          this.pBuf = null;
-          if (pb[this.pTotal] !== CR || pb[this.pTotal + 1] !== LF) {
-            this.fail(ProtoErrorKind.UnknownOp, "payload not followed by CRLF");
-            return;
-          }
+        i = next;
+        const data = this.payload.done();
+        if (data !== null) {
           this.state = S_CONTROL;
-          this.deliver(pb, 0, this.pTotal);
+          this.deliver(data, this.payload.start, this.payload.end);
         }
       }
     }
@@ -462,9 +442,7 @@ export class Parser {
   }
 
   private startPayload(total: number): void {
-    this.pTotal = total;
-    this.pBuf = null;
-    this.pHave = 0;
+    this.payload.begin(total);
     this.state = S_PAYLOAD;
   }
 

@@ -1,6 +1,10 @@
-// Mirrors and sources on one server: instead of an internal push consumer (nats-server's
-// way across servers), each reader copies from the origin stream's store directly, woken
-// by the origin's store notifications and by a coarse retry tick (origins created later).
+// Mirrors and sources. When the origin has a copy on this server, each reader copies from
+// the origin stream's store directly, woken by the origin's store notifications and by a
+// coarse retry tick (origins created later). Clustered, an origin with no copy here is read
+// through a RemoteFeed the host opens (an internal consumer on the origin, over the cluster:
+// src/jetstream/remote-source.ts). Of a replicated target only the leader's readers run
+// (what they copy goes through its Raft group); a replica that stops leading forgets its
+// positions and finds them again from its store when it leads.
 // Positions survive restarts: a mirror resumes at its own last_seq + 1; a source at the
 // origin seq recorded in sources.json or, if newer, in its last stored Nats-Stream-Source.
 
@@ -25,10 +29,29 @@ const BATCH = 4096;
 const TICK_MS = 1000;
 const SCAN_BACK_MAX = 100_000;
 
+/** Where a remote feed starts: an origin sequence, else a time (RFC 3339), else the start. */
+export interface RemoteStart {
+  seq: number;
+  time: string;
+}
+
+/** Messages of an origin stream held on other servers, in origin order. */
+export interface RemoteFeed {
+  /** The coarse tick: start over from next if the feed went silent. */
+  tick(next: RemoteStart): void;
+  /** Start over from this position. */
+  restart(from: RemoteStart): void;
+  close(): void;
+}
+
 export interface SourcingHost {
   readonly fs: Fs;
   readonly deps: { clock: Clock; log: Logger; bus: Bus };
   getStream(name: string): Stream | undefined;
+  /** Clustered: read an origin that has no copy on this server over the cluster; sink gets
+   *  each message with its origin sequence and time. Absent (or null): such an origin is
+   *  waited for, as when it does not exist yet. */
+  openRemote?(origin: string, start: RemoteStart, sink: (m: StoredMsg) => void): RemoteFeed | null;
 }
 
 class Reader {
@@ -41,6 +64,11 @@ class Reader {
   private readonly transforms: SubjectTransform[];
   scheduled = false;
   dirty = false;
+  /** The feed from an origin held elsewhere (clustered), or null. */
+  remote: RemoteFeed | null = null;
+  /** Mirror of a replicated target: the last origin sequence proposed (the store lags the
+   *  proposals), -1 until known. */
+  proposedOrigin = -1;
 
   constructor(
     readonly target: Stream,
@@ -104,7 +132,10 @@ export class Sourcing {
     this.tick = this.host.deps.clock.setTimer(() => {
       this.tick = null;
       for (const [name, rs] of this.readers) {
-        for (const r of rs) this.pump(r);
+        for (const r of rs) {
+          this.pump(r);
+          if (r.remote !== null && r.next > 0) r.remote.tick({ seq: r.next, time: "" });
+        }
         const st = this.host.getStream(name);
         if (st) this.persist(st, false);
       }
@@ -145,6 +176,7 @@ export class Sourcing {
 
   private dropReaders(name: string): void {
     for (const r of this.readers.get(name) ?? []) {
+      this.stopRemote(r);
       const w = this.wakers.get(r);
       if (w !== undefined && r.origin !== null) r.origin.removeStoreListener(w);
       this.wakers.delete(r);
@@ -202,10 +234,28 @@ export class Sourcing {
     return Math.max(1, origin.store.state().firstSeq);
   }
 
+  private stopRemote(r: Reader): void {
+    r.remote?.close();
+    r.remote = null;
+  }
+
   /** Copy what is new in the origin; re-schedules itself when a batch was full. */
   private pump(r: Reader): void {
+    if (!r.target.ingesting) {
+      // A replica that does not lead copies nothing; it finds its position again when it
+      // leads (from its store, which then has every committed copy).
+      this.stopRemote(r);
+      r.next = 0;
+      r.proposedOrigin = -1;
+      return;
+    }
     const origin = this.resolve(r);
-    if (origin === null || origin === r.target) return;
+    if (origin === r.target) return;
+    if (origin === null) {
+      this.pumpRemote(r);
+      return;
+    }
+    this.stopRemote(r);
     // A target whose store stopped copies nothing (and so does not move on) until it is
     // reopened; its new readers start from what it holds.
     if (r.target.storeFailure !== null) return;
@@ -224,10 +274,55 @@ export class Sourcing {
     if (n === BATCH) this.schedule(r);
   }
 
+  /** The origin has no copy here: read it over the cluster (if the host can). */
+  private pumpRemote(r: Reader): void {
+    if (r.remote !== null || this.host.openRemote === undefined || r.target.storeFailure !== null) return;
+    const start = this.remoteStart(r);
+    r.remote = this.host.openRemote(r.cfg.name, start, (m) => this.onRemote(r, m));
+  }
+
+  private remoteStart(r: Reader): RemoteStart {
+    if (r.next > 0) return { seq: r.next, time: "" };
+    if (r.isMirror) {
+      const last = r.target.store.state().lastSeq;
+      if (last > 0) return { seq: last + 1, time: "" };
+    } else {
+      // A leader's store holds every committed copy: its newest source header is where the
+      // previous leader got to.
+      this.scanSourceHeaders(r.target, [r]);
+      if (r.next > 0) return { seq: r.next, time: "" };
+    }
+    if (r.cfg.opt_start_seq > 0) return { seq: r.cfg.opt_start_seq, time: "" };
+    return { seq: 0, time: r.cfg.opt_start_time };
+  }
+
+  private onRemote(r: Reader, m: StoredMsg): void {
+    if (!r.target.ingesting || r.target.storeFailure !== null || !this.readers.get(r.target.name)?.includes(r)) {
+      this.stopRemote(r);
+      return;
+    }
+    if (r.next > 0 && m.seq < r.next) return; // seen (a feed that started over)
+    if (r.isMirror) this.storeMirrored(r, m);
+    else this.storeSourced(r, m);
+    r.next = m.seq + 1;
+    r.dirty = true;
+    r.lastActiveMono = this.host.deps.clock.monoMs();
+  }
+
   private storeMirrored(r: Reader, m: StoredMsg): void {
     const t = r.target;
     const subj = r.map(m.subject);
     if (subj === null) return; // filtered out: leaves a gap, filled when the next one arrives
+    if (t.replicated) {
+      // What is proposed reaches the store only when it commits: judge against what was
+      // proposed. Gaps are not reserved (that would write around the Raft group): the
+      // mirror's sequences then run behind the origin's after deleted origin messages.
+      if (r.proposedOrigin < 0) r.proposedOrigin = t.store.state().lastSeq;
+      if (m.seq <= r.proposedOrigin) return;
+      r.proposedOrigin = m.seq;
+      t.processMirrored(subj, m.hdr, m.data, m.tsNs, ttlOf(m.hdr));
+      return;
+    }
     const st = t.store.state();
     if (m.seq <= st.lastSeq) return;
     if (m.seq > st.lastSeq + 1) {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
-import type { ConsumerHook, StreamHandle } from "../contracts/jetstream.js";
+import type { ConsumerHook, ConsumerReplicator, StreamHandle } from "../contracts/jetstream.js";
 import type { StreamStore, StoreLimits } from "../storage/types.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
 import type { StreamConfig, StreamInfoWire, StreamStateWire, PubAckWire } from "../contracts/wire.js";
@@ -65,6 +65,8 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   /** Stream directory (file streams) or null. */
   readonly dir: string | null;
   private readonly env: StreamEnv;
+  /** A replicated stream's copy: where its consumers' ledger operations go (StreamGroup). */
+  consumerRepl: ConsumerReplicator | null = null;
   private subs: InternalSubscription[] = [];
   /** Subscriptions to drop and subjects to subscribe before subs matches cfg.subjects (none
    *  once detached); `subsPlanned` false: not worked out since the last change. */
@@ -244,6 +246,11 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
 
   private respondErr(reply: string, name: JsErrName, args?: Record<string, string | number>): void {
     this.respondApiErr(reply, jsErr(name, args));
+  }
+
+  /** An empty message to reply (a replicated consumer's AckSync answer). */
+  replyEmpty(reply: string): void {
+    this.env.bus.publish(reply, "", null, EMPTY);
   }
 
   private respondApiErr(reply: string, err: ApiError): void {
@@ -428,6 +435,11 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
 
   get ingesting(): boolean {
     return this.ingest;
+  }
+
+  /** True when what is proposed applies later, through a Raft group (R>1 clustered). */
+  get replicated(): boolean {
+    return !this.proposer.immediate;
   }
 
   /** A proposal the proposer could not take (this replica stopped leading): not in flight. */

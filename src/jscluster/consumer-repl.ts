@@ -1,0 +1,409 @@
+// A replicated stream's consumers (issue 18): the stream leader's consumers run as on one
+// server and report every ledger operation they apply (ConsumerReplicator); the operations of
+// one turn travel as one CONSUMERS entry in the stream's own Raft log, after the stream
+// entries they depend on, and every replica (the leader too) applies committed ones to its
+// copy of each consumer's ledger. So each replica holds every consumer's agreed state, and a
+// new stream leader starts its consumers from it: what was acked before the old leader's
+// entry committed stays acked, what was delivered and not acked is redelivered after its ack
+// wait, and nothing committed is lost. The copies are part of the stream group's snapshot.
+//
+// A consumer runs only where the stream leads, so its leader is the stream's leader.
+// Deliveries go out before their operations commit (as nats-server does it): a delivery the
+// old leader made but did not commit is made again by the new one; an AckSync (an ack with a
+// reply) is answered only once its operation has committed.
+//
+// The entry, after its op byte (stream-codec.ts OP_CONSUMERS): records, each a type byte:
+//   1 NAME  u16 length, name: the consumer the records after it are about
+//   2 CFG   u8 ack policy (0 none, 1 all, 2 explicit), f64 max_deliver, f64 max_ack_pending,
+//           f64 created (ns), u32 length, the config as wire JSON
+//   3 DEL   the consumer was deleted
+//   4 OP    u8 kind (LedgerKind), f64 a, f64 b, f64 c, f64 d
+//   5 GONE  u32 count, count × f64 sequence
+
+import { LedgerKind, type ConsumerReplicator } from "../contracts/jetstream.js";
+import { ConsumerLedger, type LedgerOp, type LedgerAckPolicy } from "../consumer/ledger.js";
+import { decodeConsumerState, encodeConsumerState } from "../storage/file/consumer.js";
+import type { ConsumerState } from "../storage/types.js";
+
+export const OP_CONSUMERS = 6;
+
+const REC_NAME = 1;
+const REC_CFG = 2;
+const REC_DEL = 3;
+const REC_OP = 4;
+const REC_GONE = 5;
+const OP_REC_LEN = 1 + 1 + 32;
+const POLICIES: readonly LedgerAckPolicy[] = ["none", "all", "explicit"];
+
+/** Where the replicator's batches go: the stream group proposes them (the Raft index, or an
+ *  exception when this replica no longer leads). */
+export interface ConsumerReplHost {
+  propose(data: Buffer): number;
+  /** Defer fn to the end of this turn (the batch of one turn becomes one entry). */
+  later(fn: () => void): void;
+  publishReply(reply: string): void;
+  /** The stream group's cluster block, with the cluster's name. */
+  clusterInfo(): Record<string, unknown>;
+  /** {name, leader: this server} for a consumer that is not replicated. */
+  localInfo(): Record<string, unknown>;
+}
+
+interface Shadow {
+  ledger: ConsumerLedger;
+  policy: LedgerAckPolicy;
+  maxDeliver: number;
+  maxAckPending: number;
+  config: string;
+  createdNs: number;
+}
+
+export class ConsumerRepl implements ConsumerReplicator {
+  private _leading = false;
+  private readonly shadows = new Map<string, Shadow>();
+  private buf: Buffer = Buffer.allocUnsafe(16 * 1024);
+  private len = 1;
+  private curName = "";
+  private flushQueued = false;
+  /** AckSync replies waiting for the batch being built. */
+  private batchReplies: string[] = [];
+  /** Replies waiting for a proposed index to be applied: [index, reply] pairs in order. */
+  private waitIdx: number[] = [];
+  private waitReply: string[] = [];
+  private waitHead = 0;
+  /** The last index this replicator proposed, and the last index applied here. */
+  private lastProposed = 0;
+  private appliedIndex = 0;
+  /** Operations applied to the copies (tests). */
+  appliedOps = 0;
+
+  constructor(private readonly host: ConsumerReplHost) {}
+
+  get leading(): boolean {
+    return this._leading;
+  }
+
+  /** The stream group takes publishes (true) or stopped leading (false): a batch not
+   *  proposed yet is dropped (its consumers stop; the new leader redelivers). */
+  setLeading(on: boolean): void {
+    this._leading = on;
+    this.len = 1;
+    this.curName = "";
+    this.batchReplies = [];
+    if (!on) {
+      this.waitIdx = [];
+      this.waitReply = [];
+      this.waitHead = 0;
+    }
+  }
+
+  // ---------- ConsumerReplicator (the leader's consumers) ----------
+
+  state(name: string): ConsumerState | null {
+    const s = this.shadows.get(name);
+    return s === undefined ? null : cloneState(s.ledger.state);
+  }
+
+  clusterInfo(replicated: boolean): Record<string, unknown> {
+    return replicated ? this.host.clusterInfo() : this.host.localInfo();
+  }
+
+  names(): string[] {
+    return [...this.shadows.keys()];
+  }
+
+  configure(name: string, ackPolicy: LedgerAckPolicy, maxDeliver: number, maxAckPending: number, config: string, createdNs: number): void {
+    if (!this._leading) return;
+    const cl = Buffer.byteLength(config);
+    const p = this.room(name, 1 + 1 + 24 + 4 + cl);
+    const b = this.buf;
+    b[p] = REC_CFG;
+    b[p + 1] = POLICIES.indexOf(ackPolicy);
+    b.writeDoubleLE(maxDeliver, p + 2);
+    b.writeDoubleLE(maxAckPending, p + 10);
+    b.writeDoubleLE(createdNs, p + 18);
+    b.writeUInt32LE(cl, p + 26);
+    b.write(config, p + 30, "utf8");
+    this.len = p + 30 + cl;
+  }
+
+  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> {
+    const out: Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> = [];
+    for (const [name, s] of this.shadows) out.push({ name, config: s.config, createdNs: s.createdNs, state: cloneState(s.ledger.state) });
+    return out;
+  }
+
+  removed(name: string): void {
+    if (!this._leading) return;
+    const p = this.room(name, 1);
+    this.buf[p] = REC_DEL;
+    this.len = p + 1;
+  }
+
+  op(name: string, kind: LedgerKind, a: number, b: number, c: number, d: number, seqs?: readonly number[]): void {
+    if (!this._leading) return;
+    if (kind === LedgerKind.Gone) {
+      const list = seqs ?? [];
+      const p = this.room(name, 1 + 4 + list.length * 8);
+      const w = this.buf;
+      w[p] = REC_GONE;
+      w.writeUInt32LE(list.length, p + 1);
+      let q = p + 5;
+      for (let i = 0; i < list.length; i++, q += 8) w.writeDoubleLE(list[i]!, q);
+      this.len = q;
+      return;
+    }
+    const p = this.room(name, OP_REC_LEN);
+    const w = this.buf;
+    w[p] = REC_OP;
+    w[p + 1] = kind;
+    w.writeDoubleLE(a, p + 2);
+    w.writeDoubleLE(b, p + 10);
+    w.writeDoubleLE(c, p + 18);
+    w.writeDoubleLE(d, p + 26);
+    this.len = p + OP_REC_LEN;
+  }
+
+  replyAfterCommit(reply: string): void {
+    if (!this._leading) return; // not answered: the client's AckSync times out and retries
+    if (this.len > 1) {
+      this.batchReplies.push(reply);
+      return;
+    }
+    if (this.lastProposed <= this.appliedIndex) {
+      this.host.publishReply(reply);
+      return;
+    }
+    this.waitIdx.push(this.lastProposed);
+    this.waitReply.push(reply);
+  }
+
+  /** Room for a record about `name` of n bytes; writes the NAME record if needed and returns
+   *  where the record goes. Schedules the flush. */
+  private room(name: string, n: number): number {
+    const nameLen = name === this.curName ? 0 : 3 + Buffer.byteLength(name);
+    const need = this.len + nameLen + n;
+    if (need > this.buf.length) {
+      const nb = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2));
+      this.buf.copy(nb, 0, 0, this.len);
+      this.buf = nb;
+    }
+    let p = this.len;
+    if (nameLen > 0) {
+      const b = this.buf;
+      b[p] = REC_NAME;
+      const l = b.write(name, p + 3, "utf8");
+      b.writeUInt16LE(l, p + 1);
+      p += 3 + l;
+      this.curName = name;
+    }
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      this.host.later(this.flushFn);
+    }
+    return p;
+  }
+
+  private readonly flushFn = (): void => {
+    this.flushQueued = false;
+    this.flush();
+  };
+
+  /** Propose what this turn recorded as one entry (the stream group calls it before its own
+   *  entries too, so a purge proposed after acks comes after them in the log). */
+  flush(): void {
+    if (this.len <= 1 || !this._leading) return;
+    this.buf[0] = OP_CONSUMERS;
+    const data = Buffer.from(this.buf.subarray(0, this.len));
+    const replies = this.batchReplies;
+    this.len = 1;
+    this.curName = "";
+    this.batchReplies = [];
+    let index: number;
+    try {
+      index = this.host.propose(data);
+    } catch {
+      return; // leadership moved: the consumers stop, the next leader redelivers
+    }
+    this.lastProposed = index;
+    for (const r of replies) {
+      this.waitIdx.push(index);
+      this.waitReply.push(r);
+    }
+  }
+
+  // ---------- apply (every replica) ----------
+
+  /** A committed CONSUMERS entry at `index`; `answer`: this leader proposed it in its term. */
+  apply(data: Uint8Array, index: number, answer: boolean): void {
+    const b = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    let p = 1;
+    let cur: Shadow | undefined;
+    let curName = "";
+    while (p < b.length) {
+      const t = b[p]!;
+      switch (t) {
+        case REC_NAME: {
+          const l = b.readUInt16LE(p + 1);
+          curName = b.toString("utf8", p + 3, p + 3 + l);
+          cur = this.shadows.get(curName);
+          p += 3 + l;
+          break;
+        }
+        case REC_CFG: {
+          const policy = POLICIES[b[p + 1]!] ?? "explicit";
+          const maxDeliver = b.readDoubleLE(p + 2);
+          const maxAckPending = b.readDoubleLE(p + 10);
+          const createdNs = b.readDoubleLE(p + 18);
+          const cl = b.readUInt32LE(p + 26);
+          if (p + 30 + cl > b.length) throw new Error("corrupt consumers entry");
+          const config = b.toString("utf8", p + 30, p + 30 + cl);
+          if (cur === undefined) {
+            cur = { ledger: new ConsumerLedger(), policy, maxDeliver, maxAckPending, config, createdNs };
+            this.shadows.set(curName, cur);
+          }
+          cur.policy = policy;
+          cur.maxDeliver = maxDeliver;
+          cur.maxAckPending = maxAckPending;
+          cur.config = config;
+          cur.createdNs = createdNs;
+          cur.ledger.configure(policy, maxDeliver, maxAckPending);
+          p += 30 + cl;
+          break;
+        }
+        case REC_DEL:
+          this.shadows.delete(curName);
+          cur = undefined;
+          p += 1;
+          break;
+        case REC_OP: {
+          if (p + OP_REC_LEN > b.length) throw new Error("corrupt consumers entry");
+          if (cur !== undefined) {
+            cur.ledger.apply(opOf(b[p + 1]!, b.readDoubleLE(p + 2), b.readDoubleLE(p + 10), b.readDoubleLE(p + 18), b.readDoubleLE(p + 26)));
+            this.appliedOps++;
+          }
+          p += OP_REC_LEN;
+          break;
+        }
+        case REC_GONE: {
+          const n = b.readUInt32LE(p + 1);
+          const seqs: number[] = [];
+          for (let i = 0, q = p + 5; i < n; i++, q += 8) seqs.push(b.readDoubleLE(q));
+          if (cur !== undefined) {
+            cur.ledger.apply({ op: "gone", sseqs: seqs });
+            this.appliedOps++;
+          }
+          p += 5 + n * 8;
+          break;
+        }
+        default:
+          throw new Error(`corrupt consumers entry (record type ${t})`);
+      }
+    }
+    // A copy never delivers: the redelivery queue the operations build is the leader's.
+    for (const sh of this.shadows.values()) while (sh.ledger.queuedRedeliveries > 0) sh.ledger.dropRedelivery();
+    this.applied(index, answer);
+  }
+
+  /** Entries up to index are applied here: answer the AckSyncs that waited for them. */
+  applied(index: number, answer = true): void {
+    this.appliedIndex = index;
+    const idx = this.waitIdx;
+    let h = this.waitHead;
+    while (h < idx.length && idx[h]! <= index) {
+      if (answer) this.host.publishReply(this.waitReply[h]!);
+      h++;
+    }
+    if (h === idx.length) {
+      idx.length = 0;
+      this.waitReply.length = 0;
+      h = 0;
+    }
+    this.waitHead = h;
+  }
+
+  // ---------- snapshot ----------
+
+  /** Every consumer's copy: u32 count, then per consumer u16 name length, name, u8 policy,
+   *  f64 max_deliver, f64 max_ack_pending, f64 created, u32 length + config JSON, the state
+   *  as the file consumer store encodes it. */
+  encode(): Buffer {
+    const parts: Buffer[] = [];
+    const head = Buffer.allocUnsafe(4);
+    head.writeUInt32LE(this.shadows.size, 0);
+    parts.push(head);
+    for (const [name, s] of [...this.shadows].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))) {
+      const nb = Buffer.from(name, "utf8");
+      const cb = Buffer.from(s.config, "utf8");
+      const h = Buffer.allocUnsafe(2 + nb.length + 29);
+      h.writeUInt16LE(nb.length, 0);
+      nb.copy(h, 2);
+      const q = 2 + nb.length;
+      h[q] = POLICIES.indexOf(s.policy);
+      h.writeDoubleLE(s.maxDeliver, q + 1);
+      h.writeDoubleLE(s.maxAckPending, q + 9);
+      h.writeDoubleLE(s.createdNs, q + 17);
+      h.writeUInt32LE(cb.length, q + 25);
+      parts.push(h, cb, encodeConsumerState(s.ledger.state));
+    }
+    return Buffer.concat(parts);
+  }
+
+  /** Replace every copy with a snapshot's (an empty buffer: none). */
+  restore(b: Buffer): void {
+    this.shadows.clear();
+    if (b.length === 0) return;
+    const n = b.readUInt32LE(0);
+    let p = 4;
+    for (let i = 0; i < n; i++) {
+      const l = b.readUInt16LE(p);
+      const name = b.toString("utf8", p + 2, p + 2 + l);
+      p += 2 + l;
+      const policy = POLICIES[b[p]!] ?? "explicit";
+      const maxDeliver = b.readDoubleLE(p + 1);
+      const maxAckPending = b.readDoubleLE(p + 9);
+      const createdNs = b.readDoubleLE(p + 17);
+      const cl = b.readUInt32LE(p + 25);
+      const config = b.toString("utf8", p + 29, p + 29 + cl);
+      p += 29 + cl;
+      const stateLen = b.readUInt32LE(p);
+      const ledger = new ConsumerLedger(decodeConsumerState(b, p));
+      ledger.configure(policy, maxDeliver, maxAckPending);
+      p += stateLen;
+      this.shadows.set(name, { ledger, policy, maxDeliver, maxAckPending, config, createdNs });
+    }
+  }
+}
+
+function opOf(kind: number, a: number, b: number, c: number, d: number): LedgerOp {
+  switch (kind) {
+    case LedgerKind.Delivered:
+      return { op: "delivered", sseq: a, dseq: b, dc: c, ts: d };
+    case LedgerKind.Acked:
+      return { op: "acked", sseq: a, dseq: b };
+    case LedgerKind.Nak:
+      return { op: "nak", sseq: a, delay: b };
+    case LedgerKind.Expired:
+      return { op: "expired", sseq: a };
+    case LedgerKind.Term:
+      return { op: "term", sseq: a };
+    case LedgerKind.Progress:
+      return { op: "progress", sseq: a, ts: b };
+    case LedgerKind.Skip:
+      return { op: "skip", sseq: a };
+    case LedgerKind.Purged:
+      return { op: "purged", sseq: a, skip: b };
+    case LedgerKind.Reset:
+      return { op: "reset", sseq: a, dseq: b };
+    default:
+      throw new Error(`corrupt consumers entry (operation ${kind})`);
+  }
+}
+
+function cloneState(s: ConsumerState): ConsumerState {
+  return {
+    delivered: { ...s.delivered },
+    ackFloor: { ...s.ackFloor },
+    pending: new Map([...s.pending].map(([k, v]) => [k, { ...v }])),
+    redelivered: new Map(s.redelivered),
+  };
+}

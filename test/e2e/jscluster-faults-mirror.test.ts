@@ -1,0 +1,133 @@
+// Mirrors and sources of a stream led elsewhere (src/jetstream/remote-source.ts): four tsnats
+// servers; the origin (R1) lives on n1 only, an R3 mirror and an R3 source (filtered) on
+// n2..n4, so neither can read the origin's store: their leaders consume it over the cluster
+// and store what they get through their Raft groups. Publishes go on while the mirror's leader
+// steps down and then is SIGKILLed; afterwards every replica of the mirror holds exactly the
+// origin's messages at the origin's sequences, and the source holds each filtered message
+// once.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+import { FaultRig } from "../faults/rig.js";
+import { until } from "../helpers/until.js";
+
+async function req(nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> {
+  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout: 5000 });
+  return r.json();
+}
+
+async function state(nc: NatsConnection, stream: string): Promise<{ messages: number; last_seq: number }> {
+  const i = await req(nc, `$JS.API.STREAM.INFO.${stream}`).catch(() => ({}) as Record<string, unknown>);
+  return (i["state"] as { messages: number; last_seq: number } | undefined) ?? { messages: -1, last_seq: -1 };
+}
+
+void test("mirror and source (R3) of an origin held on another server: consumed over the cluster, through leader changes and a SIGKILL", async (t) => {
+  const rig = await FaultRig.start({ n: 4, net: "mesh", prefix: "tsnats-mirror-", tags: (i) => [i === 0 ? "role:origin" : "role:copy"] });
+  let nc: NatsConnection | null = null;
+  try {
+    await rig.waitMetaLeader();
+    nc = await connect({ servers: rig.urls(), noRandomize: true });
+    const o = await req(nc, "$JS.API.STREAM.CREATE.ORIGIN", { name: "ORIGIN", subjects: ["o.>"], num_replicas: 1, placement: { tags: ["role:origin"] } });
+    assert.equal(o["error"], undefined, JSON.stringify(o));
+    const m = await req(nc, "$JS.API.STREAM.CREATE.MIRROR", { name: "MIRROR", num_replicas: 3, mirror: { name: "ORIGIN" }, placement: { tags: ["role:copy"] } });
+    assert.equal(m["error"], undefined, JSON.stringify(m));
+    const s = await req(nc, "$JS.API.STREAM.CREATE.SRC", { name: "SRC", subjects: ["src.>"], num_replicas: 3, sources: [{ name: "ORIGIN", filter_subject: "o.a" }], placement: { tags: ["role:copy"] } });
+    assert.equal(s["error"], undefined, JSON.stringify(s));
+    const js = jetstream(nc);
+    let n = 0;
+    const publish = async (k: number): Promise<void> => {
+      for (let i = 0; i < k; i++, n++) {
+        await until("a publish to ORIGIN", () => js.publish(n % 2 === 0 ? "o.a" : "o.b", `m${n}`, { msgID: `m${n}` }).then(() => true, () => false));
+      }
+    };
+    await publish(40);
+    await until("the mirror has the origin's 40 messages", async () => (await state(nc!, "MIRROR")).last_seq === 40, 20_000);
+    await until("the source has the 20 on o.a", async () => (await state(nc!, "SRC")).messages === 20, 20_000);
+
+    // A stepdown of the mirror and of the source: the new leaders go on from their stores.
+    const ml = await rig.streamLeader("MIRROR");
+    assert.equal((await req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.MIRROR"))["success"], true);
+    assert.equal((await req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.SRC"))["success"], true);
+    await until("a new mirror leader", async () => {
+      const l = await rig.streamLeader("MIRROR");
+      return l !== "" && l !== ml;
+    });
+    await publish(40);
+    await until("the mirror has 80", async () => (await state(nc!, "MIRROR")).last_seq === 80, 20_000);
+
+    // SIGKILL of the mirror's leader while publishes go on; it comes back as a follower.
+    const ml2 = await rig.streamLeader("MIRROR");
+    const ki = rig.index(ml2);
+    await rig.kill(ki);
+    await publish(40);
+    await rig.startNode(ki);
+    await until("the mirror has 120", async () => (await state(nc!, "MIRROR")).last_seq === 120, 30_000);
+    await until("the source has the 60 on o.a", async () => (await state(nc!, "SRC")).messages === 60, 30_000);
+    const mi = (await req(nc, "$JS.API.STREAM.INFO.MIRROR"))["mirror"] as { name: string; lag: number };
+    assert.equal(mi.name, "ORIGIN");
+    t.diagnostic(`mirror info: ${JSON.stringify(mi)}`);
+
+    const copies = [1, 2, 3];
+    await rig.waitConverged("MIRROR", copies);
+    await rig.waitConverged("SRC", copies);
+    await nc.close();
+    nc = null;
+    for (let i = 0; i < 4; i++) await rig.stopNode(i);
+    const origin = await rig.readReplica(0, "ORIGIN");
+    assert.equal(origin.size, 120);
+    for (const i of copies) {
+      const mir = await rig.readReplica(i, "MIRROR");
+      assert.deepEqual([...mir.entries()], [...origin.entries()], `${rig.nodes[i]!.name}'s mirror copy is the origin`);
+      const src = await rig.readReplica(i, "SRC");
+      const vals = [...src.values()].map(([subj, d]) => `${subj} ${d}`);
+      const want = [...origin.values()].filter(([subj]) => subj === "o.a").map(([subj, d]) => `${subj} ${d}`);
+      assert.deepEqual(vals, want, `${rig.nodes[i]!.name}'s source copy`);
+    }
+  } catch (e) {
+    process.stderr.write(rig.logs());
+    throw e;
+  } finally {
+    await nc?.close();
+    await rig.close();
+  }
+});
+
+void test("mirror (R3) of an R3 origin on the same servers: only the mirror's leader copies, through its Raft group; replicas identical after a stepdown", async () => {
+  const rig = await FaultRig.start({ n: 3, net: "mesh", prefix: "tsnats-mirror-local-" });
+  let nc: NatsConnection | null = null;
+  try {
+    await rig.waitMetaLeader();
+    nc = await connect({ servers: rig.urls(), noRandomize: true });
+    const o = await req(nc, "$JS.API.STREAM.CREATE.ORIGIN", { name: "ORIGIN", subjects: ["o.>"], num_replicas: 3 });
+    assert.equal(o["error"], undefined, JSON.stringify(o));
+    const m = await req(nc, "$JS.API.STREAM.CREATE.MIRROR", { name: "MIRROR", num_replicas: 3, mirror: { name: "ORIGIN" } });
+    assert.equal(m["error"], undefined, JSON.stringify(m));
+    const js = jetstream(nc);
+    let n = 0;
+    const publish = async (k: number): Promise<void> => {
+      for (let i = 0; i < k; i++, n++) await until("a publish to ORIGIN", () => js.publish(`o.${n % 3}`, `m${n}`, { msgID: `m${n}` }).then(() => true, () => false));
+    };
+    await publish(30);
+    await until("the mirror has 30", async () => (await state(nc!, "MIRROR")).last_seq === 30, 20_000);
+    assert.equal((await req(nc, "$JS.API.STREAM.LEADER.STEPDOWN.MIRROR"))["success"], true);
+    await publish(30);
+    await until("the mirror has 60", async () => (await state(nc!, "MIRROR")).last_seq === 60, 20_000);
+    const all = [0, 1, 2];
+    await rig.waitConverged("MIRROR", all);
+    await rig.waitConverged("ORIGIN", all);
+    await nc.close();
+    nc = null;
+    for (const i of all) await rig.stopNode(i);
+    const origin = await rig.readReplica(0, "ORIGIN");
+    assert.equal(origin.size, 60);
+    for (const i of all) assert.deepEqual([...(await rig.readReplica(i, "MIRROR")).entries()], [...origin.entries()], `${rig.nodes[i]!.name}'s mirror copy`);
+  } catch (e) {
+    process.stderr.write(rig.logs());
+    throw e;
+  } finally {
+    await nc?.close();
+    await rig.close();
+  }
+});

@@ -1,0 +1,91 @@
+// Three tsnats processes with JetStream in one cluster (tags node:<name>), started from
+// nats-server-syntax config files, for the clustered JetStream e2e tests.
+
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { startTsnatsChild, type ChildServer } from "./core-child.js";
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+export function monPort(s: ChildServer): number {
+  return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
+}
+
+export async function metaLeader(s: ChildServer): Promise<string> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
+    const j = (await r.json()) as { meta_cluster?: { leader?: string } };
+    return j.meta_cluster?.leader ?? "";
+  } catch {
+    return "";
+  }
+}
+
+export async function req(nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> {
+  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout: 5000 });
+  return r.json();
+}
+
+export interface Rig {
+  dir: string;
+  names: string[];
+  confs: string[];
+  procs: Array<ChildServer | null>;
+}
+
+export async function startRig(prefix: string): Promise<Rig> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const names = ["a1", "b1", "c1"];
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
+  const confs = names.map((n, i) => {
+    const f = join(dir, `${n}.conf`);
+    writeFileSync(
+      f,
+      [
+        `server_name: ${n}`,
+        "listen: 127.0.0.1:-1",
+        "http: 127.0.0.1:-1",
+        `server_tags: ["node:${n}"]`,
+        `jetstream { store_dir: "${join(dir, n)}" }`,
+        "cluster {",
+        "  name: jsc",
+        `  listen: 127.0.0.1:${ports[i]}`,
+        `  routes: [ ${routes} ]`,
+        "}",
+        "",
+      ].join("\n"),
+    );
+    return f;
+  });
+  const procs: Array<ChildServer | null> = [];
+  for (const c of confs) procs.push(await startTsnatsChild(["-c", c]));
+  return { dir, names, confs, procs };
+}
+
+export function live(r: Rig): ChildServer[] {
+  return r.procs.filter((p): p is ChildServer => p !== null);
+}
+
+export async function stopRig(r: Rig): Promise<void> {
+  for (const p of live(r)) await p.stop();
+  rmSync(r.dir, { recursive: true, force: true });
+}
+
+export async function agreedLeader(r: Rig): Promise<string> {
+  const ls = await Promise.all(live(r).map(metaLeader));
+  return ls[0] !== "" && ls.every((l) => l === ls[0]) ? ls[0]! : "";
+}
+

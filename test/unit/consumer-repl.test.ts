@@ -1,0 +1,235 @@
+// ConsumerRepl (src/jscluster/consumer-repl.ts): the ledger operations a leader's consumer
+// reports, carried as CONSUMERS entries and applied on another replica (or restored from a
+// snapshot taken part way and the later entries), give the same state as the leader's own
+// ledger; AckSync replies wait for the entry that carries the ack.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { LedgerKind } from "../../src/contracts/jetstream.js";
+import { ConsumerLedger, type LedgerOp } from "../../src/consumer/ledger.js";
+import { ConsumerRepl, OP_CONSUMERS } from "../../src/jscluster/consumer-repl.js";
+import type { ConsumerState } from "../../src/storage/types.js";
+
+/** A leader's replicator whose "Raft log" is an array; later() runs on flush(). */
+function leaderRig(): { repl: ConsumerRepl; log: Buffer[]; replies: string[]; turn(): void } {
+  const log: Buffer[] = [];
+  const replies: string[] = [];
+  let queued: (() => void) | null = null;
+  const repl = new ConsumerRepl({
+    propose: (d) => {
+      log.push(d);
+      return log.length;
+    },
+    later: (fn) => {
+      queued = fn;
+    },
+    publishReply: (r) => replies.push(r),
+    clusterInfo: () => ({}),
+    localInfo: () => ({}),
+  });
+  repl.setLeading(true);
+  return {
+    repl,
+    log,
+    replies,
+    turn: () => {
+      const f = queued;
+      queued = null;
+      f?.();
+    },
+  };
+}
+
+function follower(): ConsumerRepl {
+  return new ConsumerRepl({ propose: () => 0, later: () => undefined, publishReply: () => undefined, clusterInfo: () => ({}), localInfo: () => ({}) });
+}
+
+function plain(s: ConsumerState | null): unknown {
+  if (s === null) return null;
+  return { delivered: s.delivered, ackFloor: s.ackFloor, pending: [...s.pending].sort((a, b) => a[0] - b[0]), redelivered: [...s.redelivered].sort((a, b) => a[0] - b[0]) };
+}
+
+/** Apply op to the live ledger and report it as ConsumerCore does. */
+function report(repl: ConsumerRepl, live: ConsumerLedger, name: string, op: LedgerOp): void {
+  live.apply(op);
+  switch (op.op) {
+    case "delivered":
+      return repl.op(name, LedgerKind.Delivered, op.sseq, op.dseq, op.dc, op.ts);
+    case "acked":
+      return repl.op(name, LedgerKind.Acked, op.sseq, op.dseq, 0, 0);
+    case "nak":
+      return repl.op(name, LedgerKind.Nak, op.sseq, op.delay, 0, 0);
+    case "expired":
+      return repl.op(name, LedgerKind.Expired, op.sseq, 0, 0, 0);
+    case "term":
+      return repl.op(name, LedgerKind.Term, op.sseq, 0, 0, 0);
+    case "progress":
+      return repl.op(name, LedgerKind.Progress, op.sseq, op.ts, 0, 0);
+    case "gone":
+      return repl.op(name, LedgerKind.Gone, 0, 0, 0, 0, op.sseqs);
+    case "skip":
+      return repl.op(name, LedgerKind.Skip, op.sseq, 0, 0, 0);
+    case "purged":
+      return repl.op(name, LedgerKind.Purged, op.sseq, op.skip, 0, 0);
+    case "reset":
+      return repl.op(name, LedgerKind.Reset, op.sseq, op.dseq, 0, 0);
+  }
+}
+
+type Step = { k: "deliver" } | { k: "redeliver"; i: number } | { k: "ack"; i: number } | { k: "nak"; i: number; delay: number } | { k: "expire"; i: number } | { k: "term"; i: number } | { k: "progress"; i: number } | { k: "gone"; i: number } | { k: "purge"; n: number } | { k: "turn" } | { k: "snap" };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant({ k: "deliver" as const }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant("redeliver" as const), i: fc.nat(50) }) },
+  { weight: 5, arbitrary: fc.record({ k: fc.constant("ack" as const), i: fc.nat(50) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant("nak" as const), i: fc.nat(50), delay: fc.constantFrom(0, 5e9) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant("expire" as const), i: fc.nat(50) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant("term" as const), i: fc.nat(50) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant("progress" as const), i: fc.nat(50) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant("gone" as const), i: fc.nat(50) }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant("purge" as const), n: fc.nat(5) }) },
+  { weight: 3, arbitrary: fc.constant({ k: "turn" as const }) },
+  { weight: 1, arbitrary: fc.constant({ k: "snap" as const }) },
+);
+
+void test("a follower applying the leader's CONSUMERS entries, and one restored from a snapshot part way, hold the leader's state (property)", () => {
+  fc.assert(
+    fc.property(fc.array(stepArb, { minLength: 1, maxLength: 120 }), fc.constantFrom("explicit", "all"), fc.constantFrom(0, 3), (steps, policy: "explicit" | "all", maxDeliver) => {
+      const L = leaderRig();
+      const live = new ConsumerLedger();
+      live.configure(policy, maxDeliver, 0);
+      L.repl.configure("c1", policy, maxDeliver, 0, "{\"durable_name\":\"c1\"}", 7);
+      report(L.repl, live, "c1", { op: "reset", sseq: 0, dseq: 0 });
+      const other = new ConsumerLedger(); // a second consumer in the same entries
+      other.configure("explicit", 0, 0);
+      L.repl.configure("c2", "explicit", 0, 0, "{}", 8);
+      let sseq = 0;
+      let snap: { data: Buffer; index: number } | null = null;
+      const f = follower();
+      let applied = 0;
+      const applyAll = (): void => {
+        for (; applied < L.log.length; applied++) f.apply(L.log[applied]!, applied + 1, false);
+      };
+      let t = 1;
+      for (const s of steps) {
+        t++;
+        const pend = [...live.state.pending.keys()].sort((a, b) => a - b);
+        const pick = (i: number): number | undefined => (pend.length === 0 ? undefined : pend[i % pend.length]);
+        switch (s.k) {
+          case "deliver": {
+            sseq++;
+            report(L.repl, live, "c1", { op: "delivered", sseq, dseq: live.deliveredConsumerSeq + 1, dc: 1, ts: t });
+            report(L.repl, other, "c2", { op: "delivered", sseq, dseq: other.deliveredConsumerSeq + 1, dc: 1, ts: t });
+            break;
+          }
+          case "redeliver": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "delivered", sseq: q, dseq: live.deliveredConsumerSeq + 1, dc: live.deliveries(q) + 1, ts: t });
+            break;
+          }
+          case "ack": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "acked", sseq: q, dseq: live.state.pending.get(q)!.cseq });
+            break;
+          }
+          case "nak": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "nak", sseq: q, delay: s.delay });
+            break;
+          }
+          case "expire": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "expired", sseq: q });
+            break;
+          }
+          case "term": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "term", sseq: q });
+            break;
+          }
+          case "progress": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "progress", sseq: q, ts: t });
+            break;
+          }
+          case "gone": {
+            const q = pick(s.i);
+            if (q !== undefined) report(L.repl, live, "c1", { op: "gone", sseqs: [q] });
+            break;
+          }
+          case "purge":
+            report(L.repl, live, "c1", { op: "purged", sseq: Math.max(1, sseq - s.n), skip: 0 });
+            break;
+          case "turn":
+            L.turn();
+            break;
+          case "snap":
+            L.turn();
+            applyAll();
+            snap = { data: f.encode(), index: applied };
+            break;
+        }
+      }
+      L.turn();
+      applyAll();
+      assert.deepEqual(plain(f.state("c1")), plain(live.state));
+      assert.deepEqual(plain(f.state("c2")), plain(other.state));
+      const cfgs = (r: ConsumerRepl): unknown => r.consumers().map((c) => [c.name, c.config, c.createdNs]).sort();
+      assert.deepEqual(cfgs(f), [["c1", '{"durable_name":"c1"}', 7], ["c2", "{}", 8]]);
+      if (snap !== null) {
+        const g = follower();
+        g.restore(snap.data);
+        for (let i = snap.index; i < L.log.length; i++) g.apply(L.log[i]!, i + 1, false);
+        assert.deepEqual(plain(g.state("c1")), plain(live.state));
+        assert.deepEqual(plain(g.state("c2")), plain(other.state));
+        assert.deepEqual(cfgs(g), cfgs(f));
+      }
+      for (const e of L.log) assert.equal(e[0], OP_CONSUMERS);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+void test("a deleted consumer leaves the copies; a replica that does not lead records nothing", () => {
+  const L = leaderRig();
+  L.repl.configure("gone", "explicit", 0, 0, "{}", 1);
+  L.repl.op("gone", LedgerKind.Reset, 0, 0, 0, 0);
+  L.turn();
+  L.repl.removed("gone");
+  L.turn();
+  const f = follower();
+  f.apply(L.log[0]!, 1, false);
+  assert.notEqual(f.state("gone"), null);
+  f.apply(L.log[1]!, 2, false);
+  assert.equal(f.state("gone"), null);
+  L.repl.setLeading(false);
+  L.repl.op("x", LedgerKind.Reset, 0, 0, 0, 0);
+  L.turn();
+  assert.equal(L.log.length, 2);
+});
+
+void test("AckSync replies go out when the entry carrying the ack is applied, not before", () => {
+  const L = leaderRig();
+  L.repl.configure("c", "explicit", 0, 0, "{}", 1);
+  L.repl.op("c", LedgerKind.Delivered, 1, 1, 1, 1);
+  L.repl.op("c", LedgerKind.Acked, 1, 1, 0, 0);
+  L.repl.replyAfterCommit("r1");
+  L.turn();
+  assert.deepEqual(L.replies, []);
+  // An AckSync with nothing new to record waits for the last proposed entry.
+  L.repl.replyAfterCommit("r2");
+  assert.deepEqual(L.replies, []);
+  L.repl.apply(L.log[0]!, 1, true);
+  assert.deepEqual(L.replies, ["r1", "r2"]);
+  // Everything proposed is applied: answered at once.
+  L.repl.replyAfterCommit("r3");
+  assert.deepEqual(L.replies, ["r1", "r2", "r3"]);
+  // Leadership lost before the entry applied: no answer (the client retries its AckSync).
+  L.repl.op("c", LedgerKind.Delivered, 2, 2, 1, 2);
+  L.repl.replyAfterCommit("r4");
+  L.turn();
+  L.repl.setLeading(false);
+  L.repl.apply(L.log[1]!, 2, false);
+  assert.deepEqual(L.replies, ["r1", "r2", "r3"]);
+});
