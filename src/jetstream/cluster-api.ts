@@ -541,6 +541,33 @@ export class JsCluster implements ClusterApiHooks {
     await copy.group.stepdown();
   }
 
+  /** /healthz (nats-server healthz, clustered): the meta group has a leader and this server
+   *  is current with it; every stream assigned here is open, and each replicated one's local
+   *  replica is current (not catching up, caught up with its leader). "" when healthy. */
+  healthError(): string {
+    const m = this.meta.healthError?.() ?? "";
+    if (m !== "") return m;
+    for (const n of this.meta.state.streamNames()) {
+      const sa = this.meta.state.stream(n)!;
+      if (!sa.group.peers.includes(this.self)) continue;
+      const copy = this.copies.get(n);
+      if (copy === undefined || !this.svc.streams.has(n)) return `JetStream stream '$G > ${n}' is not current: stream not found`;
+      const e = copy.group?.healthError?.() ?? "";
+      if (e !== "") return `JetStream stream '$G > ${n}' is not current: ${e}`;
+    }
+    return "";
+  }
+
+  /** Lame duck or a clean shutdown (nats-server transferRaftLeaders): every group this
+   *  server leads hands leadership to a caught-up peer, and none campaigns any more, so the
+   *  others need not wait out an election timeout. Bounded by boundMs. */
+  async transferLeaders(boundMs: number): Promise<void> {
+    const waits: Array<Promise<void>> = [];
+    if (this.meta.handOff !== undefined) waits.push(this.meta.handOff(boundMs));
+    for (const c of this.copies.values()) if (c.group?.handOff !== undefined && c.group.isLeader) waits.push(c.group.handOff(boundMs));
+    await Promise.all(waits);
+  }
+
   /** Replicated streams this server holds a copy of (/jsz ha_assets). */
   haAssets(): number {
     let n = 0;

@@ -65,6 +65,10 @@ export interface ClusterStreamGroup<S> {
   stepdown(): Promise<unknown> | unknown;
   /** The meta group assigned new members (the leader changes the Raft voters to them). */
   setPeers?(peers: readonly string[]): void;
+  /** /healthz: "" when current, else nats-server's reason. */
+  healthError?(): string;
+  /** Lame duck / shutdown: hand leadership to a caught-up peer (bounded). */
+  handOff?(boundMs: number): Promise<void>;
   /** This server was removed: resolves once a leader here handed over (bounded). */
   leave?(boundMs: number): Promise<void>;
   close(): Promise<void> | void;
@@ -89,6 +93,10 @@ export interface ClusterMeta {
   proposeWait(op: ClusterOp, timeoutMs: number): Promise<ClusterChange | null>;
   placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { ok: true; group: ClusterGroup } | { ok: false; error: string };
   forward(peer: string, req: ClusterForward): boolean;
+  /** /healthz: "" when the meta group has a leader and this server is current with it. */
+  healthError?(): string;
+  /** Stop campaigning everywhere and hand the meta leadership away (bounded). */
+  handOff?(boundMs: number): Promise<void>;
   /** The meta group's voters now. */
   metaPeers?(): string[];
   /** nats-server's 8-character peer id of a server name. */

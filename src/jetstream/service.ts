@@ -157,6 +157,17 @@ export class JetStreamService {
     await st.store.close();
   }
 
+  /** /healthz's JetStream check ("" healthy). A single server's streams were recovered at
+   *  start; clustered, JsCluster.healthError. */
+  healthError(): string {
+    return this.cluster?.healthError() ?? "";
+  }
+
+  /** Lame duck / shutdown: clustered, leadership goes to caught-up peers first. */
+  async transferLeaders(boundMs: number): Promise<void> {
+    await this.cluster?.transferLeaders(boundMs);
+  }
+
   async stop(): Promise<void> {
     if (!this.started) return;
     this.started = false;

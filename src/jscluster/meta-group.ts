@@ -466,6 +466,40 @@ export class MetaGroup implements GroupApp {
     return { peers: r.peers, replaced: true };
   }
 
+  /** /healthz: "" when the meta group has a leader and this server is current with it. */
+  healthError(): string {
+    if (this.peers === null || this.leader === "") return "JetStream has not established contact with a meta leader";
+    if (!this.host.isCurrent(META_GROUP, CURRENT_WINDOW_MS)) return "JetStream is not current with the meta leader";
+    return "";
+  }
+
+  /** Lame duck or shutdown: stop campaigning in every group here (so leadership does not
+   *  come back), and hand the meta group's leadership to a connected peer; resolves once
+   *  another leads or boundMs passed. */
+  async handOff(boundMs: number): Promise<void> {
+    this.host.setObserver(true);
+    if (!this.isLeader) return;
+    const st = this.host.status(META_GROUP);
+    if (st === undefined) return;
+    let target = "";
+    let best = -1;
+    for (const p of st.progress) {
+      if (p.id === this.o.serverName || !this.connected.has(p.id) || !st.voters.includes(p.id)) continue;
+      if (p.match > best) {
+        best = p.match;
+        target = p.id;
+      }
+    }
+    if (target === "") return;
+    try {
+      this.host.transferLeader(META_GROUP, target);
+    } catch {
+      return;
+    }
+    const end = this.o.clock.monoMs() + boundMs;
+    while (this.isLeader && !this.closed && this.o.clock.monoMs() < end) await new Promise<void>((r) => this.o.clock.setTimer(r, 10));
+  }
+
   /** SERVER.REMOVE: take `peer` out of the meta group's voters (a membership change of the
    *  meta log) and wait until it committed. Leader only. Resolves with an error text, or
    *  "" once done; "inflight" when another change is in progress. */

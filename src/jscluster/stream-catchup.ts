@@ -26,6 +26,32 @@ import type { StreamStore } from "../storage/types.js";
 
 export const CU_REQUEST = 1;
 export const CU_CHUNK = 2;
+/** "I cannot answer: my memory store lost what my snapshot describes in a restart" (a
+ *  replica that is itself waiting to catch up), with that snapshot's position:
+ *  [CU_LOST][f64 index][f64 applySeq][f64 lastSeq][u64 lastTsNs]. */
+export const CU_LOST = 3;
+
+export interface LostState {
+  index: number;
+  applySeq: number;
+  lastSeq: number;
+  lastTsNs: number;
+}
+
+export function encodeCatchupLost(s: LostState): Buffer {
+  const b = Buffer.allocUnsafe(33);
+  b[0] = CU_LOST;
+  b.writeDoubleLE(s.index, 1);
+  b.writeDoubleLE(s.applySeq, 9);
+  b.writeDoubleLE(s.lastSeq, 17);
+  b.writeBigUInt64LE(BigInt(Math.max(0, Math.trunc(s.lastTsNs))), 25);
+  return b;
+}
+
+export function decodeCatchupLost(b: Buffer): LostState | null {
+  if (b.length !== 33 || b[0] !== CU_LOST) return null;
+  return { index: b.readDoubleLE(1), applySeq: b.readDoubleLE(9), lastSeq: b.readDoubleLE(17), lastTsNs: Number(b.readBigUInt64LE(25)) };
+}
 const CHUNK_BYTES = 256 * 1024;
 
 export interface CatchupRequest {

@@ -41,7 +41,11 @@ import {
   CatchupAssembler,
   chunkReqId,
   CU_CHUNK,
+  CU_LOST,
   CU_REQUEST,
+  decodeCatchupLost,
+  encodeCatchupLost,
+  type LostState,
   decodeCatchupRequest,
   encodeCatchupRequest,
   installCatchup,
@@ -81,6 +85,8 @@ const CATCHUP_RETRY_MS = 500;
 const CATCHUP_WARN_ATTEMPTS = 20;
 /** A replica far behind reads the missing messages in windows of about this many bytes. */
 const DEFAULT_CATCHUP_WINDOW = 8 * 1024 * 1024;
+/** A hand-off goes only to a peer heard from within this long (a dead one would not take it). */
+const HANDOFF_HEARD_MS = 1000;
 /** How often a leader retries the next membership change while voters and members differ. */
 const RECONCILE_MS = 50;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
@@ -186,6 +192,12 @@ export class StreamGroup implements GroupApp {
   /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
   private catchup: { reqId: number; minIndex: number; attempt: number; asm: CatchupAssembler | null; timer: TimerHandle | null } | null = null;
   private queued: Entry[] = [];
+  /** A memory store that came back empty from a restart, under a snapshot of this replica's
+   *  own that says it held messages: what it held is gone from here. */
+  private lostOnRestart: LostState | null = null;
+  /** Peers that answered a catch-up request with "lost too" (CU_LOST), with their snapshot's
+   *  position. */
+  private readonly lostFrom = new Map<string, LostState>();
   private nextReqId = 1;
   private closed = false;
   /** The members the meta group assigned (the target; the Raft voters follow it one change
@@ -295,6 +307,52 @@ export class StreamGroup implements GroupApp {
       this.reconcileTimer = null;
       this.reconcileMembers();
     }, RECONCILE_MS);
+  }
+
+  /** /healthz: "" when this replica is current, else nats-server's reason. */
+  healthError(): string {
+    if (this.closed) return "group node missing";
+    const st = this.o.host.status(this.name);
+    if (st === undefined) return "group node missing";
+    if (st.failed !== null) return `node write error: ${st.failed}`;
+    if (this.catchup !== null) return "stream catching up";
+    if (!this.o.host.isCurrent(this.name, CURRENT_WINDOW_MS)) return "group node unhealthy";
+    return "";
+  }
+
+  /** Lame duck or shutdown: a leader hands leadership to a peer heard from lately (the most
+   *  caught up); resolves once another leads, or at once when there is none to take it. */
+  handOff(boundMs: number): Promise<void> {
+    const st = this.o.host.status(this.name);
+    if (this.closed || st === undefined || st.role !== Role.Leader) return Promise.resolve();
+    const now = this.o.clock.monoMs();
+    let target = "";
+    let best = -1;
+    for (const p of st.progress) {
+      if (p.id === this.o.self || !st.voters.includes(p.id)) continue;
+      const seen = this.o.host.lastHeardMs(p.id);
+      if (seen < 0 || now - seen > HANDOFF_HEARD_MS) continue;
+      if (p.match > best) {
+        best = p.match;
+        target = p.id;
+      }
+    }
+    if (target === "") return Promise.resolve();
+    try {
+      this.o.host.transferLeader(this.name, target);
+    } catch {
+      return Promise.resolve();
+    }
+    this.o.log.info(`stream group ${this.name}: handing leadership to ${target}`);
+    const end = now + boundMs;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const s = this.o.host.status(this.name);
+        if (this.closed || s === undefined || s.role !== Role.Leader || this.o.clock.monoMs() >= end) return resolve();
+        this.o.clock.setTimer(check, 10);
+      };
+      check();
+    });
   }
 
   /** This server is no longer assigned: resolves at once on a follower; on the leader once
@@ -721,6 +779,8 @@ export class StreamGroup implements GroupApp {
       this.stopCatchup();
       return;
     }
+    this.lostOnRestart =
+      this.opening && this.store.type === "memory" && st.lastSeq === 0 && last > 0 ? { index, applySeq, lastSeq: last, lastTsNs: d.state.lastTsNs } : null;
     this.startCatchup(index);
   }
 
@@ -731,6 +791,7 @@ export class StreamGroup implements GroupApp {
     this.queued = [];
     if (this.taking) this.stopLeading("catching up");
     this.catchup = { reqId: 0, minIndex, attempt: 0, asm: null, timer: null };
+    this.lostFrom.clear();
     this.sendCatchupRequest();
   }
 
@@ -764,11 +825,36 @@ export class StreamGroup implements GroupApp {
     if (this.closed || data.length === 0) return;
     if (data[0] === CU_REQUEST) {
       const req = decodeCatchupRequest(data);
+      if (req === null) return;
+      // A replica that lost its memory store in a restart says so: when every replica has,
+      // nobody holds the messages and they all restart the stream empty (resetLost).
+      if (this.catchup !== null && this.lostOnRestart !== null) return this.o.host.sendApp(this.name, from, encodeCatchupLost(this.lostOnRestart));
       // Only a replica whose store is exactly its applied state answers.
-      if (req === null || this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
+      if (this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
       if (req.storeLast > this.store.state().lastSeq) return;
       for (const f of buildCatchup(req, this.store, this.appliedIndex, this.applySeq)) this.o.host.sendApp(this.name, from, f);
       this.catchupsServed++;
+      return;
+    }
+    if (data[0] === CU_LOST) {
+      const cu = this.catchup;
+      const lost = decodeCatchupLost(data);
+      if (cu === null || this.lostOnRestart === null || lost === null) return;
+      this.lostFrom.set(from, lost);
+      const others = [...new Set([...this.voters, ...this.peers])].filter((p) => p !== this.o.self);
+      if (others.every((p) => this.lostFrom.has(p))) {
+        // Every replica resets to the same point: the latest of their snapshots.
+        let at = this.lostOnRestart;
+        for (const p of others) {
+          const s = this.lostFrom.get(p)!;
+          if (s.index > at.index) at = s;
+        }
+        return this.resetLost(at);
+      }
+      // Ask the next one now.
+      if (cu.timer !== null) this.o.clock.clearTimer(cu.timer);
+      cu.timer = null;
+      this.sendCatchupRequest();
       return;
     }
     if (data[0] === CU_CHUNK) {
@@ -778,6 +864,34 @@ export class StreamGroup implements GroupApp {
       const body = cu.asm.push(data);
       if (body !== null) this.finishCatchup(body);
     }
+  }
+
+  /**
+   * Every replica of this memory stream restarted and lost the messages its snapshot
+   * describes: nobody can answer a catch-up. As nats-server (whose memory streams keep their
+   * Raft log in memory, so the stream comes back empty), the messages up to the snapshot are
+   * gone; unlike it, the sequence is kept (the store starts after the snapshot's last
+   * sequence) and the log entries after the snapshot, which the shared WAL kept, apply with
+   * their own sequences. Every replica resets at the same point, the latest snapshot among
+   * them (`at`), so they stay identical.
+   */
+  private resetLost(at: LostState): void {
+    this.o.log.warn(`stream group ${this.name}: every replica of this memory stream lost its messages up to sequence ${at.lastSeq} in a restart: it goes on empty from there`);
+    this.stopCatchup();
+    this.lostOnRestart = null;
+    this.lostFrom.clear();
+    const last = this.store.state().lastSeq;
+    if (at.lastSeq > last) this.store.skipMsgs(last + 1, at.lastSeq - last, at.lastTsNs);
+    this.applySeq = at.applySeq;
+    this.replayTo = this.store.state().lastSeq;
+    this.appliedIndex = Math.max(this.appliedIndex, at.index);
+    this.skipThrough = Math.max(this.skipThrough, at.index);
+    this.queued = this.queued.filter((e) => e.index > at.index);
+    this.stream.storeReplaced();
+    const q = this.queued;
+    this.queued = [];
+    if (q.length > 0) this.apply(q);
+    this.maybeStartTaking();
   }
 
   private finishCatchup(body: Buffer): void {
@@ -798,6 +912,7 @@ export class StreamGroup implements GroupApp {
       return;
     }
     this.stopCatchup();
+    this.lostOnRestart = null;
     this.catchups++;
     this.applySeq = h.applySeq;
     this.replayTo = this.store.state().lastSeq;

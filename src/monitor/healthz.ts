@@ -19,13 +19,21 @@ export interface HealthResult {
   body: Record<string, unknown>;
 }
 
-export function buildHealthz(s: Pick<ServerSnap, "jetstreamRequested">, jsRunning: boolean, _o: HealthzOptions): HealthResult {
-  if (!s.jetstreamRequested) return { httpStatus: 200, body: { status: "ok" } };
+/**
+ * nats-server's order: js-server-only stops after the server itself (ok); JetStream not
+ * running is 503 "JetStream not enabled"; js-enabled-only stops there; the full check asks
+ * JetStream (`jsHealth`: "" when healthy, else nats-server's text, e.g. "JetStream stream
+ * '$G > S' is not current: stream catching up"; clustered: the meta group has a leader and
+ * this server is current with it, every local replica of every stream assigned here is).
+ */
+export function buildHealthz(s: Pick<ServerSnap, "jetstreamRequested">, jsRunning: boolean, o: HealthzOptions, jsHealth?: () => string): HealthResult {
+  if (o.jsServerOnly || !s.jetstreamRequested) return { httpStatus: 200, body: { status: "ok" } };
   if (!jsRunning) {
     return { httpStatus: 503, body: { status: "unavailable", status_code: 503, error: "JetStream not enabled" } };
   }
-  // Single server: once the service runs its streams were recovered during start, so the
-  // js-enabled-only, js-server-only and full checks all agree.
+  if (o.jsEnabledOnly) return { httpStatus: 200, body: { status: "ok" } };
+  const err = jsHealth?.() ?? "";
+  if (err !== "") return { httpStatus: 503, body: { status: "unavailable", status_code: 503, error: err } };
   return { httpStatus: 200, body: { status: "ok" } };
 }
 

@@ -98,7 +98,8 @@ export class MonitorRouter {
           let r;
           try {
             const o = parseHealthzOptions(q);
-            r = buildHealthz({ jetstreamRequested: this.server.opts.jetstream.enabled }, this.server.jetstream !== null, o);
+            const js = this.server.jetstream;
+            r = buildHealthz({ jetstreamRequested: this.server.opts.jetstream.enabled }, js !== null, o, () => js?.healthError?.() ?? "");
           } catch (err) {
             if (!(err instanceof BadRequest)) throw err;
             r = healthzBadRequest(err);

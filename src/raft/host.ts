@@ -91,6 +91,7 @@ export class RaftHost {
   private readonly heard = new Map<string, number>();
   /** Nodes of groups removed in this process, resumed if the group is added again. */
   private readonly detached = new Map<string, RaftNode>();
+  private observer = false;
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
@@ -151,6 +152,7 @@ export class RaftHost {
       },
       { hardState: rec?.hardState ?? { term: 0, vote: "", commit: 0 }, snapshot: snap, entries, applied: snap?.index ?? 0 },
     );
+    node.observer = this.observer;
     const hs = node.hardState();
     const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote };
     this.groups.set(name, g);
@@ -171,6 +173,22 @@ export class RaftHost {
 
   hasGroup(name: string): boolean {
     return this.groups.has(name);
+  }
+
+  /** Groups never campaign (lame duck); applies to groups added later too. */
+  setObserver(on: boolean): void {
+    this.observer = on;
+    for (const g of this.groups.values()) g.node.observer = on;
+  }
+
+  /** The group here is caught up (RaftNode.isCurrent) and, following, heard from its leader
+   *  within windowMs. */
+  isCurrent(group: string, windowMs: number): boolean {
+    const n = this.groups.get(group)?.node;
+    if (n === undefined || !n.isCurrent()) return false;
+    if (n.role === Role.Leader) return true;
+    const seen = this.lastHeardMs(n.lead);
+    return seen >= 0 && this.o.clock.monoMs() - seen < windowMs;
   }
 
   /** Monotonic ms when a frame from peer last arrived (-1: never). */

@@ -114,6 +114,10 @@ export class RaftNode {
   /** Membership entries in the log after the snapshot, oldest first; the last one is in
    *  effect (single-server changes take effect when appended, Ongaro's thesis §4.1). */
   private confs: ConfEntry[] = [];
+  /** The highest commit index a leader of this term told us about (App, Heartbeat). */
+  private leaderCommit = 0;
+  /** Never campaigns (lame duck: leadership was handed away and must not come back). */
+  observer = false;
 
   private readonly cfg: Required<RaftConfig>;
   /** The leader's side of log replication (replicate.ts): a Progress per voter. */
@@ -418,13 +422,14 @@ export class RaftNode {
   }
 
   private promotable(): boolean {
-    return this.failed === null && this.voters.includes(this.id);
+    return this.failed === null && !this.observer && this.voters.includes(this.id);
   }
 
   private reset(term: number): void {
     if (term !== this.term) {
       this.term = term;
       this.vote = NONE;
+      this.leaderCommit = 0;
     }
     this.lead = NONE;
     this.electionElapsed = 0;
@@ -668,7 +673,18 @@ export class RaftNode {
 
   // ---- follower handlers ----
 
+  /** Caught up: leading with this term's entry committed and applied, or following a known
+   *  leader with everything it reported committed applied here. */
+  isCurrent(): boolean {
+    if (this.failed !== null) return false;
+    const l = this.log;
+    if (this.role === Role.Leader) return this.committedInTerm() && l.applied >= l.committed;
+    if (this.role !== Role.Follower || this.lead === NONE) return false;
+    return l.committed >= this.leaderCommit && l.applied >= l.committed;
+  }
+
   private handleAppend(m: Message): void {
+    if (m.commit > this.leaderCommit) this.leaderCommit = m.commit;
     const r = this.msg(MsgType.AppResp, m.from);
     answerAppend(this.log, m, r);
     if (m.entries.length > 0) this.syncConfig(m.entries);
@@ -676,6 +692,7 @@ export class RaftNode {
   }
 
   private handleHeartbeat(m: Message): void {
+    if (m.index > this.leaderCommit) this.leaderCommit = m.index;
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     const r = this.msg(MsgType.HeartbeatResp, m.from);
     r.context = m.context;

@@ -160,6 +160,8 @@ export class Replication {
       if (id === this.node.id) continue;
       const m = this.msg(MsgType.Heartbeat, id);
       m.commit = Math.min(pr.match, committed);
+      // The leader's own commit, so a follower knows how far it has to go (isCurrent).
+      m.index = committed;
       m.context = context;
       this.send(m);
     }

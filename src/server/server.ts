@@ -31,6 +31,11 @@ export interface JetStreamLike {
   stop(): Promise<void>;
   jsz(opts?: Record<string, unknown>): object;
   accountInfo(): object;
+  /** /healthz's JetStream check: "" when healthy, else nats-server's error text. */
+  healthError?(): string;
+  /** Clustered: hand the leadership of every Raft group this server leads to a caught-up
+   *  peer and stop campaigning (lame duck, clean shutdown); resolves within boundMs. */
+  transferLeaders?(boundMs: number): Promise<void>;
 }
 
 
@@ -81,6 +86,8 @@ export interface ClosedClientInfo {
 }
 
 const MAX_CLOSED_CLIENTS = 10_000;
+/** How long lame duck and shutdown wait for clustered JetStream leaders to hand over. */
+const LEADER_HANDOFF_MS = 2000;
 
 export class Server extends Router implements ClientHost {
   readonly clients = new Map<number, Client>();
@@ -286,6 +293,9 @@ export class Server extends Router implements ClientHost {
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    // Clustered JetStream: leadership moves to caught-up peers while the routes are still up,
+    // so a graceful restart costs the others no election timeout.
+    if (this.jetstream?.transferLeaders !== undefined && this.cluster !== null) await this.jetstream.transferLeaders(LEADER_HANDOFF_MS);
     if (this.tickTimer !== null) this.clock.clearTimer(this.tickTimer);
     this.tickTimer = null;
     const l = this.listener;
@@ -341,6 +351,8 @@ export class Server extends Router implements ClientHost {
     this.stopWebSocket();
     // Other servers stop telling their clients about this one (INFO ldm over the routes).
     if (this.cluster !== null) this.cluster.lameDuck();
+    // Leaders hand over before JetStream stops (nats-server transferRaftLeaders).
+    if (this.jetstream?.transferLeaders !== undefined && this.cluster !== null) await this.jetstream.transferLeaders(LEADER_HANDOFF_MS);
     if (this.jetstream) {
       await this.jetstream.stop();
       this.jetstream = null;

@@ -318,10 +318,22 @@ void test("healthz: ok, JetStream requested but down, bad parameter", () => {
   const o = parseHealthzOptions(q("js-enabled-only=true"));
   assert.deepEqual(buildHealthz({ jetstreamRequested: false }, false, o), { httpStatus: 200, body: { status: "ok" } });
   assert.deepEqual(buildHealthz({ jetstreamRequested: true }, true, o), { httpStatus: 200, body: { status: "ok" } });
-  const down = buildHealthz({ jetstreamRequested: true }, false, parseHealthzOptions(q("js-server-only=1")));
+  // js-server-only checks the server alone (nats-server returns before any JetStream check).
+  assert.deepEqual(buildHealthz({ jetstreamRequested: true }, false, parseHealthzOptions(q("js-server-only=1"))), { httpStatus: 200, body: { status: "ok" } });
+  const down = buildHealthz({ jetstreamRequested: true }, false, parseHealthzOptions(q("")));
   assert.equal(down.httpStatus, 503);
   assert.deepEqual(down.body, { status: "unavailable", status_code: 503, error: "JetStream not enabled" });
   assert.throws(() => parseHealthzOptions(q("js-enabled-only=x")), /Error decoding boolean for 'js-enabled-only'/);
+});
+
+void test("healthz: the full check asks JetStream (a replica not current is 503 with nats-server's text); js-enabled-only does not", () => {
+  const why = "JetStream stream '$G > S' is not current: stream catching up";
+  assert.deepEqual(buildHealthz({ jetstreamRequested: true }, true, parseHealthzOptions(q("")), () => why), {
+    httpStatus: 503,
+    body: { status: "unavailable", status_code: 503, error: why },
+  });
+  assert.deepEqual(buildHealthz({ jetstreamRequested: true }, true, parseHealthzOptions(q("js-enabled-only=true")), () => why), { httpStatus: 200, body: { status: "ok" } });
+  assert.deepEqual(buildHealthz({ jetstreamRequested: true }, true, parseHealthzOptions(q("")), () => ""), { httpStatus: 200, body: { status: "ok" } });
 });
 
 void test("metrics: Prometheus text format with HELP/TYPE and JetStream gauges when enabled", () => {

@@ -70,3 +70,80 @@ void test("stream group members: removing the leader hands leadership over (Time
     await c.stopAll();
   }
 });
+
+void test("stream group health: a restarted follower is not current until it caught up (then it holds everything)", async () => {
+  const c = new StreamCluster({ n: 3, storage: "file", snapshotEntries: 16 });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    await c.until(() => c.ids.every((id) => c.node(id).group.healthError() === ""), "all current");
+    const f = c.ids.find((id) => id !== l.id)!;
+    await c.stop(f);
+    for (let i = 0; i < 100; i++) c.pub(l.id, "r.a", `a${i}`, `a${i}`);
+    await c.until(() => l.acks.size === 100, "100 acks");
+    await c.start(f);
+    // Right after the restart it has not heard from the leader, nor caught up.
+    assert.notEqual(c.node(f).group.healthError(), "");
+    await c.until(() => c.node(f).group.healthError() === "", "the follower is current again");
+    // Current means caught up: it holds what the leader holds, now.
+    assert.deepEqual(c.contents(f), c.contents(l.id));
+  } finally {
+    await c.stopAll();
+  }
+});
+
+void test("stream group hand-off (lame duck): leadership moves by TimeoutNow, within fewer ticks than an election timeout", async () => {
+  const c = new StreamCluster({ n: 3, storage: "memory" });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    for (let i = 0; i < 10; i++) c.pub(l.id, "r.a", `a${i}`, `a${i}`);
+    await c.until(() => l.acks.size === 10, "10 acks");
+    // Let every follower be heard from (heartbeat answers).
+    for (let i = 0; i < 3; i++) await c.step();
+    l.host.setObserver(true);
+    const done = l.group.handOff(5000);
+    let ticks = 0;
+    // The election timeout is 10-20 ticks: a new leader within 5 came by TimeoutNow.
+    await c.until(() => {
+      ticks++;
+      return c.leaders().some((id) => id !== l.id);
+    }, "a new leader", 5);
+    await done;
+    assert.ok(ticks <= 5);
+    const l2 = c.node(c.leaders().find((id) => id !== l.id)!);
+    c.pub(l2.id, "r.a", "after", "after");
+    await c.until(() => l2.acks.has("after"), "a publish on the new leader");
+    // The old leader (an observer now) does not take leadership back.
+    for (let i = 0; i < 60; i++) await c.step();
+    assert.equal(l.group.isLeader, false);
+  } finally {
+    await c.stopAll();
+  }
+});
+
+void test("memory stream whose every replica restarted: it goes on (empty up to the latest snapshot, sequence kept), replicas identical", async () => {
+  const c = new StreamCluster({ n: 3, storage: "memory", snapshotEntries: 16 });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    for (let i = 0; i < 60; i++) c.pub(l.id, `r.${i % 3}`, `a${i}`, `a${i}`, [["Nats-Msg-Id", `a${i}`]]);
+    await c.until(() => l.acks.size === 60 && c.ids.every((id) => c.node(id).store.state().lastSeq === 60), "60 everywhere");
+    await c.until(() => c.ids.every((id) => (c.node(id).host.status(c.node(id).group.name)?.firstIndex ?? 0) > 1), "every replica snapshotted");
+    await c.stopAll();
+    for (const id of c.ids) await c.start(id);
+    const l2 = await c.leader();
+    await c.until(() => c.ids.every((id) => c.node(id).group.healthError() === ""), "every replica current");
+    const last = l2.store.state().lastSeq;
+    assert.ok(last >= 48 && last <= 60, `the sequence was kept (last ${last})`);
+    for (const id of c.ids) assert.equal(c.node(id).store.state().lastSeq, last, `${id} last seq`);
+    assert.ok(c.contents(l2.id).size <= 44, "the messages up to the latest snapshot are gone");
+    c.pub(l2.id, "r.z", "after", "after");
+    await c.until(() => l2.acks.has("after") && c.ids.every((id) => c.node(id).store.state().lastSeq === last + 1), "a publish after");
+    assert.deepEqual(l2.acks.get("after"), [{ stream: "R", seq: last + 1 }]);
+    const ref = c.contents(l2.id);
+    for (const id of c.ids) assert.deepEqual(c.contents(id), ref, `${id} holds what the leader holds`);
+  } finally {
+    await c.stopAll();
+  }
+});
