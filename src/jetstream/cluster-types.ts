@@ -64,6 +64,9 @@ export interface ClusterStreamGroup<S> {
   deleteMsg(seq: number, erase: boolean): Promise<boolean> | boolean;
   stepdown(): Promise<unknown> | unknown;
   close(): Promise<void> | void;
+  /** Resolves once a quorum confirmed this replica still leads and it applied what was
+   *  committed then (ReadIndex); rejects otherwise. Absent: reads are answered at once. */
+  confirmRead?(): Promise<void>;
 }
 
 /** The meta group as clustered JetStream uses it. */
