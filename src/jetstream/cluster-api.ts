@@ -105,6 +105,12 @@ export function routeOf(t: string[]): Route {
   return { to: "local" };
 }
 
+/** STREAM.INFO and STREAM.MSG.GET: answered from the leader's store (Direct Get is not,
+ *  and is not linearizable, ADR-31). */
+function isLeaderRead(t: string[]): boolean {
+  return t[0] === "STREAM" && (t[1] === "INFO" || (t[1] === "MSG" && t[2] === "GET"));
+}
+
 function consumerType(op: string): string {
   if (op === "CREATE" || op === "DURABLE") return ApiType.ConsumerCreate;
   if (op === "NAMES") return ApiType.ConsumerNames;
@@ -223,6 +229,21 @@ export class JsCluster implements ClusterApiHooks {
       return true;
     }
     const leader = this.streamLeader(sa);
+    if (leader === this.self && isLeaderRead(t)) {
+      // A leader that was paused or cut off may not know it was deposed: a read from its
+      // store is answered only once a quorum confirms it still leads (ReadIndex).
+      const g = this.copies.get(r.stream)?.group;
+      if (g?.confirmRead !== undefined) {
+        // The buffers are only valid during this call.
+        const h = hdr === null ? null : Buffer.from(hdr);
+        const p = Buffer.from(payload);
+        g.confirmRead().then(
+          () => this.router.enqueueForwarded(subject, reply, h, p, true),
+          () => this.respondErr(reply, t, "JSClusterNotAvailErr"),
+        );
+        return true;
+      }
+    }
     if (leader === this.self || hops >= 2) return false;
     if (leader === "" || !fwd(leader)) {
       if (!(t[1] === "MSG" && t[0] === "CONSUMER")) this.respondErr(reply, t, "JSClusterNotAvailErr");

@@ -72,6 +72,9 @@ export interface ClusterStreamGroup<S> {
   /** This server was removed: resolves once a leader here handed over (bounded). */
   leave?(boundMs: number): Promise<void>;
   close(): Promise<void> | void;
+  /** Resolves once a quorum confirmed this replica still leads and it applied what was
+   *  committed then (ReadIndex); rejects otherwise. Absent: reads are answered at once. */
+  confirmRead?(): Promise<void>;
 }
 
 /** The meta group as clustered JetStream uses it. */

@@ -153,10 +153,11 @@ export class ClusterRemoteFeed implements RemoteFeed {
     this.pull();
   }
 
-  /** The coarse tick: start over after silence. next: where the sink wants to resume. */
-  tick(next: RemoteStart): void {
+  /** The coarse tick: start over after silence. next: where the sink wants to resume (null:
+   *  nothing came yet, where this feed began). */
+  tick(next: RemoteStart | null): void {
     if (this.closed) return;
-    if (this.d.clock.monoMs() - this.lastHeardMs > SILENT_MS) this.restart(next);
+    if (this.d.clock.monoMs() - this.lastHeardMs > SILENT_MS) this.restart(next ?? this.start);
   }
 
   close(): void {

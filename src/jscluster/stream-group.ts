@@ -26,7 +26,7 @@
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
-import { type Entry, EntryType, RaftError, Role } from "../raft/types.js";
+import { type Entry, EntryType, RaftError, type ReadState, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
 import type { Scheduler } from "../runtime/sched.js";
@@ -142,6 +142,9 @@ class RaftProposer implements Proposer {
   }
 }
 
+/** A read not confirmed by a quorum in this long is refused (the leader may be cut off). */
+const READ_CONFIRM_MS = 2000;
+
 function notLeader(): JsApiError {
   return new JsApiError(jsErr("JSClusterNotLeaderErr"));
 }
@@ -187,6 +190,10 @@ export class StreamGroup implements GroupApp {
   private readonly snapBytes: number;
   /** Index of the last entry this state reflects (applied, or covered by a catch-up). */
   private appliedIndex = 0;
+  /** Reads waiting for their ReadIndex (confirmRead), by context. */
+  private readonly reads = new Map<string, { resolve: () => void; reject: (e: Error) => void; timer: TimerHandle; index: number }>();
+  private readSeq = 0;
+  private readRecheck = false;
   /** Entries up to this index are already reflected (a catch-up answer covered them). */
   private skipThrough = 0;
   /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
@@ -572,6 +579,60 @@ export class StreamGroup implements GroupApp {
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
+  }
+
+  // ---------- linearizable reads ----------
+
+  /** Resolves once this replica is confirmed as leader by a quorum (Raft ReadIndex: a
+   *  heartbeat round) and has applied everything committed when it was asked, so that a read
+   *  of its store then sees every acknowledged write; rejects (not leader) otherwise. A
+   *  leader that was paused or cut off, and does not know it was deposed, must not answer
+   *  from its stale store. */
+  confirmRead(): Promise<void> {
+    if (!this.taking || this.closed) return Promise.reject(notLeader());
+    const key = `r${++this.readSeq}`;
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.o.clock.setTimer(() => this.settleRead(key, notLeader()), READ_CONFIRM_MS);
+      this.reads.set(key, { resolve, reject, timer, index: -1 });
+      try {
+        this.o.host.readIndex(this.name, Buffer.from(key, "latin1"));
+      } catch {
+        this.settleRead(key, notLeader());
+      }
+    });
+  }
+
+  onReadState(rs: ReadState): void {
+    const key = Buffer.from(rs.context).toString("latin1");
+    const r = this.reads.get(key);
+    if (r === undefined) return;
+    r.index = rs.index;
+    this.releaseReads();
+  }
+
+  /** Settle the confirmed reads whose index this replica has applied. */
+  private releaseReads(): void {
+    for (const [key, r] of this.reads) {
+      if (r.index < 0) continue;
+      if (!this.taking) this.settleRead(key, notLeader());
+      else if (this.appliedIndex >= r.index) this.settleRead(key, null);
+      else if (!this.readRecheck) {
+        this.readRecheck = true;
+        this.o.clock.setTimer(() => {
+          this.readRecheck = false;
+          this.releaseReads();
+        }, 1);
+      }
+    }
+  }
+
+  private settleRead(key: string, err: Error | null): void {
+    const r = this.reads.get(key);
+    if (r === undefined) return;
+    this.reads.delete(key);
+    this.o.clock.clearTimer(r.timer);
+    if (err === null) r.resolve();
+    else r.reject(err);
   }
 
   // ---------- GroupApp ----------
@@ -977,6 +1038,7 @@ export class StreamGroup implements GroupApp {
   private stopLeading(why: string): void {
     this.leadTerm = 0;
     this.taking = false;
+    for (const key of [...this.reads.keys()]) this.settleRead(key, notLeader());
     this.consumers.setLeading(false);
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.

@@ -37,8 +37,9 @@ export interface RemoteStart {
 
 /** Messages of an origin stream held on other servers, in origin order. */
 export interface RemoteFeed {
-  /** The coarse tick: start over from next if the feed went silent. */
-  tick(next: RemoteStart): void;
+  /** The coarse tick: start over from next (null: from where the feed began) if the feed
+   *  went silent. */
+  tick(next: RemoteStart | null): void;
   /** Start over from this position. */
   restart(from: RemoteStart): void;
   close(): void;
@@ -134,7 +135,7 @@ export class Sourcing {
       for (const [name, rs] of this.readers) {
         for (const r of rs) {
           this.pump(r);
-          if (r.remote !== null && r.next > 0) r.remote.tick({ seq: r.next, time: "" });
+          r.remote?.tick(r.next > 0 ? { seq: r.next, time: "" } : null);
         }
         const st = this.host.getStream(name);
         if (st) this.persist(st, false);

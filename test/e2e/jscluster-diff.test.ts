@@ -234,7 +234,6 @@ const haveNats = findNatsServer() !== null;
 /** Steps where tsnats is known to differ, with why; they are reported, not failed. Remove an
  *  entry once it matches. */
 const KNOWN = new Map<string, string>([
-  ["consumer create cluster shape", "consumers are not replicated yet (issue 18): they run on the stream leader, and their cluster block names only it"],
   [
     "info after delete",
     "the delete is answered by the meta leader once it applied the remove; a server that has not applied it yet forwards INFO to the stream's holder, which may still have its copy open (nats-server answers the delete from the stream leader after it stopped the stream)",

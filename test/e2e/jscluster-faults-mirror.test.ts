@@ -1,5 +1,5 @@
 // Mirrors and sources of a stream led elsewhere (src/jetstream/remote-source.ts): four tsnats
-// servers; the origin (R1) lives on n1 only, an R3 mirror and an R3 source (filtered) on
+// servers; the origin (R1, created after its mirror) lives on n1 only, an R3 mirror and an R3 source (filtered) on
 // n2..n4, so neither can read the origin's store: their leaders consume it over the cluster
 // and store what they get through their Raft groups. Publishes go on while the mirror's leader
 // steps down and then is SIGKILLed; afterwards every replica of the mirror holds exactly the
@@ -29,10 +29,11 @@ void test("mirror and source (R3) of an origin held on another server: consumed 
   try {
     await rig.waitMetaLeader();
     nc = await connect({ servers: rig.urls(), noRandomize: true });
-    const o = await req(nc, "$JS.API.STREAM.CREATE.ORIGIN", { name: "ORIGIN", subjects: ["o.>"], num_replicas: 1, placement: { tags: ["role:origin"] } });
-    assert.equal(o["error"], undefined, JSON.stringify(o));
+    // The mirror first: its origin does not exist yet, and its leader keeps trying.
     const m = await req(nc, "$JS.API.STREAM.CREATE.MIRROR", { name: "MIRROR", num_replicas: 3, mirror: { name: "ORIGIN" }, placement: { tags: ["role:copy"] } });
     assert.equal(m["error"], undefined, JSON.stringify(m));
+    const o = await req(nc, "$JS.API.STREAM.CREATE.ORIGIN", { name: "ORIGIN", subjects: ["o.>"], num_replicas: 1, placement: { tags: ["role:origin"] } });
+    assert.equal(o["error"], undefined, JSON.stringify(o));
     const s = await req(nc, "$JS.API.STREAM.CREATE.SRC", { name: "SRC", subjects: ["src.>"], num_replicas: 3, sources: [{ name: "ORIGIN", filter_subject: "o.a" }], placement: { tags: ["role:copy"] } });
     assert.equal(s["error"], undefined, JSON.stringify(s));
     const js = jetstream(nc);

@@ -63,7 +63,7 @@ void test("faults: KV bucket with 3 replicas under leader SIGKILLs: put / CAS / 
   for (const e of r.errors.slice(0, 10)) t.diagnostic(e);
   if (!r.result.ok) {
     const f = join(tmpdir(), `tsnats-kv-history-${process.pid}.json`);
-    writeFileSync(f, JSON.stringify({ events: r.events, ops: r.history }, (_k, v: unknown) => (v === Infinity ? "Infinity" : v)));
+    writeFileSync(f, JSON.stringify({ events: r.events, ops: r.history, dropped: r.dropped }, (_k, v: unknown) => (v === Infinity ? "Infinity" : v)));
     assert.fail(`not linearizable (key ${r.result.badPart}, exhausted ${r.result.exhausted === true}); that key's history is in ${f}:\n${r.events.join("\n")}`);
   }
   assert.ok(r.ops > 20);

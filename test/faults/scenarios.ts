@@ -266,6 +266,8 @@ export interface KvReport {
   unknown: number;
   result: CheckResult;
   errors: string[];
+  /** Writes of the failing key left out of the history (refused, or 503), with why. */
+  dropped: Array<{ op: KvOp; why: string; at: number }>;
   /** The failing key's operations (when not linearizable). */
   history: KvOp[];
 }
@@ -292,7 +294,7 @@ export async function runKvScenario(sc: KvScenario): Promise<KvReport> {
     await until("KV ops after the heal", () => wl!.ops.length > n0 + 20, 30_000);
     await wl.stop();
     const result = checkLinearizable(kvModel, wl.ops);
-    return { events, errors: wl.errors, ops: wl.ops.length, unknown: wl.ops.filter((o) => o.ret === Infinity).length, result, history: result.ok ? [] : wl.ops.filter((o) => o.part === result.badPart) };
+    return { events, errors: wl.errors, ops: wl.ops.length, unknown: wl.ops.filter((o) => o.ret === Infinity).length, result, history: result.ok ? [] : wl.ops.filter((o) => o.part === result.badPart), dropped: result.ok ? [] : wl.dropped.filter((d) => d.op.part === result.badPart) };
   } catch (e) {
     await wl?.stop().catch(() => undefined);
     (e as Error).message += `\nevents:\n${events.join("\n")}\nlogs:\n${rig.logs()}`;

@@ -139,6 +139,13 @@ export class KvWorkload {
   readonly ops: KvOp[] = [];
   /** Errors that left an op's outcome unknown. */
   readonly errors: string[] = [];
+  /** Writes left out of the history because they were refused or nobody took them. */
+  readonly dropped: Array<{ op: KvOp; why: string; at: number }> = [];
+
+  private drop(op: KvOp, why: string): void {
+    this.ops.splice(this.ops.indexOf(op), 1);
+    this.dropped.push({ op, why, at: performance.now() });
+  }
   private stopped = false;
   private readonly conns: NatsConnection[] = [];
   private readonly loops: Array<Promise<void>> = [];
@@ -209,7 +216,7 @@ export class KvWorkload {
         } catch (e) {
           // Nobody took it: it did not happen. Anything else (an API error included, to be
           // safe) leaves its outcome unknown.
-          if (noResponders(e)) this.ops.splice(this.ops.indexOf(op), 1);
+          if (noResponders(e)) this.drop(op, "503");
           else this.errors.push(`put: ${(e as Error).name}: ${(e as Error).message}`);
         }
       } else {
@@ -228,7 +235,7 @@ export class KvWorkload {
           } else if (noResponders(e) || (e instanceof JetStreamApiError && e.code === 10164)) {
             // Nobody took it, or the leader refused it because a write of the same key was in
             // flight (10164): it did not happen, and says nothing about the revision.
-            this.ops.splice(this.ops.indexOf(op), 1);
+            this.drop(op, noResponders(e) ? "503" : `${(e as JetStreamApiError).code}`);
           } else this.errors.push(`cas: ${(e as Error).name}: ${(e as Error).message}`);
         }
       }
