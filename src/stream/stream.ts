@@ -21,6 +21,7 @@ import { Expiry, type ExpiryHost } from "./expiry.js";
 import { streamInfo, streamState, type StateOpts } from "./info.js";
 import { republish } from "./republish.js";
 import { hasInterest, removeUnneeded, retainOnAck } from "./retention.js";
+import { RefusalGate } from "./refusal-gate.js";
 
 export {
   HDR_MSG_ID,
@@ -90,6 +91,10 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
    *  before the duplicate check (a retried message id must not be called a duplicate of a
    *  message that was never acknowledged), until the service reopens the stream. */
   storeFailure: Error | null = null;
+  /** A replicated stream's leader: resolves once a quorum confirms it still leads (set by its
+   *  StreamGroup). Its refusals of publishes wait for that (refusal-gate.ts). */
+  confirmLeader: (() => Promise<void>) | null = null;
+  private refusals: RefusalGate | null = null;
 
   constructor(cfg: StreamConfig, store: StreamStore, dir: string | null, env: StreamEnv, createdNs: number) {
     this.name = cfg.name;
@@ -259,6 +264,16 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
     this.env.bus.publish(reply, "", null, Buffer.from(body));
   }
 
+  /** A publish refused by the checks. A replicated stream's leader answers only once a quorum
+   *  confirmed it leads (it may have been deposed without knowing, its state stale). */
+  private refuse(reply: string, err: ApiError): void {
+    const confirm = this.confirmLeader;
+    if (confirm === null || !this.replicated) return this.respondApiErr(reply, err);
+    if (reply === "" || this.cfg.no_ack) return;
+    this.refusals ??= new RefusalGate(confirm, (r, body) => this.env.bus.publish(r, "", null, body));
+    this.refusals.hold(reply, Buffer.from(JSON.stringify({ error: err, stream: this.name, seq: 0 })));
+  }
+
   /** A message published on one of the stream's subjects. */
   processInbound(subject: string, reply: string, hdr: Buffer | null, payload: Buffer): void {
     if (this.closed) return;
@@ -266,7 +281,7 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
     const e = this.scratch;
     const f = this.checks.inbound(subject, reply, hdr, payload, this.env.clock.nowNs(), e);
     if (f !== null) {
-      if (f.err !== null) return this.respondApiErr(reply, f.err);
+      if (f.err !== null) return this.refuse(reply, f.err);
       if (reply !== "" && !this.cfg.no_ack) this.commit.queueAck(reply, f.dupSeq, true);
       return;
     }
@@ -443,6 +458,8 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   setIngest(on: boolean): void {
     if (on === this.ingest) return;
     this.ingest = on;
+    // Refusals held for a leadership confirmation: a new term starts from nothing held.
+    this.refusals?.clear();
     this.resubscribe();
   }
 
@@ -507,6 +524,7 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
    *  unsubscribes with syncSubscriptions (nothing is stored meanwhile). */
   detach(sliced = false): void {
     this.closed = true;
+    this.refusals?.clear();
     this.resubscribe(sliced);
     this.expiry.stop();
   }
