@@ -98,6 +98,9 @@ export interface ClusterMeta {
   forward(peer: string, req: ClusterForward): boolean;
   /** /healthz: "" when the meta group has a leader and this server is current with it. */
   healthError?(): string;
+  /** Resolves once this server applied every meta op committed when it was called (a
+   *  ReadIndex through the meta leader); rejects without one. */
+  confirmCurrent?(): Promise<void>;
   /** Stop campaigning everywhere and hand the meta leadership away (bounded). */
   handOff?(boundMs: number): Promise<void>;
   /** The meta group's voters now. */

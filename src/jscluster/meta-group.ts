@@ -23,7 +23,9 @@ import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { jsErr } from "../contracts/errors.js";
 import type { ForwardedRequest } from "../contracts/jetstream.js";
 import { RaftHost, type GroupApp, type RaftTransport } from "../raft/host.js";
-import { EntryType, Role, type Entry } from "../raft/types.js";
+import { EntryType, Role, type Entry, type ReadState } from "../raft/types.js";
+import { MetaReads } from "./meta-read.js";
+import { decodeForward, encodeForward, TAG_FWD } from "./meta-forward.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import type { Logger } from "../runtime/log.js";
@@ -37,7 +39,6 @@ import type { Stream } from "../stream/stream.js";
 export const META_GROUP = "_meta_";
 const PEERS_FILE = "meta-peers.json";
 const TAG_HELLO = 0xf1;
-const TAG_FWD = 0xf2;
 /** How often the bootstrap looks at who it has heard from (and says hello again). */
 const BOOT_POLL_MS = 250;
 /** With no routes configured, wait this long for servers that route to us. */
@@ -64,47 +65,7 @@ export const SERVER_REMOVE_SUBJECT = "$JS.API.SERVER.REMOVE";
 const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
 
 export type { ForwardedRequest };
-
-const FWD_LOCAL = 0x80;
-
-/** FWD frame: tag, flags (hops | local), u16 subject length, u16 reply length, u32 header
- *  length (0xffffffff: none), subject, reply, header, payload. */
-export function encodeForward(r: ForwardedRequest): Buffer {
-  const subj = Buffer.from(r.subject, "utf8");
-  const rep = Buffer.from(r.reply, "utf8");
-  const hlen = r.hdr === null ? 0 : r.hdr.length;
-  const f = Buffer.allocUnsafe(10 + subj.length + rep.length + hlen + r.payload.length);
-  f[0] = TAG_FWD;
-  f[1] = (Math.min(r.hops, 0x7f) & 0x7f) | (r.local ? FWD_LOCAL : 0);
-  f.writeUInt16BE(subj.length, 2);
-  f.writeUInt16BE(rep.length, 4);
-  f.writeUInt32BE(r.hdr === null ? 0xffffffff : hlen, 6);
-  let o = 10;
-  o += subj.copy(f, o);
-  o += rep.copy(f, o);
-  if (r.hdr !== null) o += r.hdr.copy(f, o);
-  r.payload.copy(f, o);
-  return f;
-}
-
-/** Decodes a FWD frame (copies: the frame is only valid during the call); null if malformed. */
-export function decodeForward(f: Uint8Array): ForwardedRequest | null {
-  if (f.length < 10 || f[0] !== TAG_FWD) return null;
-  const b = Buffer.from(f.buffer, f.byteOffset, f.length);
-  const sl = b.readUInt16BE(2);
-  const rl = b.readUInt16BE(4);
-  const hraw = b.readUInt32BE(6);
-  const hl = hraw === 0xffffffff ? 0 : hraw;
-  if (10 + sl + rl + hl > b.length) return null;
-  let o = 10;
-  const subject = b.toString("utf8", o, o + sl);
-  o += sl;
-  const reply = b.toString("utf8", o, o + rl);
-  o += rl;
-  const hdr = hraw === 0xffffffff ? null : Buffer.from(b.subarray(o, o + hl));
-  o += hl;
-  return { subject, reply, hdr, payload: Buffer.from(b.subarray(o)), hops: b[1]! & 0x7f, local: (b[1]! & FWD_LOCAL) !== 0 };
-}
+export { encodeForward, decodeForward };
 
 /** What a server says about itself in HELLO (placement input on the meta leader). */
 export interface ServerFacts {
@@ -231,6 +192,9 @@ export class MetaGroup implements GroupApp {
   snapshots = 0;
   /** Entries up to this index were in the log at start (replayed, not live). */
   private replayUpTo = 0;
+  /** Index of the last meta entry applied here; linearizable reads of the meta state. */
+  private appliedIndex = 0;
+  private readonly reads: MetaReads;
   /** Proposals waiting for their entry to apply: index -> term, settle. */
   private readonly waiting = new Map<number, { term: number; settle: (c: MetaChange | null) => void; timer: TimerHandle }>();
 
@@ -279,6 +243,19 @@ export class MetaGroup implements GroupApp {
       electionTicks: o.electionTicks,
       heartbeatTicks: o.heartbeatTicks,
     });
+    this.reads = new MetaReads({ readIndex: (c) => this.host.readIndex(META_GROUP, c), appliedIndex: () => Math.max(this.appliedIndex, this.host.status(META_GROUP)?.applied ?? 0) }, o.clock);
+  }
+
+  /** Resolves once this server has applied every meta op committed when it was called (a
+   *  ReadIndex through the meta leader): the meta state here is then at least as new as any
+   *  reply a client got for an earlier meta op. Rejects without a meta leader. */
+  confirmCurrent(): Promise<void> {
+    if (this.peers === null || this.closed) return Promise.reject(new Error("meta group not started"));
+    return this.reads.confirm();
+  }
+
+  onReadState(rs: ReadState): void {
+    this.reads.onReadState(rs);
   }
 
   /** Start: at once from meta-peers.json, else once enough peers were heard from. */
@@ -326,6 +303,7 @@ export class MetaGroup implements GroupApp {
     for (const p of this.pendingStepdowns) this.o.clock.clearTimer(p.timer);
     this.pendingStepdowns = [];
     this.settleAll();
+    this.reads.close();
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     if (this.snapLoop !== null) this.o.clock.clearTimer(this.snapLoop);
     this.sub?.unsubscribe();
@@ -619,6 +597,7 @@ export class MetaGroup implements GroupApp {
 
   apply(entries: Entry[]): void {
     for (const e of entries) {
+      this.appliedIndex = e.index;
       if (e.type === EntryType.ConfChange && !this.metaPeers().includes(this.o.serverName)) {
         this.o.log.error("JetStream cluster: this server was removed from the meta group (SERVER.REMOVE)");
       }
@@ -635,6 +614,7 @@ export class MetaGroup implements GroupApp {
         w.settle(e.term === w.term ? change : null);
       }
     }
+    this.reads.onApplied();
     this.maybeSnapshot();
   }
 
