@@ -15,15 +15,31 @@ import { TestNet } from "../helpers/netns.js";
 import { until } from "../helpers/until.js";
 import { openFileStreamStore } from "../../src/storage/index.js";
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Ports handed out by this process, below Linux's ephemeral range (32768-60999 here): a
+ *  port found free with listen(0) and closed again can be taken by any outgoing connection or
+ *  listen(0) on the machine before the server that is to bind it starts (a node process takes
+ *  a second or more under load), and the server then exits with EADDRINUSE. Ports below the
+ *  range are only taken by whoever binds them by number; each process walks its own stretch
+ *  (by pid) and checks that the port binds. */
+const PORT_LO = 20_000;
+const PORT_SPAN = 12_000;
+let nextPort = PORT_LO + ((process.pid * 997) % PORT_SPAN);
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
+    s.once("error", () => resolve(false));
+    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < PORT_SPAN; i++) {
+    const p = nextPort;
+    nextPort = PORT_LO + ((nextPort - PORT_LO + 1) % PORT_SPAN);
+    if (await bindable(p)) return p;
+  }
+  throw new Error("no free port below the ephemeral range");
 }
 
 export interface FaultNode {
