@@ -89,7 +89,9 @@ export function selectPeers(req: PlacementRequest, peers: readonly PeerInfo[], l
     }
     let matched = true;
     for (const t of wanted) {
-      const has = p.tags.includes(t.tag);
+      // Tags are case-insensitive (nats-server's TagList: lower case in the config, and
+      // compared in lower case).
+      const has = p.tags.includes(t.tag) || p.tags.includes(t.tag.toLowerCase());
       if (t.exclude && has) {
         why.excluded.add(t.tag);
         matched = false;

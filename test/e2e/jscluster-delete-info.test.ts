@@ -1,6 +1,7 @@
 // Right after STREAM.DELETE of an R3 stream has replied, STREAM.INFO of it to any server must
 // answer nats-server's 404 / 10059 "stream not found": not the stream (a server that has not
-// applied the delete yet), not another error. Three tsnats servers; the delete goes to each
+// applied the delete yet), not another error. Likewise right after STREAM.CREATE replied,
+// every server answers INFO with the stream. Three tsnats servers; the delete goes to each
 // server in turn, the INFO requests to all three at once as soon as its reply is in.
 
 import { test } from "node:test";
@@ -15,7 +16,7 @@ async function req(nc: NatsConnection, subject: string, body: unknown = ""): Pro
 
 const ROUNDS = Number(process.env["DELETE_INFO_ROUNDS"] ?? 12);
 
-void test("STREAM.INFO right after STREAM.DELETE of an R3 stream answers 10059 on every server", async () => {
+void test("STREAM.INFO right after STREAM.CREATE / STREAM.DELETE of an R3 stream: the stream / 10059 on every server", async () => {
   const rig = await FaultRig.start({ n: 3, net: "mesh", prefix: "tsnats-delinfo-" });
   const conns: NatsConnection[] = [];
   try {
@@ -27,6 +28,11 @@ void test("STREAM.INFO right after STREAM.DELETE of an R3 stream answers 10059 o
       const via = conns[k % 3]!;
       const c = await req(via, `$JS.API.STREAM.CREATE.${name}`, { name, subjects: [`di${k}.>`], num_replicas: 3 });
       assert.equal(c["error"], undefined, JSON.stringify(c));
+      // Right after the create replied, every server knows the stream.
+      const made = await Promise.all(conns.map((nc) => req(nc, `$JS.API.STREAM.INFO.${name}`).catch((e: unknown): Record<string, unknown> => ({ thrown: String(e) }))));
+      made.forEach((j, i) => {
+        if ((j["config"] as { name?: string } | undefined)?.name !== name) bad.push(`round ${k} (created via ${rig.nodes[k % 3]!.name}): INFO at ${rig.nodes[i]!.name} answered ${JSON.stringify(j).slice(0, 200)}`);
+      });
       for (let m = 0; m < 3; m++) {
         const a = await req(via, `di${k}.x`, `m${m}`);
         assert.equal(a["error"], undefined, JSON.stringify(a));

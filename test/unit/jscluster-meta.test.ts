@@ -127,6 +127,11 @@ void test("placement: tags, exclusions, unique tags, storage and offline peers, 
   assert.deepEqual([...ssd.peers].sort(), ["a", "c"]);
   const none = selectPeers({ replicas: 3, cluster: "c1", tags: ["ssd"], storage: "file", maxBytes: 0 }, peers, noLoad, rnd);
   assert.deepEqual(none, { ok: false, error: "no suitable peers for placement, exclude tag set, tags not matched ['ssd']" });
+  // Case-insensitive, as nats-server's (the config lower-cases server_tags; nats.js's
+  // "streams - mirrors" places by a server's tags as written, e.g. "id:2DcuyEUU...").
+  const upper = selectPeers({ replicas: 2, cluster: "c1", tags: ["SSD"], storage: "file", maxBytes: 0 }, peers, noLoad, rnd);
+  assert.ok(upper.ok);
+  assert.deepEqual([...upper.peers].sort(), ["a", "c"]);
   const notSsd = selectPeers({ replicas: 1, cluster: "c1", tags: ["!ssd"], storage: "file", maxBytes: 0 }, peers, noLoad, rnd);
   assert.deepEqual(notSsd, { ok: true, peers: ["b"] });
   // unique_tag az: at most one replica per availability zone; b and a share az:1.
