@@ -38,6 +38,9 @@ import { Pacer } from "./pacer.js";
 import { ERROR_EXTRAS, Fail, fail, optBool, optInt, optStr, parseBody, RawBody, responseType, type Body } from "./api-body.js";
 import { isInfoRequest, RequestQueue } from "./queue.js";
 import type { ClusterApiHooks } from "./cluster-types.js";
+import { domainMapped, STREAM_PATTERNS } from "./api-subjects.js";
+
+export { domainMapped };
 
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
@@ -51,51 +54,6 @@ export const DEFAULT_REQUEST_QUEUE_LIMIT = 10_000;
 const API_PER_TURN = 256;
 /** Node pairs of an overlap search per step (well under a slice). */
 const OVERLAP_STEP_UNITS = 2048;
-
-const STREAM_PATTERNS = [
-  "INFO",
-  "STREAM.CREATE.*",
-  "STREAM.UPDATE.*",
-  "STREAM.DELETE.*",
-  "STREAM.INFO.*",
-  "STREAM.NAMES",
-  "STREAM.LIST",
-  "STREAM.PURGE.*",
-  "STREAM.MSG.GET.*",
-  "STREAM.MSG.DELETE.*",
-  "STREAM.SNAPSHOT.*",
-  "STREAM.RESTORE.*",
-  "STREAM.LEADER.STEPDOWN.*",
-  "STREAM.PEER.REMOVE.*",
-  // Not CONSUMER.MSG.NEXT: each consumer subscribes its own (consumer-api.ts serveNext), so
-  // a pull for a missing consumer or stream meets no subscriber and a client that asked for
-  // no_responders gets a 503, as from nats-server 2.11 on.
-  "CONSUMER.*",
-  "CONSUMER.CREATE.>",
-  "CONSUMER.DURABLE.>",
-  "CONSUMER.INFO.>",
-  "CONSUMER.NAMES.>",
-  "CONSUMER.LIST.>",
-  "CONSUMER.DELETE.>",
-  "CONSUMER.PAUSE.>",
-  "CONSUMER.UNPIN.>",
-  "CONSUMER.LEADER.>",
-];
-
-
-/** The API suffixes nats-server maps from $JS.<domain>.API. (jetstream_api.go
- *  generateJSMappingTable): the first token decides. */
-const DOMAIN_JS_TOKENS = new Set(["INFO", "STREAM", "CONSUMER", "DIRECT", "META", "SERVER", "ACCOUNT"]);
-
-/** Where a subject under $JS.<domain>.API. (whose length is `at`) goes, or null. */
-export function domainMapped(subject: string, at: number): string | null {
-  const end = subject.indexOf(".", at);
-  const first = end < 0 ? subject.slice(at) : subject.slice(at, end);
-  if (first === "$KV" || first === "$OBJ") return end < 0 ? null : subject.slice(at);
-  if (!DOMAIN_JS_TOKENS.has(first)) return null;
-  if (first === "INFO" && end >= 0) return null;
-  return API_PREFIX + subject.slice(at);
-}
 
 /** A stream's config as JSON text and its created time, for as long as its config object
  *  is the same (an update replaces it). STREAM.INFO bursts then cost the state, not the
@@ -691,7 +649,9 @@ export class ApiRouter {
     const subjectsFilter = optStr(body, "subjects_filter");
     const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamInfoRequest"));
     const st = this.lookup(name);
-    if (subjectsFilter === "") return new RawBody(this.infoJson(st, '"total":0,"offset":0,"limit":0,', { deletedDetails }));
+    // Clustered: the stream and its mirrors (nats-server streamAlternates).
+    const alts = this.cluster?.alternates?.(st.name) ?? null;
+    if (subjectsFilter === "") return new RawBody(this.infoJson(st, '"total":0,"offset":0,"limit":0,', { deletedDetails }, true, alts === null ? "" : `,"alternates":${JSON.stringify(alts)}`));
     const out: Record<string, unknown> = { total: 0, offset: 0, limit: 0 };
     const infoOpts: { deletedDetails: boolean; subjectsFilter?: string } = { deletedDetails };
     const i = this.info(st, infoOpts);
@@ -724,6 +684,7 @@ export class ApiRouter {
         }
       }
     }
+    if (alts !== null) i["alternates"] = alts;
     return { ...out, ...i };
   }
 

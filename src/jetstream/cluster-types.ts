@@ -138,6 +138,9 @@ export interface ClusterApiHooks {
   handle(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<Record<string, unknown> | { raw: string } | null | undefined>;
   /** STREAM.INFO's cluster block for a local stream. */
   clusterBlock(name: string): Record<string, unknown>;
+  /** STREAM.INFO's `alternates`: the stream and its mirrors with their clusters (nats-server
+   *  streamAlternates), or null when it has no mirror. */
+  alternates?(name: string): Array<{ name: string; domain?: string; cluster: string }> | null;
   /** Purge / message delete of a replicated stream through its group (undefined: local). */
   purge?(name: string, opts: { filter?: string; seq?: number; keep?: number }): Promise<number> | undefined;
   deleteMsg?(name: string, seq: number, erase: boolean): Promise<boolean> | undefined;
