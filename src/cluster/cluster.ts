@@ -540,6 +540,14 @@ export class Cluster implements ClusterLike {
     return out;
   }
 
+  /** Route peers connected now that run without JetStream (their INFO has no `jetstream`):
+   *  a connection-only server in a JetStream cluster, which the meta group does not wait for. */
+  nonJetStreamPeers(): string[] {
+    const out: string[] = [];
+    for (const p of this.registry.peers.values()) if (p.info.jetstream !== true) out.push(p.name !== "" ? p.name : p.info.server_id);
+    return out;
+  }
+
   /** Send one peer frame to the server named name (on its route for the system account);
    *  false if no route to it speaks the protocol. */
   sendPeer(name: string, subject: string, payload: Buffer): boolean {

@@ -21,6 +21,8 @@ export interface PeerRoutes {
   peerNames(): string[];
   sendPeer(name: string, subject: string, payload: Buffer): boolean;
   setPeerListener(l: PeerListener | null): void;
+  /** Route peers connected now without JetStream. */
+  nonJetStreamPeers?(): string[];
 }
 
 /** The receiving side: frames are views valid only during the call. */
@@ -68,6 +70,11 @@ export class RoutePeerTransport implements PeerListener {
   /** Peers reachable now (server names). */
   peers(): string[] {
     return this.routes.peerNames();
+  }
+
+  /** Route peers connected now that run without JetStream. */
+  nonJetStreamPeers(): string[] {
+    return this.routes.nonJetStreamPeers?.() ?? [];
   }
 
   /** Queue frame for peer; it leaves with the others queued in this job. */

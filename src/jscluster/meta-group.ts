@@ -80,6 +80,8 @@ export interface PeerChannel {
   send(peer: string, frame: Uint8Array): void;
   /** Peers reachable now. */
   peers(): string[];
+  /** Route peers connected now that run without JetStream (not meta group members). */
+  nonJetStreamPeers?(): string[];
   close(): void;
 }
 
@@ -280,7 +282,9 @@ export class MetaGroup implements GroupApp {
       if (this.closed || this.peers !== null) return;
       for (const p of this.transport.peers()) if (!this.jsPeers.has(p)) this.sendHello(p);
       const seen = this.jsPeers.size + 1;
-      const expected = Math.max(this.expectedSize(), seen);
+      // A configured route to a server without JetStream (a connection-only server) names no
+      // meta group member.
+      const expected = Math.max(this.expectedSize() - (this.transport.nonJetStreamPeers?.().length ?? 0), seen);
       const routesConfigured = this.o.routes.length > 0;
       const now = this.o.clock.monoMs();
       if (seen >= expected && (routesConfigured || now - this.startedMs >= NO_ROUTES_GRACE_MS)) {
