@@ -650,7 +650,8 @@ export class ApiRouter {
     const offset = Math.max(0, optInt(body, "offset", "int", "JSApiStreamInfoRequest"));
     const st = this.lookup(name);
     // Clustered: the stream and its mirrors (nats-server streamAlternates).
-    const alts = this.cluster?.alternates?.(st.name) ?? null;
+    const domain = this.svc.domain;
+    const alts = this.cluster?.alternates?.(st.name)?.map((a) => (domain !== "" ? { name: a.name, domain, cluster: a.cluster } : a)) ?? null;
     if (subjectsFilter === "") return new RawBody(this.infoJson(st, '"total":0,"offset":0,"limit":0,', { deletedDetails }, true, alts === null ? "" : `,"alternates":${JSON.stringify(alts)}`));
     const out: Record<string, unknown> = { total: 0, offset: 0, limit: 0 };
     const infoOpts: { deletedDetails: boolean; subjectsFilter?: string } = { deletedDetails };

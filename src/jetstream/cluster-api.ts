@@ -160,12 +160,26 @@ export class JsCluster implements ClusterApiHooks {
     return this.route(subject, reply, hdr, payload, 0);
   }
 
-  /** True when forwarded or answered; false: handle it here. */
-  private route(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number): boolean {
+  /** True when forwarded or answered; false: handle it here. metaCurrent: this server's meta
+   *  state was confirmed current for this request. */
+  private route(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number, metaCurrent = false): boolean {
     if (this.stopped) return false;
     const t = subject.slice(API_PREFIX.length).split(".");
     const r = routeOf(t);
     if (r.to === "local") return false;
+    if (r.to === "stream" && hops === 0 && !metaCurrent && t[0] === "STREAM" && t[1] === "INFO" && this.meta.confirmCurrent !== undefined && this.meta.leaderName !== "") {
+      // The server a client asked first brings its meta state up to the meta leader's commit
+      // (ReadIndex): a STREAM.INFO sent after STREAM.DELETE (or CREATE) replied then finds the
+      // stream gone (there) on every server, not only on the meta leader. Without a meta
+      // leader answering, it goes on from the state it has.
+      const h = hdr === null ? null : Buffer.from(hdr);
+      const p = Buffer.from(payload);
+      const go = (): void => {
+        if (!this.route(subject, reply, h, p, hops, true)) this.router.enqueueForwarded(subject, reply, h, p, true);
+      };
+      this.meta.confirmCurrent().then(go, go);
+      return true;
+    }
     const fwd = (peer: string): boolean => this.meta.forward(peer, { subject, reply, hdr, payload, hops: hops + 1, local: false });
     if (r.to === "meta") {
       const leader = this.meta.started ? this.meta.leaderName : "";
@@ -190,7 +204,9 @@ export class JsCluster implements ClusterApiHooks {
         const p = Buffer.from(payload);
         g.confirmRead().then(
           () => this.router.enqueueForwarded(subject, reply, h, p, true),
-          () => this.respondErr(reply, t, "JSClusterNotAvailErr"),
+          // Not confirmed: the group closed because the stream was deleted meanwhile, or this
+          // replica no longer leads.
+          () => this.respondErr(reply, t, this.meta.state.stream(r.stream) === undefined ? "JSStreamNotFoundErr" : "JSClusterNotAvailErr"),
         );
         return true;
       }
@@ -541,6 +557,22 @@ export class JsCluster implements ClusterApiHooks {
     let n = 0;
     for (const c of this.copies.values()) if (c.group !== null) n++;
     return n;
+  }
+
+  /** The stream and the streams that mirror it, with their clusters (nats-server
+   *  streamAlternates; one cluster here, so the stream first, then its mirrors by name);
+   *  null when nothing mirrors it. */
+  alternates(name: string): Array<{ name: string; cluster: string }> | null {
+    const own = this.meta.state.stream(name);
+    if (own === undefined) return null;
+    const cluster = (sa: ClusterStreamAssignment): string => sa.group.cluster ?? this.meta.clusterName;
+    const out = [{ name, cluster: cluster(own) }];
+    for (const n of this.meta.state.streamNames().sort()) {
+      const sa = this.meta.state.stream(n)!;
+      const m = sa.config["mirror"] as { name?: string } | undefined;
+      if (n !== name && m?.name === name) out.push({ name: n, cluster: cluster(sa) });
+    }
+    return out.length > 1 ? out : null;
   }
 
   clusterBlock(name: string): Record<string, unknown> {
