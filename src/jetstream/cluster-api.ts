@@ -40,6 +40,10 @@ const INFO_ASK = "$JSC.INFO.ASK";
 const INFO_ANSWER = "$JSC.INFO.ANSWER";
 /** How long STREAM.LIST waits for the streams' leaders. */
 const LIST_GATHER_MS = 2000;
+/** A request for a stream this server holds a copy of, whose leader it does not know yet (a
+ *  stream just created, an election): it waits this long for one, as a client of nats-server
+ *  waits for the leader's answer, before 503. */
+const LEADER_WAIT_MS = 2000;
 
 type Body = Record<string, unknown>;
 
@@ -162,7 +166,7 @@ export class JsCluster implements ClusterApiHooks {
 
   /** True when forwarded or answered; false: handle it here. metaCurrent: this server's meta
    *  state was confirmed current for this request. */
-  private route(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number, metaCurrent = false): boolean {
+  private route(subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number, metaCurrent = false, waited = false): boolean {
     if (this.stopped) return false;
     const t = subject.slice(API_PREFIX.length).split(".");
     const r = routeOf(t);
@@ -194,6 +198,25 @@ export class JsCluster implements ClusterApiHooks {
       return true;
     }
     const leader = this.streamLeader(sa);
+    if (leader === "" && hops === 0 && !waited && sa.group.peers.includes(this.self)) {
+      // A replica that does not know its leader yet (its copy just opened, an election):
+      // wait for one (bounded) rather than answer 503 while the stream has a leader.
+      const h = hdr === null ? null : Buffer.from(hdr);
+      const p = Buffer.from(payload);
+      const clock = this.svc.deps.clock;
+      const end = clock.monoMs() + LEADER_WAIT_MS;
+      const check = (): void => {
+        if (this.stopped) return;
+        const cur = this.meta.state.stream(r.stream);
+        if (cur !== undefined && this.streamLeader(cur) === "" && clock.monoMs() < end) {
+          clock.setTimer(check, 20);
+          return;
+        }
+        if (!this.route(subject, reply, h, p, hops, true, true)) this.router.enqueueForwarded(subject, reply, h, p, true);
+      };
+      clock.setTimer(check, 20);
+      return true;
+    }
     if (leader === this.self && isLeaderRead(t)) {
       // A leader that was paused or cut off may not know it was deposed: a read from its
       // store is answered only once a quorum confirms it still leads (ReadIndex).
