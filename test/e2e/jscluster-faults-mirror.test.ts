@@ -133,6 +133,10 @@ void test("mirror (R3) of an R3 origin on the same servers: only the mirror's le
     };
     await publish(30);
     await until("the mirror has 30", async () => (await state(nc!, "MIRROR")).last_seq === 30, 20_000);
+    // Clustered STREAM.INFO names the stream and its mirrors (nats-server's alternates).
+    const alts = (await req(nc, "$JS.API.STREAM.INFO.ORIGIN"))["alternates"] as Array<{ name: string; cluster: string }> | undefined;
+    assert.deepEqual(alts, [{ name: "ORIGIN", cluster: "faults" }, { name: "MIRROR", cluster: "faults" }]);
+    assert.equal((await req(nc, "$JS.API.STREAM.INFO.MIRROR"))["alternates"], undefined, "a stream nothing mirrors has none");
     await stepdown(nc, "MIRROR");
     await publish(30);
     await until("the mirror has 60", async () => (await state(nc!, "MIRROR")).last_seq === 60, 20_000);
