@@ -169,9 +169,11 @@ export class Server extends Router implements ClientHost {
     if (o.httpPort !== 0 && o.httpsPort !== 0) throw new Error(`can't specify both HTTP (${o.httpPort}) and HTTPs (${o.httpsPort}) ports`);
     if (o.httpsPort !== 0 && this.tls === null) throw new Error("TLS cert and key required for HTTPS");
 
-    if (o.jetstream.enabled) await this.startJetStream();
-
+    // The monitor first, as nats-server: /healthz answers (not ok) while JetStream recovers
+    // its streams, which is chunked across turns of the loop.
     if (o.httpPort !== 0 || o.httpsPort !== 0) await this.startMonitor();
+
+    if (o.jetstream.enabled) await this.startJetStream();
 
     if (o.websocket !== null && o.websocket.port !== 0) await this.startWebSocket();
 
@@ -237,6 +239,17 @@ export class Server extends Router implements ClientHost {
       this.cluster = null;
       throw err;
     }
+  }
+
+  /** nats-server readyForConnections: the listeners configured and not (yet) up, by its
+   *  names ("server", "route", "websocket"); empty once every one listens. */
+  notListening(): string[] {
+    const o = this.opts;
+    const out: string[] = [];
+    if (this.listener === null) out.push("server");
+    if (o.cluster !== null && o.cluster.port !== 0 && this.cluster === null) out.push("route");
+    if (o.websocket !== null && o.websocket.port !== 0 && this.wsPort === 0) out.push("websocket");
+    return out;
   }
 
   /** A connection id (clients and routes share the counter, as in nats-server). */
