@@ -460,7 +460,8 @@ export class ApiRouter {
   private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown> | RawBody> {
     const [a, b, c, d] = t;
     if (a === "INFO" && t.length === 1) {
-      const { type: _type, ...rest } = this.svc.accountInfo() as Record<string, unknown>;
+      const rest = { ...(this.svc.accountInfo() as Record<string, unknown>) };
+      delete rest["type"];
       return rest;
     }
     if (a !== "STREAM") fail("JSBadRequestErr");
