@@ -215,11 +215,15 @@ export abstract class ConsumerCore implements Tickable {
       case "by_start_time":
         return this.seqForTime(c.opt_start_time_ns) - 1;
       case "last_per_subject": {
-        const seqs: number[] = [];
+        // Hundreds of thousands of subjects are possible: no map of their states, and a
+        // numeric sort of a typed array (not a comparator over a boxed array).
+        let found: number[] = [];
         for (const f of this.filterList()) {
-          for (const ss of store.subjectsState(f).values()) seqs.push(ss.last);
+          const part = store.lastSeqs !== undefined ? store.lastSeqs(f) : [...store.subjectsState(f).values()].map((ss) => ss.last);
+          if (found.length === 0) found = part;
+          else for (const q of part) found.push(q);
         }
-        seqs.sort((a, b) => a - b);
+        const seqs = Array.from(Float64Array.from(found).sort());
         this.lpsEnd = lastSeq;
         this.lps = seqs.length > 0 ? seqs : null;
         return seqs.length > 0 ? seqs[0]! - 1 : lastSeq;
