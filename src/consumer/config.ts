@@ -7,7 +7,7 @@
 // reached max_deliver or was terminated is republished (see deadletter.ts). The "x_" prefix
 // cannot clash with a nats-server field; clients keep unknown fields as opaque JSON.
 
-import { isValidSubject, isLiteral, subjectMatches, subjectsCollide } from "../subjects/subject.js";
+import { isValidSubject, isLiteral, subjectMatches } from "../subjects/subject.js";
 import { jsErr, JsApiError, type JsErrName } from "../contracts/errors.js";
 import { goDuration } from "../contracts/duration.js";
 import { parseRfc3339Ns, rfc3339Ns } from "../stream/time.js";

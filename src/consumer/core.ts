@@ -215,11 +215,15 @@ export abstract class ConsumerCore implements Tickable {
       case "by_start_time":
         return this.seqForTime(c.opt_start_time_ns) - 1;
       case "last_per_subject": {
-        const seqs: number[] = [];
+        // Hundreds of thousands of subjects are possible: no map of their states, and a
+        // numeric sort of a typed array (not a comparator over a boxed array).
+        let found: number[] = [];
         for (const f of this.filterList()) {
-          for (const ss of store.subjectsState(f).values()) seqs.push(ss.last);
+          const part = store.lastSeqs !== undefined ? store.lastSeqs(f) : [...store.subjectsState(f).values()].map((ss) => ss.last);
+          if (found.length === 0) found = part;
+          else for (const q of part) found.push(q);
         }
-        seqs.sort((a, b) => a - b);
+        const seqs = ascending(found);
         this.lpsEnd = lastSeq;
         this.lps = seqs.length > 0 ? seqs : null;
         return seqs.length > 0 ? seqs[0]! - 1 : lastSeq;
@@ -341,4 +345,25 @@ export abstract class ConsumerCore implements Tickable {
     const n = store.numPending(from, f, false);
     return n > 0 && vis < store.state().lastSeq ? n - store.numPending(vis + 1, f, false) : n;
   }
+}
+
+/** Distinct sequences in ascending order: a bitmap over their span when it is at most 16
+ *  times their number (one pass each way, no comparisons), else a typed-array sort. */
+export function ascending(seqs: number[]): number[] {
+  const n = seqs.length;
+  if (n < 2) return seqs;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const q = seqs[i]!;
+    if (q < lo) lo = q;
+    if (q > hi) hi = q;
+  }
+  const span = hi - lo + 1;
+  if (span > 16 * n) return Array.from(Float64Array.from(seqs).sort());
+  const mark = new Uint8Array(span);
+  for (let i = 0; i < n; i++) mark[seqs[i]! - lo] = 1;
+  const out: number[] = [];
+  for (let i = 0; i < span; i++) if (mark[i] === 1) out.push(lo + i);
+  return out;
 }

@@ -15,7 +15,7 @@ import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { jsErr, JsApiError, type ApiError } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
-import { handleConsumerApi, recoverConsumers } from "./consumer-api.js";
+import { handleConsumerApi, recoverConsumers, recoverConsumersPaced } from "./consumer-api.js";
 import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
 import {
   checkStreamConfig,
@@ -129,13 +129,11 @@ export class ApiRouter {
   }
 
   /** Bring back every stream's durable consumers (at start, so push consumers deliver
-   *  without waiting for an API request to touch them). */
-  recoverAllConsumers(): void {
-    const fn = this.recoverConsumersFn;
-    if (fn === null) return;
-    for (const st of this.svc.streams.values()) {
+   *  without waiting for an API request to touch them), one at a time on the pacer. */
+  async recoverAllConsumers(pacer: Pacer): Promise<void> {
+    for (const st of [...this.svc.streams.values()]) {
       try {
-        fn(this.ctx, st);
+        await recoverConsumersPaced(this.ctx, st, () => pacer.breathe());
       } catch (e) {
         this.svc.deps.log.error(`JetStream could not recover consumers of '${st.name}': ${(e as Error).message}`);
       }
@@ -420,7 +418,8 @@ export class ApiRouter {
   private async stream(t: string[], payload: Buffer): Promise<Record<string, unknown> | RawBody> {
     const [a, b, c, d] = t;
     if (a === "INFO" && t.length === 1) {
-      const { type: _type, ...rest } = this.svc.accountInfo() as Record<string, unknown>;
+      const rest = { ...(this.svc.accountInfo() as Record<string, unknown>) };
+      delete rest["type"];
       return rest;
     }
     if (a !== "STREAM") fail("JSBadRequestErr");

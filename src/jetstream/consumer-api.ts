@@ -178,49 +178,72 @@ function ensureRecovered(ctx: ConsumerApiContext): void {
 /** Reload the consumers stored under a stream's obs/ directory. Idempotent per
  *  stream; the API also calls it lazily on first use for every stream. */
 export function recoverConsumers(ctx: ConsumerApiContext, st: StreamHandle): number {
-  const cs = stateOf(ctx);
-  if (cs.recovered.has(st)) return 0;
-  cs.recovered.add(st);
-  const probe = st.consumerDir("_");
-  if (probe === null) return 0;
-  const obs = dirname(probe);
-  const fs = ctx.fs;
-  let names: string[];
-  try {
-    names = fs.readdir(obs);
-  } catch {
-    return 0;
-  }
+  const r = consumersToRecover(ctx, st);
+  if (r === null) return 0;
   let n = 0;
-  for (const name of names.sort()) {
-    if (name.startsWith(".")) continue;
-    if (findConsumer(st, name) !== undefined) continue;
-    try {
-      const store = new FileConsumerStore({ dir: join(obs, name), fs, clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
-      store.open();
-      const raw = store.readConfig();
-      if (raw === null) {
-        void store.close();
-        continue;
-      }
-      const meta = JSON.parse(raw) as { created_ns?: number; config?: unknown; lps_end?: number };
-      let cfg = decodeConsumerConfig(meta.config);
-      try {
-        cfg = checkConsumerConfig(cfg, streamView(st), false);
-      } catch (e) {
-        ctx.log.warn(`consumer '${st.name} > ${name}' config no longer valid, kept as stored: ${(e as Error).message}`);
-      }
-      const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, store.load());
-      if (typeof meta.lps_end === "number" && meta.lps_end > 0) c.resumeLastPerSubject(meta.lps_end);
-      st.addConsumer(c);
-      c.start();
-      serveNext(ctx, c);
-      n++;
-    } catch (e) {
-      ctx.log.error(`JetStream could not recover consumer '${st.name} > ${name}': ${(e as Error).message}`);
-    }
+  for (const name of r.names) if (recoverConsumer(ctx, st, r.obs, name)) n++;
+  return n;
+}
+
+/** recoverConsumers at start: `breathe` between consumers (each may read its store and
+ *  compute what it has pending). */
+export async function recoverConsumersPaced(ctx: ConsumerApiContext, st: StreamHandle, breathe: () => Promise<void>): Promise<number> {
+  const r = consumersToRecover(ctx, st);
+  if (r === null) return 0;
+  let n = 0;
+  for (const name of r.names) {
+    if (recoverConsumer(ctx, st, r.obs, name)) n++;
+    await breathe();
   }
   return n;
+}
+
+/** The stream's consumer directories (sorted), once per stream; null when none or done. */
+function consumersToRecover(ctx: ConsumerApiContext, st: StreamHandle): { obs: string; names: string[] } | null {
+  const cs = stateOf(ctx);
+  if (cs.recovered.has(st)) return null;
+  cs.recovered.add(st);
+  const probe = st.consumerDir("_");
+  if (probe === null) return null;
+  const obs = dirname(probe);
+  let names: string[];
+  try {
+    names = ctx.fs.readdir(obs);
+  } catch {
+    return null;
+  }
+  return { obs, names: names.filter((n) => !n.startsWith(".")).sort() };
+}
+
+/** One durable consumer from its directory; true when it was brought back. */
+function recoverConsumer(ctx: ConsumerApiContext, st: StreamHandle, obs: string, name: string): boolean {
+  if (findConsumer(st, name) !== undefined) return false;
+  const fs = ctx.fs;
+  try {
+    const store = new FileConsumerStore({ dir: join(obs, name), fs, clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
+    store.open();
+    const raw = store.readConfig();
+    if (raw === null) {
+      void store.close();
+      return false;
+    }
+    const meta = JSON.parse(raw) as { created_ns?: number; config?: unknown; lps_end?: number };
+    let cfg = decodeConsumerConfig(meta.config);
+    try {
+      cfg = checkConsumerConfig(cfg, streamView(st), false);
+    } catch (e) {
+      ctx.log.warn(`consumer '${st.name} > ${name}' config no longer valid, kept as stored: ${(e as Error).message}`);
+    }
+    const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, store.load());
+    if (typeof meta.lps_end === "number" && meta.lps_end > 0) c.resumeLastPerSubject(meta.lps_end);
+    st.addConsumer(c);
+    c.start();
+    serveNext(ctx, c);
+    return true;
+  } catch (e) {
+    ctx.log.error(`JetStream could not recover consumer '${st.name} > ${name}': ${(e as Error).message}`);
+    return false;
+  }
 }
 
 /** Subscribe a started consumer's $JS.API.CONSUMER.MSG.NEXT.<stream>.<name> (and the domain

@@ -11,6 +11,7 @@ import type { EntryApplier, Proposer } from "../stream/entry.js";
 import { writeFileAtomicSync, type Fs } from "../runtime/fs.js";
 import { FileStreamStore, createMemoryStreamStore } from "../storage/index.js";
 import type { StreamStore } from "../storage/types.js";
+import type { RecoveryReport } from "../storage/index.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import { ApiType } from "../contracts/wire.js";
 import { configToWire, decodeStreamConfig, checkStreamConfig } from "../stream/config.js";
@@ -23,7 +24,7 @@ import { rfc3339Ns } from "../stream/time.js";
 import { ApiRouter, domainMapped } from "./api.js";
 import { JS_API_LEVEL } from "../version.js";
 import { randomBytes } from "node:crypto";
-import { CryptFs, checkStoreEncryption } from "../storage/cryptfs.js";
+import { CryptFs, checkStoreEncryptionPaced } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
 import type { Pacer } from "./pacer.js";
 import { JsCluster } from "./cluster-api.js";
@@ -35,6 +36,11 @@ export const REOPEN_DELAY_MS = 1000;
 /** Subscribes or unsubscribes of a stream's subjects per step when they are worked on a
  *  pacer (a stream with thousands of subjects). */
 const SUBS_PER_STEP = 64;
+
+/** The stream a store's limit removals go to, once it exists. */
+interface StoreHold {
+  stream: Stream | null;
+}
 
 interface StoredMeta {
   created: string;
@@ -91,20 +97,26 @@ export class JetStreamService {
 
   async start(): Promise<void> {
     if (this.started) return;
-    this.checkEncryption();
+    await this.checkEncryption();
     this.started = true;
     const dir = this.streamsDir();
     this.fs.mkdirp(dir);
+    // Recovery is chunked on the API's pacer (nothing else uses it before the API subscribes):
+    // a turn of the loop at most about a slice, then the monitor port (and whatever else is
+    // up) is served; a stream's block files and subjects, and the consumers one by one.
+    const pacer = this.router.pacer;
+    pacer.begin();
     for (const name of this.fs.readdir(dir).sort()) {
       if (name.startsWith(".")) continue;
       try {
-        this.recoverStream(join(dir, name));
+        await this.recoverStreamPaced(join(dir, name), pacer);
       } catch (e) {
         this.deps.log.error(`JetStream could not recover stream '${ACCOUNT} > ${name}': ${(e as Error).message}`);
       }
+      await pacer.breathe();
     }
     await this.router.loadConsumerApi();
-    this.router.recoverAllConsumers();
+    await this.router.recoverAllConsumers(pacer);
     this.apiSubs = this.router.subscribe();
     if (this.domain !== "") {
       // nats-server's domain mappings: $JS.<domain>.API.<rest> is the request $JS.API.<rest>
@@ -121,12 +133,14 @@ export class JetStreamService {
   /** Before anything is opened: every file must open under the configured key (re-wrapped
    *  when it opens under prev_key, encrypted when it is plaintext), and without a key no file
    *  may be encrypted. Throws (the server does not start) otherwise; nothing is changed then. */
-  private checkEncryption(): void {
+  private async checkEncryption(): Promise<void> {
     const o = this.deps.opts;
     if (o.key === "" && o.cipher !== "") throw new Error(`JetStream cipher ${o.cipher} is set but no encryption key is configured`);
     if (o.key === "" && o.prevKey !== "") throw new Error("JetStream prev_key is set but no encryption key is configured");
     const jsDir = join(o.storeDir, "jetstream");
-    const r = checkStoreEncryption(this.diskFs, jsDir, this.crypt);
+    const pacer = this.router.pacer;
+    pacer.begin();
+    const r = await checkStoreEncryptionPaced(this.diskFs, jsDir, this.crypt, () => pacer.breathe());
     if (this.crypt !== null) {
       this.deps.log.info(`JetStream encryption at rest: ${this.crypt.cipher}, ${r.files} file${r.files === 1 ? "" : "s"} checked`);
       if (r.converted > 0) this.deps.log.warn(`JetStream encrypted ${r.converted} plaintext file${r.converted === 1 ? "" : "s"} found in ${jsDir}`);
@@ -285,6 +299,27 @@ export class JetStreamService {
   }
 
   private recoverStream(dir: string): Stream | null {
+    const cfg = this.recoveredConfig(dir);
+    if (cfg === null) return null;
+    const st = this.openStream(cfg.cfg, cfg.createdNs, dir, true);
+    this.logRestored(st);
+    return st;
+  }
+
+  /** recoverStream at start: block files, then subjects, a slice at a time on the pacer. */
+  private async recoverStreamPaced(dir: string, pacer: Pacer): Promise<void> {
+    const c = this.recoveredConfig(dir);
+    if (c === null) return;
+    const { cfg, createdNs } = c;
+    const hold: StoreHold = { stream: null };
+    const store = this.newStore(cfg, dir, hold);
+    if (store instanceof FileStreamStore) this.reportRecovery(cfg, await store.openPaced(() => pacer.breathe()));
+    const st = this.finishOpen(cfg, store, hold, createdNs, dir, true, true);
+    await pacer.run(() => st.syncSubscriptions(SUBS_PER_STEP));
+    this.logRestored(st);
+  }
+
+  private recoveredConfig(dir: string): { cfg: StreamConfig; createdNs: number } | null {
     const raw = this.fs.readFile(join(dir, "meta.json"));
     if (raw === null) {
       this.deps.log.warn(`JetStream skipping stream directory without meta.json: ${dir}`);
@@ -292,14 +327,49 @@ export class JetStreamService {
     }
     const meta = JSON.parse(raw.toString("utf8")) as StoredMeta;
     const cfg = checkStreamConfig(decodeStreamConfig(meta.config), { get: (n) => this.streams.get(n)?.cfg }, false);
-    const st = this.openStream(cfg, meta.created_ns, dir, true);
+    return { cfg, createdNs: meta.created_ns };
+  }
+
+  private logRestored(st: Stream): void {
     const state = st.store.state();
     const ids = st.rebuildDedup();
     this.deps.log.info(
-      `  Restored ${state.msgs} messages for stream '${ACCOUNT} > ${cfg.name}'` +
+      `  Restored ${state.msgs} messages for stream '${ACCOUNT} > ${st.cfg.name}'` +
         (ids > 0 ? ` (${ids} message ids in the duplicate window)` : ""),
     );
-    return st;
+  }
+
+  /** What recovery of a file store dropped or cut, as warnings. */
+  private reportRecovery(cfg: StreamConfig, report: RecoveryReport): void {
+    if (report.dropped.length === 0 && report.truncatedBytes === 0) return;
+    for (const d of report.dropped) {
+      this.deps.log.warn(
+        `JetStream stream '${ACCOUNT} > ${cfg.name}' recovery dropped ${d.bytes} bytes at ${d.file}:${d.offset} ` +
+          `(${d.reason}, after seq ${d.afterSeq})`,
+      );
+    }
+    if (report.truncatedBytes > 0) {
+      this.deps.log.warn(`JetStream stream '${ACCOUNT} > ${cfg.name}' recovery truncated ${report.truncatedBytes} bytes`);
+    }
+  }
+
+  /** The store of a stream being opened (not opened yet): its limit removals go to the
+   *  stream once there is one. */
+  private newStore(cfg: StreamConfig, dir: string | null, hold: StoreHold): StreamStore {
+    const callbacks = {
+      onLimitRemove: (seq: number, subject: string): void => hold.stream?.onLimitRemove(seq, subject),
+    };
+    if (cfg.storage === "file" && dir !== null) {
+      return new FileStreamStore({
+        dir: join(dir, "msgs"),
+        fs: this.fs,
+        clock: this.deps.clock,
+        limits: Stream.storeLimits(cfg),
+        callbacks,
+        syncIntervalMs: this.syncIntervalMs(),
+      });
+    }
+    return createMemoryStreamStore(Stream.storeLimits(cfg), callbacks);
   }
 
   /** sliced: the stream's subjects are subscribed by the caller (syncSubscriptions). */
@@ -311,39 +381,28 @@ export class JetStreamService {
     sliced = false,
     proposer?: (applier: EntryApplier) => Proposer,
   ): Stream {
-    let stream: Stream | null = null;
-    const callbacks = {
-      onLimitRemove: (seq: number, subject: string): void => stream?.onLimitRemove(seq, subject),
-    };
-    let store: StreamStore;
-    if (cfg.storage === "file" && dir !== null) {
-      const fstore = new FileStreamStore({
-        dir: join(dir, "msgs"),
-        fs: this.fs,
-        clock: this.deps.clock,
-        limits: Stream.storeLimits(cfg),
-        callbacks,
-        syncIntervalMs: this.syncIntervalMs(),
-      });
-      const report = fstore.open();
-      if (recovering && (report.dropped.length > 0 || report.truncatedBytes > 0)) {
-        for (const d of report.dropped) {
-          this.deps.log.warn(
-            `JetStream stream '${ACCOUNT} > ${cfg.name}' recovery dropped ${d.bytes} bytes at ${d.file}:${d.offset} ` +
-              `(${d.reason}, after seq ${d.afterSeq})`,
-          );
-        }
-        if (report.truncatedBytes > 0) {
-          this.deps.log.warn(`JetStream stream '${ACCOUNT} > ${cfg.name}' recovery truncated ${report.truncatedBytes} bytes`);
-        }
-      }
-      store = fstore;
-    } else {
-      store = createMemoryStreamStore(Stream.storeLimits(cfg), callbacks);
+    const hold: StoreHold = { stream: null };
+    const store = this.newStore(cfg, dir, hold);
+    if (store instanceof FileStreamStore) {
+      const report = store.open();
+      if (recovering) this.reportRecovery(cfg, report);
     }
+    return this.finishOpen(cfg, store, hold, createdNs, dir, recovering, sliced, proposer);
+  }
+
+  private finishOpen(
+    cfg: StreamConfig,
+    store: StreamStore,
+    hold: StoreHold,
+    createdNs: number,
+    dir: string | null,
+    recovering: boolean,
+    sliced: boolean,
+    proposer?: (applier: EntryApplier) => Proposer,
+  ): Stream {
     if (!recovering && cfg.first_seq > 1 && store.state().lastSeq === 0) store.compact(cfg.first_seq);
     const st = new Stream(cfg, store, dir, this.env(proposer), createdNs);
-    stream = st;
+    hold.stream = st;
     this.streams.set(cfg.name, st);
     // A replica takes publishes only while it leads (its group turns ingest on).
     if (proposer !== undefined) st.setIngest(false);

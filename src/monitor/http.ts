@@ -99,7 +99,7 @@ export class MonitorRouter {
           try {
             const o = parseHealthzOptions(q);
             const js = this.server.jetstream;
-            r = buildHealthz({ jetstreamRequested: this.server.opts.jetstream.enabled }, js !== null, o, () => js?.healthError?.() ?? "");
+            r = buildHealthz({ jetstreamRequested: this.server.opts.jetstream.enabled }, js !== null, o, () => js?.healthError?.() ?? "", this.server.notListening());
           } catch (err) {
             if (!(err instanceof BadRequest)) throw err;
             r = healthzBadRequest(err);

@@ -31,6 +31,10 @@ const FIRST_OUT_BYTES = 1024;
 // yields until the next (Client.spendOp): a burst of 100k in one write otherwise ran ~300 ms
 // without a break, as Node reads a socket up to 32 times in a row.
 export const OPS_PER_TURN = 1000;
+// What one PUB to $JS.API. costs of that budget: a request is copied and queued (or, for a
+// direct get, answered in place), several times a SUB's work, so a client writing thousands
+// of API requests at once has its read yield every OPS_PER_TURN / API_OP_COST of them.
+export const API_OP_COST = 4;
 // Trace only: the longest unfinished line kept between reads to be redacted whole.
 const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
@@ -195,16 +199,17 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     if (this.parser.isYielded) this.yieldRead();
   }
 
-  /** One SUB or UNSUB: past OPS_PER_TURN in this turn, the parser stops after it and the
-   *  rest waits for a later turn, so other connections are served in between. */
-  private spendOp(): void {
+  /** One SUB or UNSUB (a JetStream API request costs API_OP_COST): past OPS_PER_TURN in
+   *  this turn, the parser stops after it and the rest waits for a later turn, so other
+   *  connections are served in between. */
+  private spendOp(cost = 1): void {
     const t = this.server.turn;
     if (this.turnMark !== t) {
       this.turnMark = t;
       this.turnOps = 0;
       this.server.armTurn();
     }
-    if (++this.turnOps >= OPS_PER_TURN) this.parser.yieldTurn();
+    if ((this.turnOps += cost) >= OPS_PER_TURN) this.parser.yieldTurn();
   }
 
   /** Stop reading until a later turn (the parser keeps what it has not parsed). */
@@ -366,7 +371,10 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     if (this.verbose) this.queueRaw(OK);
     // Mappings (the JetStream domain's) only concern $ subjects; permissions were checked
     // on the subject as published, as nats-server does.
-    if (reserved) subject = this.server.mappedSubject(subject) ?? subject;
+    if (reserved) {
+      subject = this.server.mappedSubject(subject) ?? subject;
+      if (subject.startsWith("$JS.API.")) this.spendOp(API_OP_COST);
+    }
     this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false, null, null);
   }
 

@@ -169,9 +169,11 @@ export class Server extends Router implements ClientHost {
     if (o.httpPort !== 0 && o.httpsPort !== 0) throw new Error(`can't specify both HTTP (${o.httpPort}) and HTTPs (${o.httpsPort}) ports`);
     if (o.httpsPort !== 0 && this.tls === null) throw new Error("TLS cert and key required for HTTPS");
 
-    if (o.jetstream.enabled) await this.startJetStream();
-
+    // The monitor first, as nats-server: /healthz answers (not ok) while JetStream recovers
+    // its streams, which is chunked across turns of the loop.
     if (o.httpPort !== 0 || o.httpsPort !== 0) await this.startMonitor();
+
+    if (o.jetstream.enabled) await this.startJetStream();
 
     if (o.websocket !== null && o.websocket.port !== 0) await this.startWebSocket();
 
@@ -237,6 +239,17 @@ export class Server extends Router implements ClientHost {
       this.cluster = null;
       throw err;
     }
+  }
+
+  /** nats-server readyForConnections: the listeners configured and not (yet) up, by its
+   *  names ("server", "route", "websocket"); empty once every one listens. */
+  notListening(): string[] {
+    const o = this.opts;
+    const out: string[] = [];
+    if (this.listener === null) out.push("server");
+    if (o.cluster !== null && o.cluster.port !== 0 && this.cluster === null) out.push("route");
+    if (o.websocket !== null && o.websocket.port !== 0 && this.wsPort === 0) out.push("websocket");
+    return out;
   }
 
   /** A connection id (clients and routes share the counter, as in nats-server). */
@@ -527,49 +540,63 @@ export class Server extends Router implements ClientHost {
    *  first client is told tls_required). Undefined: from the options. */
   infoJson(c: Client | null, ldm = false, tlsRequired?: boolean): string {
     const o = this.opts;
-    const info: Record<string, unknown> = {
-      server_id: this.serverId,
-      server_name: this.serverName,
-      version: SERVER_VERSION,
-      proto: PROTO_VERSION,
-      go: `node${process.version}`,
-      host: o.host,
-      port: this.boundPort,
-      headers: true,
-      max_payload: o.maxPayloadBytes,
-    };
     // As nats-server: with a no_auth_user, INFO does not ask for credentials (a client that
     // sends none is that user); auth is still enforced for those that do.
     const authReq = c !== null ? this.authRequiredFor(c) && this.noAuthUserFor(c) === "" : this.authRequired() && this.opts.noAuthUser === "";
-    if (authReq) info["auth_required"] = true;
     // A websocket client is told about its own listener's TLS (nats-server sets both
     // tls_required and tls_available for wss).
+    let tlsMode = 0; // 0 none, 1 required, 2 available, 3 required + available (wss)
     if (c !== null && c.kind === "ws") {
-      if (this.wsListener?.tls) {
-        info["tls_required"] = true;
-        info["tls_available"] = true;
-      }
+      if (this.wsListener?.tls) tlsMode = 3;
     } else if (this.tls !== null) {
       const req = tlsRequired ?? (c !== null && c.tlsVersion !== "" ? true : !o.allowNonTls);
-      if (req) info["tls_required"] = true;
-      else info["tls_available"] = true;
-      if (this.tls.opts.verify) info["tls_verify"] = true;
+      tlsMode = req ? 1 : 2;
     }
-    if (o.jetstream.enabled) {
-      info["jetstream"] = true;
-      info["api_lvl"] = JS_API_LEVEL;
+    // Everything before the client's own fields depends on these only: built once per
+    // combination (a burst of connections otherwise built the same JSON thousands of times).
+    const key = `${authReq ? 1 : 0}${tlsMode}${this.boundPort}`;
+    let cache = this.infoHeads;
+    if (cache === null || cache.opts !== o || cache.tls !== this.tls) {
+      cache = this.infoHeads = { opts: o, tls: this.tls, heads: new Map() };
     }
-    if (o.jetstream.domain) info["domain"] = o.jetstream.domain;
+    let head = cache.heads.get(key);
+    if (head === undefined) {
+      const info: Record<string, unknown> = {
+        server_id: this.serverId,
+        server_name: this.serverName,
+        version: SERVER_VERSION,
+        proto: PROTO_VERSION,
+        go: `node${process.version}`,
+        host: o.host,
+        port: this.boundPort,
+        headers: true,
+        max_payload: o.maxPayloadBytes,
+      };
+      if (authReq) info["auth_required"] = true;
+      if (tlsMode === 1 || tlsMode === 3) info["tls_required"] = true;
+      if (tlsMode === 2 || tlsMode === 3) info["tls_available"] = true;
+      if (tlsMode === 1 || tlsMode === 2) {
+        if (this.tls?.opts.verify === true) info["tls_verify"] = true;
+      }
+      if (o.jetstream.enabled) {
+        info["jetstream"] = true;
+        info["api_lvl"] = JS_API_LEVEL;
+      }
+      if (o.jetstream.domain) info["domain"] = o.jetstream.domain;
+      head = JSON.stringify(info).slice(0, -1);
+      cache.heads.set(key, head);
+    }
+    let out = head;
     if (c) {
-      info["client_id"] = c.cid;
-      info["client_ip"] = c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host;
-      if (c.nonce !== "") info["nonce"] = c.nonce;
+      out += `,"client_id":${c.cid},"client_ip":${JSON.stringify(c.host.startsWith("::ffff:") ? c.host.slice(7) : c.host)}`;
+      if (c.nonce !== "") out += `,"nonce":${JSON.stringify(c.nonce)}`;
     }
     // Websocket clients are told the servers' websocket URLs (nats-server ws_connect_urls).
-    info["connect_urls"] = this.cluster !== null ? this.cluster.clientUrls(c !== null && c.kind === "ws") : [];
-    if (ldm) info["ldm"] = true;
-    return JSON.stringify(info);
+    out += `,"connect_urls":${this.cluster !== null ? JSON.stringify(this.cluster.clientUrls(c !== null && c.kind === "ws")) : "[]"}`;
+    if (ldm) out += `,"ldm":true`;
+    return out + "}";
   }
+  private infoHeads: { opts: ServerOptions; tls: TlsSetup | null; heads: Map<string, string> } | null = null;
 
   // ---- the one timer ----
 

@@ -435,15 +435,16 @@ export class CryptFs implements Fs {
   }
 }
 
-/** Every regular file under dir, depth first (paths). */
-function walk(fs: Fs, dir: string, out: string[]): void {
+/** Every regular file under dir, depth first (paths); yields after each directory. */
+function* walk(fs: Fs, dir: string, out: string[]): Generator<void, void, void> {
   for (const name of fs.readdir(dir).sort()) {
     const p = join(dir, name);
     const s = fs.stat(p);
     if (s === null) continue;
-    if (s.isDir) walk(fs, p, out);
+    if (s.isDir) yield* walk(fs, p, out);
     else out.push(p);
   }
+  yield;
 }
 
 /** Leftovers of an interrupted replace: the stores delete them, nothing reads them. */
@@ -462,8 +463,27 @@ export interface StoreCheck {
  *  plaintext files are encrypted; a file no key opens throws EncryptionKeyError naming it.
  *  Without: an encrypted file throws, so ciphertext is never served as data. */
 export function checkStoreEncryption(inner: Fs, dir: string, crypt: CryptFs | null): StoreCheck {
+  const it = checkSteps(inner, dir, crypt);
+  for (;;) {
+    const n = it.next();
+    if (n.done === true) return n.value;
+  }
+}
+
+/** checkStoreEncryption with `breathe` awaited between directories and files (a store of
+ *  thousands of streams is thousands of files to look at). */
+export async function checkStoreEncryptionPaced(inner: Fs, dir: string, crypt: CryptFs | null, breathe: () => Promise<void>): Promise<StoreCheck> {
+  const it = checkSteps(inner, dir, crypt);
+  for (;;) {
+    const n = it.next();
+    if (n.done === true) return n.value;
+    await breathe();
+  }
+}
+
+function* checkSteps(inner: Fs, dir: string, crypt: CryptFs | null): Generator<void, StoreCheck, void> {
   const paths: string[] = [];
-  walk(inner, dir, paths);
+  yield* walk(inner, dir, paths);
   const r: StoreCheck = { files: 0, rotated: 0, converted: 0 };
   const todo: string[] = [];
   // First look at every file, changing none: a wrong key leaves the store as it was.
@@ -481,15 +501,18 @@ export function checkStoreEncryption(inner: Fs, dir: string, crypt: CryptFs | nu
       } finally {
         inner.close(fd);
       }
+      yield;
       continue;
     }
     const need = crypt.inspect(p);
     if (need === "rotate" || need === "convert") todo.push(p);
+    yield;
   }
   for (const p of todo) {
     const res = (crypt as CryptFs).prepare(p);
     if (res === "rotated") r.rotated++;
     else if (res === "converted") r.converted++;
+    yield;
   }
   return r;
 }

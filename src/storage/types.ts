@@ -119,6 +119,9 @@ export interface StreamStore {
   /** Deleted sequences between first and last, for deleted_details. */
   deletedSeqs(): number[];
   subjectsState(filter: string): Map<string, SubjectState>;
+  /** The last sequence of every subject that filter matches, in no order (subjectsState's
+   *  `last` without building the map: a last_per_subject consumer over many subjects). */
+  lastSeqs?(filter: string): number[];
   /** Messages at or after startSeq matching filter; lastPerSubject counts one per subject. */
   numPending(startSeq: number, filter: string, lastPerSubject: boolean): number;
   /** Flush, fsync and close. */

@@ -162,3 +162,28 @@ void test("info requests have their own queue: worked after the others, dropped 
     await env.close();
   }
 });
+
+void test("a burst of API requests in one write is read over many turns (the reader yields as for SUBs)", { timeout: 30000 }, async () => {
+  const env = await boot();
+  const c = await RawClient.connect(env.srv.server.port);
+  try {
+    await c.handshake();
+    c.write("SUB _R.* 1\r\n");
+    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
+    await c.waitForText("stream_create_response");
+    c.clear();
+    // 5,000 requests without replies (nothing to write back), then PING: all parsed in the
+    // reads of one turn, the turn counter would move once or twice; each request costs
+    // API_OP_COST of the OPS_PER_TURN budget, so the read yields every 250 requests.
+    const turn0 = env.srv.server.turn;
+    const parts: string[] = [];
+    for (let i = 0; i < 5000; i++) parts.push("PUB $JS.API.STREAM.INFO.S 0\r\n\r\n");
+    c.write(parts.join("") + "PING\r\n");
+    await c.waitForText("PONG");
+    const turns = env.srv.server.turn - turn0;
+    assert.ok(turns >= 15, `the burst was read in ${turns} turns`);
+  } finally {
+    c.close();
+    await env.close();
+  }
+});

@@ -112,3 +112,13 @@ void test("ack subject timestamps print the exact decimal of the double, as BigI
   assert.equal(tsString(base + 5e9), BigInt(base + 5e9).toString());
   assert.equal(tsString(base + 1e9), BigInt(base + 1e9).toString());
 });
+
+void test("ascending: distinct sequences in order, dense (bitmap) or sparse (sort)", async () => {
+  const { ascending } = await import("../../src/consumer/core.js");
+  assert.deepEqual(ascending([]), []);
+  assert.deepEqual(ascending([7]), [7]);
+  assert.deepEqual(ascending([5, 3, 9, 4]), [3, 4, 5, 9]);
+  assert.deepEqual(ascending([1e12, 3, 5e9]), [3, 5e9, 1e12]);
+  const dense = Array.from({ length: 1000 }, (_, i) => 1000 + ((i * 7919) % 1000) * 3);
+  assert.deepEqual(ascending(dense), [...dense].sort((a, b) => a - b));
+});

@@ -67,6 +67,26 @@ export class Recovery {
 
   /** Read the directory and every block (into files.blocks). */
   run(): Recovered {
+    this.begin();
+    while (this.step());
+    return this.finish();
+  }
+
+  /** run() a block at a time: `breathe` between blocks (a block is at most one block's
+   *  CRC and summary, not the whole store), so a store of many blocks does not hold the
+   *  event loop for all of them at once. */
+  async runPaced(breathe: () => Promise<void>): Promise<Recovered> {
+    this.begin();
+    while (this.step()) await breathe();
+    return this.finish();
+  }
+
+  private ids: number[] = [];
+  private sums = new Set<number>();
+  private next = 0;
+
+  /** The directory: block ids in order, summaries, leftovers removed. */
+  private begin(): void {
     const fs = this.files.fs;
     const dir = this.files.dir;
     fs.mkdirp(dir);
@@ -82,7 +102,22 @@ export class Recovery {
     ids.sort((a, b) => a - b);
     const idSet = new Set(ids);
     for (const id of sums) if (!idSet.has(id)) fs.unlink(join(dir, `${id}.sum`));
-    for (let k = 0; k < ids.length; k++) this.block(ids[k] as number, k === ids.length - 1, sums.has(ids[k] as number));
+    this.ids = ids;
+    this.sums = sums;
+    this.next = 0;
+  }
+
+  /** The next block; false when there was none left. */
+  private step(): boolean {
+    const k = this.next;
+    const ids = this.ids;
+    if (k >= ids.length) return false;
+    this.next++;
+    this.block(ids[k] as number, k === ids.length - 1, this.sums.has(ids[k] as number));
+    return this.next < ids.length;
+  }
+
+  private finish(): Recovered {
     this.lastRec = null;
     return { report: this.report, tombs: this.tombs, acc: this.acc };
   }

@@ -22,7 +22,7 @@ import { FLAG_HDR, KIND_FLOOR, KIND_MSG, KIND_TOMB, MAX_RECORD_BYTES, REC_HDR, R
 import { Blk, BlockFiles, DEFAULT_BLOCK_BYTES, type RecoveryReport } from "./block.js";
 import { Journal, type JournalHost, type SyncCb } from "./journal.js";
 import { Checkpoints, ReadCache } from "./readcache.js";
-import { Recovery, type RecoveryHost } from "./recovery.js";
+import { Recovery, type Recovered, type RecoveryHost } from "./recovery.js";
 import { compactBlock, type CompactHost } from "./compaction.js";
 
 export { Blk, DEFAULT_BLOCK_BYTES, type DroppedRegion, type RecoveryReport } from "./block.js";
@@ -74,6 +74,15 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   /** Rebuild the index from the block files (recovery.ts) and apply what the floors and
    *  tombstones say is gone. */
   open(): RecoveryReport {
+    return this.recovered(this.recovery().run());
+  }
+
+  /** open() with `breathe` awaited between block files (recovery at start, chunked). */
+  async openPaced(breathe: () => Promise<void>): Promise<RecoveryReport> {
+    return this.recovered(await this.recovery().runPaced(breathe));
+  }
+
+  private recovery(): Recovery {
     const host: RecoveryHost = {
       lastSeq: () => this.lastSeq,
       intern: (name) => this.internSubject(name),
@@ -87,7 +96,10 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
         this.noteInBlock(blk, seq, n, off, size);
       },
     };
-    const { report, tombs, acc } = new Recovery(this.files, host).run();
+    return new Recovery(this.files, host);
+  }
+
+  private recovered({ report, tombs, acc }: Recovered): RecoveryReport {
     const { floor, floorLast, floorLastTs } = acc;
     const lastSeen = Math.max(this.lastSeq, floorLast, floor - 1);
     if (lastSeen > this.lastSeq) this.extendLast(lastSeen);

@@ -610,6 +610,13 @@ export abstract class SeqIndexCore {
     return out;
   }
 
+  lastSeqs(filter: string): number[] {
+    const out: number[] = [];
+    const all = isAllFilter(filter);
+    for (const rec of this.subjects.values()) if (all || filterMatches(filter, rec.name)) out.push(this.subjLast(rec));
+    return out;
+  }
+
   numPending(startSeq: number, filter: string, lastPerSubject: boolean): number {
     if (this.msgs === 0 || startSeq > this.lastSeq) return 0;
     const start = Math.max(startSeq, this.firstSeq);
