@@ -51,6 +51,8 @@ export interface ConsumerSimOptions {
   healMs?: number;
   stepMs?: number;
   membership?: boolean;
+  /** A mutation for the checkers' own tests: n2's copies skip every 25th CONSUMERS entry. */
+  skipEntries?: boolean;
 }
 
 class Violation extends Error {}
@@ -62,7 +64,7 @@ const ACK_WAIT_MS = 150;
 
 type ApplyFn = (this: ConsumerRepl, data: Uint8Array, index: number, answer: boolean) => void;
 type RestoreFn = (this: ConsumerRepl, b: Buffer) => void;
-let observer: { apply(r: ConsumerRepl, index: number): void; restore(r: ConsumerRepl): void } | null = null;
+let observer: { apply(r: ConsumerRepl, index: number): void; restore(r: ConsumerRepl): void; skip?(r: ConsumerRepl, index: number): boolean } | null = null;
 const origApply: ApplyFn = ConsumerRepl.prototype.apply;
 const origRestore: RestoreFn = ConsumerRepl.prototype.restore;
 let patched = false;
@@ -70,6 +72,7 @@ function patch(): void {
   if (patched) return;
   patched = true;
   ConsumerRepl.prototype.apply = function (this: ConsumerRepl, data: Uint8Array, index: number, answer: boolean): void {
+    if (observer?.skip?.(this, index) === true) return;
     origApply.call(this, data, index, answer);
     observer?.apply(this, index);
   };
@@ -171,8 +174,22 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   for (const id of c.ids) subscribeClient(c.node(id));
   const rnd = f.rnd;
   const res: ConsumerSimResult = { seed: o.seed, nodes: o.nodes, storage: o.storage, violation: null, published: 0, deliveries: 0, redeliveries: 0, acksConfirmed: 0, naks: 0, terms: 0, consumerEntries: 0, faults: f.stats };
+  const watch = Number(process.env["SIM_SEQ"] ?? 0);
+  const tr = (s: string): void => {
+    if (watch > 0) console.log(`${f.t} ${s}`);
+  };
   const fail = (s: string): never => {
     throw new Violation(`${s} (at ${f.t} ms)\n${f.describe()}`);
+  };
+  // Violations seen inside the production code's callbacks (the apply observer) are kept
+  // here and thrown by the driver loop (a throw there would escape to the event loop).
+  let flagged: string | null = null;
+  const flag = (s: string): void => {
+    if (flagged === null) flagged = `${s} (at ${f.t} ms)\n${f.describe()}`;
+  };
+  const step = async (): Promise<void> => {
+    await f.step();
+    if (flagged !== null) throw new Violation(flagged);
   };
 
   // ---- the replicas' copies, as they apply ----
@@ -193,11 +210,11 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   const checkLost = (st: ReturnType<typeof canonical>, who: string, index: number): void => {
     // Below the ack floor: everything was acked or termed by the client (or left the stream).
     for (let s = lostCheckedThrough + 1; s <= st.floor; s++) {
-      if (bySeq.has(s) && !deleted.has(s) && !clientDone.has(s)) fail(`lost: ${who} applied entry ${index} with ack floor ${st.floor} past ${s}, which the client never acked`);
+      if (bySeq.has(s) && !deleted.has(s) && !clientDone.has(s)) flag(`lost: ${who} applied entry ${index} with ack floor ${st.floor} past ${s}, which the client never acked`);
     }
     if (st.floor > lostCheckedThrough) lostCheckedThrough = st.floor;
     for (let s = st.floor + 1; s <= st.delivered; s++) {
-      if (bySeq.has(s) && !deleted.has(s) && !clientDone.has(s) && !st.pending.has(s)) fail(`lost: ${who} applied entry ${index}: ${s} is delivered (up to ${st.delivered}), not pending, never acked by the client`);
+      if (bySeq.has(s) && !deleted.has(s) && !clientDone.has(s) && !st.pending.has(s)) flag(`lost: ${who} applied entry ${index}: ${s} is delivered (up to ${st.delivered}), not pending, never acked by the client`);
     }
   };
   observer = {
@@ -207,15 +224,18 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       const h = createHash("sha1").update(st.text).digest("hex");
       const known = canon.get(index);
       const who = owner(r);
+      if (watch > 0 && st.delivered >= watch - 2 && st.floor <= watch + 2) tr(`${who} applied consumer entry ${index}: delivered ${st.delivered} floor ${st.floor} pending ${[...st.pending].join(",")}`);
       if (known === undefined) {
         canon.set(index, h);
         checkLost(st, who, index);
-      } else if (known !== h) fail(`replica ${who} holds consumer copies after entry ${index} that differ from another replica's:\n${st.text}`);
+      } else if (known !== h) flag(`replica ${who} holds consumer copies after entry ${index} that differ from another replica's:\n${st.text}`);
       const prev = lastFloor.get(r) ?? 0;
-      if (st.floor < prev) fail(`ack floor went back on ${who}: ${prev} -> ${st.floor} at entry ${index}`);
+      if (st.floor < prev) flag(`ack floor went back on ${who}: ${prev} -> ${st.floor} at entry ${index}`);
       lastFloor.set(r, st.floor);
     },
+    skip: o.skipEntries === true ? (r, index) => owner(r) === "n2" && index % 25 === 0 : undefined,
     restore(r) {
+      if (watch > 0) tr(`${owner(r)} restored consumers: ${canonical(r).text}`);
       lastFloor.set(r, canonical(r).floor);
     },
   };
@@ -230,11 +250,13 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       const taking = n.group.isTakingPublishes;
       const st = n.group.stream;
       if (taking && !j.consumersUp) {
+        tr(`${id} starts consumers: ${canonical(n.group.consumers).text}`);
         restoreReplicatedConsumers(j.ctx, st);
         ensureDurable(j.ctx, st, CONSUMER, consumerCfg);
         j.consumersUp = true;
       } else if (!taking && j.consumersUp) {
         j.consumersUp = false;
+        tr(`${id} stops consumers`);
         await st.stopConsumers(false);
       }
     }
@@ -288,6 +310,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
     const sync = a.kind === "acksync" || a.kind === "termsync";
     const payload = a.kind === "nak" ? "-NAK" : a.kind.startsWith("term") ? "+TERM" : "+ACK";
     if (a.kind !== "nak") clientDone.add(a.seq);
+    if (a.seq === watch) tr(`${a.kind} of ${a.seq} sent to ${n.id} (leading ${n.group.isTakingPublishes}, applied ${String(n.group.debugState()["applied"])})`);
     n.bus.publish(a.ackSubject, sync ? `_INBOX.a.${a.seq}.${++inboxSeq}` : "", null, Buffer.from(payload));
   };
   const readInbox = (): void => {
@@ -296,6 +319,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       if (m.subject.startsWith("_INBOX.a.")) {
         // An AckSync answered: the ack (or term) committed.
         const seq = Number(m.subject.split(".")[2]);
+        if (seq === watch) tr(`ack of ${seq} confirmed (${m.subject})`);
         if (!confirmed.has(seq)) {
           confirmed.set(seq, f.t);
           res.acksConfirmed++;
@@ -307,6 +331,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       const dc = Number(t[4]);
       const seq = Number(t[5]);
       res.deliveries++;
+      if (seq === watch) tr(`delivery of ${seq} dc ${dc} via ${m.reply} (hosts ${consumerHosts().join(",")})`);
       if (dc > 1) res.redeliveries++;
       const when = confirmed.get(seq);
       if (when !== undefined) fail(`stream seq ${seq} delivered again (delivery count ${dc}) after its ack was confirmed at ${when} ms`);
@@ -360,7 +385,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
           }
         }
       }
-      await f.step();
+      await step();
       collectPubAcks();
       readInbox();
       runActions();
@@ -379,7 +404,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
           if (subj !== undefined) actions.push({ at: f.t, seq: m.ackSeq, ackSubject: subj, kind: "acksync" });
         }
       }
-      await f.step();
+      await step();
       collectPubAcks();
       readInbox();
       runActions();
@@ -393,7 +418,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
     for (let i = 0; i < 400; i++) {
       const applied = c.ids.map((id) => c.node(id).group.debugState()["applied"]);
       if (applied.every((a) => a === applied[0])) break;
-      await f.step();
+      await step();
     }
     const texts = c.ids.map((id) => canonical(c.node(id).group.consumers).text);
     for (let i = 1; i < texts.length; i++) {

@@ -46,6 +46,9 @@ export interface FaultOptions {
   cfg?: Record<string, unknown>;
   /** Per-step fault probability. */
   faultRate?: number;
+  /** A mutation for the checkers' own tests: the removed server comes back on a wiped disk
+   *  under its old name without waiting for its removal to commit (amnesia). */
+  unsafeRejoin?: boolean;
 }
 
 export class FaultDriver {
@@ -199,10 +202,26 @@ export class FaultDriver {
     this.down.delete(id);
   }
 
-  /** The removed server comes back as a new member with an empty disk. */
-  private async rejoin(): Promise<void> {
+  /** Whether the removal of id has committed (a leader's voters lack it, no change
+   *  pending): only then may it come back on a wiped disk under the same name. (A server
+   *  that lost its disk while the group still counts its old votes would be amnesia: the
+   *  production placement gives a wiped server a new peer id for that reason.) */
+  removalCommitted(id: string): boolean {
+    return this.c.leaders().some((l) => {
+      const nd = this.c.node(l).host.node(GROUP_NAME);
+      return nd !== undefined && !nd.voters.includes(id) && !nd.confPending;
+    });
+  }
+
+  /** The removed server comes back as a new member with an empty disk (once its removal
+   *  committed; else later). */
+  private async rejoin(): Promise<boolean> {
     const c = this.c;
     const id = this.out!.id;
+    if (!this.removalCommitted(id) && this.o.unsafeRejoin !== true) {
+      this.out!.back = this.t + 100;
+      return false;
+    }
     this.note("rejoin", id);
     const fresh = new Node(id, new SimFs());
     c.nodes.set(id, fresh);
@@ -215,6 +234,7 @@ export class FaultDriver {
     }
     await this.start(id, all);
     this.stats.rejoins++;
+    return true;
   }
 
   async restartDue(): Promise<void> {
@@ -236,7 +256,11 @@ export class FaultDriver {
       this.down.delete(id);
       await this.start(id);
     }
-    if (this.out !== null) await this.rejoin();
+    for (let i = 0; this.out !== null; i++) {
+      if (await this.rejoin()) break;
+      if (i > 2000 / this.o.stepMs) throw new Error(`the removal of ${this.out.id} did not commit within 2 s of healing\n${this.describe()}`);
+      await this.step();
+    }
     if (this.o.storage === "file" && this.rnd.next() < 0.25) {
       for (const id of c.ids) {
         const power = this.rnd.next() < 0.5;
