@@ -8,7 +8,8 @@
 // `--workloads raft,consumer,kv` (several). With no workload flag, `--seeds N` runs raft,
 // consumer and kv. For consumer and kv, each seed picks its variant (3 or 5 nodes, memory or
 // file store, membership changes on every third seed) unless --nodes, --storage,
-// --membership or --no-membership fix it; --step-ms, --fault-ms and --heal-ms set the run.
+// --membership or --no-membership fix it; --step-ms, --fault-ms and --heal-ms set the run;
+// --tolerate-stale-refusals takes a deposed leader's CAS refusal (a known bug) as unknown.
 import { runConsumerSeed } from "./consumersim.js";
 import { runHostSeed } from "./hostsim.js";
 import { runKvSeed } from "./kvsim.js";
@@ -55,7 +56,8 @@ async function runStateMachineSims(which: "consumer" | "kv"): Promise<void> {
   const t0 = performance.now();
   for (let s = start; s < start + seeds; s++) {
     const v = variant(s);
-    const o = { seed: s, ...v, stepMs, faultMs, healMs };
+    const staleRefusals = process.argv.includes("--tolerate-stale-refusals") ? ("tolerate" as const) : ("fail" as const);
+    const o = { seed: s, ...v, stepMs, faultMs, healMs, staleRefusals };
     const r = which === "consumer" ? await runConsumerSeed(o) : await runKvSeed(o);
     for (const [k, x] of Object.entries({ ...r, ...r.faults })) if (typeof x === "number" && k !== "seed" && k !== "nodes") tot[k] = (tot[k] ?? 0) + x;
     if ("exhausted" in r && r.exhausted) exhausted++;
@@ -65,6 +67,7 @@ async function runStateMachineSims(which: "consumer" | "kv"): Promise<void> {
       if (stepMs !== undefined) flags.push(`--step-ms ${stepMs}`);
       if (faultMs !== undefined) flags.push(`--fault-ms ${faultMs}`);
       if (healMs !== undefined) flags.push(`--heal-ms ${healMs}`);
+      if (staleRefusals === "tolerate") flags.push("--tolerate-stale-refusals");
       console.log(`FAIL ${which} seed=${s} nodes=${v.nodes} storage=${v.storage} membership=${v.membership}: ${r.violation}`);
       console.log(`  replay: npm run sim -- ${flags.join(" ")}`);
     }
