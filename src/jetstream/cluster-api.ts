@@ -12,20 +12,16 @@
 // ones to the stream's leader (R1: its only server; R>1: a member, which forwards once more
 // to the group's leader when it is not it). One answer per request.
 
-import { join } from "node:path";
 import { jsErr, JsApiError, type JsErrName } from "../contracts/errors.js";
 import { ApiType, type StreamConfig } from "../contracts/wire.js";
 import { checkStreamConfig, checkStreamUpdate, configToWire, decodeStreamConfig, sameConfig, setStaticMetadata } from "../stream/config.js";
-import type { Stream } from "../stream/stream.js";
 import { findCrossOverlap, OverlapBudgetExceeded } from "../subjects/overlap.js";
 import { subjectsCollide } from "../subjects/subject.js";
 import { JS_API_LEVEL } from "../version.js";
 import type { ApiRouter } from "./api.js";
 import { parseBody, responseType } from "./api-body.js";
-import type { JetStreamCore } from "./core.js";
-import type { Pacer } from "./pacer.js";
-import type { EntryApplier, Proposer } from "../stream/entry.js";
-import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
+import { type ClusterServiceHost, configOf, LocalCopies, PROPOSE_SUBJECT, PROPOSE_TIMEOUT_MS, type LocalCopy } from "./cluster-local.js";
+export type { ClusterServiceHost } from "./cluster-local.js";
 import type {
   ClusterApiHooks,
   ClusterChange,
@@ -33,33 +29,17 @@ import type {
   ClusterMeta,
   ClusterOp,
   ClusterStreamAssignment,
-  ClusterStreamGroup,
 } from "./cluster-types.js";
 
 const API_PREFIX = "$JS.API.";
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
-/** How long the meta leader waits for its proposal to apply before giving up on the reply. */
-const PROPOSE_TIMEOUT_MS = 5000;
-/** FWD subject of a meta proposal a server asks the meta leader to make (not an API subject). */
-const PROPOSE_SUBJECT = "$JSC.META.PROPOSE";
 /** FWD subjects of STREAM.LIST's gathering: the meta leader asks a stream's leader for its
  *  info (reply = request id), the answer comes back with the info as payload. */
 const INFO_ASK = "$JSC.INFO.ASK";
 const INFO_ANSWER = "$JSC.INFO.ANSWER";
-/** A removed replica that leads waits this long for its own removal to commit. */
-const LEAVE_BOUND_MS = 5000;
 /** How long STREAM.LIST waits for the streams' leaders. */
 const LIST_GATHER_MS = 2000;
-
-/** What the clustered side needs of the JetStream service beyond JetStreamCore. */
-export interface ClusterServiceHost extends JetStreamCore {
-  createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
-  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
-  deleteStream(st: Stream, pacer?: Pacer, quiet?: boolean): Promise<void>;
-  updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet?: boolean): Promise<void>;
-  closeStream(st: Stream): Promise<void>;
-}
 
 type Body = Record<string, unknown>;
 
@@ -119,25 +99,13 @@ function consumerType(op: string): string {
   return ApiType.ConsumerInfo;
 }
 
-/** A replicated stream's group, or null for R1 (a plain local stream). */
-interface LocalCopy {
-  sa: ClusterStreamAssignment;
-  group: ClusterStreamGroup<Stream> | null;
-  /** This replica leads and has brought its consumers back (R>1). */
-  consumersUp: boolean;
-}
-
 export class JsCluster implements ClusterApiHooks {
-  /** Local stream work (open, update, remove) in meta-log order, one at a time. */
-  private chain: Promise<void> = Promise.resolve();
-  private readonly copies = new Map<string, LocalCopy>();
-  /** Replicated streams created by a live op whose reply waits for the first leader: the
-   *  member that becomes leader answers. */
-  private readonly pendingCreate = new Map<string, { reply: string; type: string; didCreate: boolean }>();
+  /** This server's copies of the assigned streams (cluster-local.ts). */
+  private readonly local: LocalCopies;
+  private readonly copies: Map<string, LocalCopy>;
   /** STREAM.LIST info requests in flight: id -> settle with the info JSON text. */
   private readonly infoAsks = new Map<string, (json: string | null) => void>();
   private nextAsk = 0;
-  private stopped = false;
 
   constructor(
     private readonly svc: ClusterServiceHost,
@@ -145,44 +113,27 @@ export class JsCluster implements ClusterApiHooks {
     readonly meta: ClusterMeta,
   ) {
     router.cluster = this;
-    meta.onChange = (op, change, live) => this.applied(op, change, live);
-    meta.onReset = () => this.later(() => this.reconcile());
+    this.local = new LocalCopies(svc, router, meta);
+    this.copies = this.local.copies;
     meta.onForward = (from, req) => this.forwarded(from, req);
-    // A durable recorded through a meta leader that then lost its leadership may be missing:
-    // the stream leaders here record theirs again with the new one.
-    meta.onLeader = (leader) => {
-      if (leader === "") return;
-      this.later(() => {
-        for (const c of this.copies.values()) if (c.group !== null && c.consumersUp) this.syncDurables(c);
-      });
-    };
-    // The streams recovered from directories at start are closed: the meta log says which
-    // ones this server holds, and they are opened again as it applies.
-    this.later(async () => {
-      for (const st of [...svc.streams.values()]) await svc.closeStream(st);
-    });
   }
 
   stop(): void {
-    this.stopped = true;
     this.router.cluster = null;
-    for (const c of this.copies.values()) void c.group?.close();
-    this.copies.clear();
+    this.local.stop();
+  }
+
+  private get stopped(): boolean {
+    return this.local.stopped;
   }
 
   private get self(): string {
     return this.meta.serverName;
   }
 
-  private later(fn: () => Promise<void> | void): void {
-    this.chain = this.chain.then(fn).catch((e: unknown) => {
-      this.svc.deps.log.error(`JetStream cluster: ${(e as Error).stack ?? String(e)}`);
-    });
-  }
-
   /** Resolves once the local work queued so far is done (tests). */
   settled(): Promise<void> {
-    return this.chain;
+    return this.local.settled();
   }
 
   // ---------- routing ----------
@@ -302,16 +253,12 @@ export class JsCluster implements ClusterApiHooks {
     return undefined;
   }
 
-  private configOf(sa: ClusterStreamAssignment): StreamConfig {
-    return decodeStreamConfig(sa.config);
-  }
-
   private others(except: string): { get(name: string): StreamConfig | undefined } {
     return {
       get: (n) => {
         if (n === except) return undefined;
         const sa = this.meta.state.stream(n);
-        return sa === undefined ? undefined : this.configOf(sa);
+        return sa === undefined ? undefined : configOf(sa);
       },
     };
   }
@@ -320,7 +267,7 @@ export class JsCluster implements ClusterApiHooks {
     const others: string[] = [];
     for (const n of this.meta.state.streamNames()) {
       if (n === cfg.name) continue;
-      for (const s of this.configOf(this.meta.state.stream(n)!).subjects) others.push(s);
+      for (const s of configOf(this.meta.state.stream(n)!).subjects) others.push(s);
     }
     try {
       return findCrossOverlap(cfg.subjects, others) >= 0;
@@ -350,7 +297,7 @@ export class JsCluster implements ClusterApiHooks {
     setStaticMetadata(cfg);
     const existing = this.meta.state.stream(name);
     if (existing !== undefined) {
-      if (!sameConfig(this.configOf(existing), cfg)) fail("JSStreamNameExistErr");
+      if (!sameConfig(configOf(existing), cfg)) fail("JSStreamNameExistErr");
       // The same config again: its leader answers with its info, as a create would.
       const leader = this.streamLeader(existing);
       const req: ClusterForward = { subject: `${API_PREFIX}STREAM.CREATE.${name}`, reply, hdr: null, payload, hops: 1, local: true };
@@ -387,7 +334,7 @@ export class JsCluster implements ClusterApiHooks {
     if (cur === undefined) fail("JSStreamNotFoundErr");
     const checked = checkStreamConfig(raw, this.others(name), optBool(body, "pedantic"));
     // checkStreamUpdate refuses replicas > 1 (a single server's rule): checked with 1 here.
-    const cfg = checkStreamUpdate({ ...this.configOf(cur), num_replicas: 1 }, { ...checked, num_replicas: 1 });
+    const cfg = checkStreamUpdate({ ...configOf(cur), num_replicas: 1 }, { ...checked, num_replicas: 1 });
     cfg.num_replicas = checked.num_replicas;
     // Against the configured replicas, not the group's size (a peer removal may have shrunk it).
     if (Math.max(1, cfg.num_replicas) !== Math.max(1, Number(cur.config["num_replicas"] ?? 1))) fail("JSStreamReplicasNotUpdatableErr");
@@ -408,7 +355,7 @@ export class JsCluster implements ClusterApiHooks {
 
   /** The stream's assignment without `peer`, a replacement placed when one is available. */
   private remapped(sa: ClusterStreamAssignment, peer: string): ClusterStreamAssignment {
-    const cfg = this.configOf(sa);
+    const cfg = configOf(sa);
     const r = this.meta.remapPeers!({
       peers: sa.group.peers,
       remove: peer,
@@ -480,7 +427,7 @@ export class JsCluster implements ClusterApiHooks {
     const names = this.meta.state.streamNames();
     if (filter === "") return names;
     return names.filter((n) => {
-      const cfg = this.configOf(this.meta.state.stream(n)!);
+      const cfg = configOf(this.meta.state.stream(n)!);
       if (cfg.subjects.length === 0) return subjectsCollide(filter, n);
       return cfg.subjects.some((s) => subjectsCollide(filter, s));
     });
@@ -621,271 +568,7 @@ export class JsCluster implements ClusterApiHooks {
     const name = op === "DURABLE" ? tokens[1] : tokens[0];
     const copy = name === undefined ? undefined : this.copies.get(name);
     if (copy === undefined || copy.group === null || !copy.consumersUp) return;
-    this.syncDurables(copy);
+    this.local.syncDurables(copy);
   }
 
-  /** On a replicated stream's leader: record its durable consumers' configs in the meta
-   *  state (assign_consumer), and drop the ones deleted here (remove_consumer). */
-  private syncDurables(copy: LocalCopy): void {
-    const name = copy.sa.config.name;
-    const st = this.svc.streams.get(name);
-    if (st === undefined) return;
-    const local = durableConfigs(st);
-    const have = new Set<string>();
-    for (const d of local) {
-      have.add(d.name);
-      const ca = this.meta.state.consumer(name, d.name);
-      if (ca !== undefined && JSON.stringify(ca.config) === JSON.stringify(d.config)) continue;
-      const group = { name: ca?.group.name ?? `C-${copy.sa.group.name.slice(2)}-${d.name}`, peers: [...copy.sa.group.peers], store: copy.sa.group.store };
-      this.proposeToMeta({ op: "assign_consumer", ca: { stream: name, name: d.name, config: d.config, group, created: d.created } });
-    }
-    for (const c of this.meta.state.consumerNames(name)) if (!have.has(c)) this.proposeToMeta({ op: "remove_consumer", stream: name, name: c });
-  }
-
-  private proposeToMeta(op: ClusterOp): void {
-    if (this.meta.isLeader) {
-      void this.meta.proposeWait(op, PROPOSE_TIMEOUT_MS);
-      return;
-    }
-    const leader = this.meta.leaderName;
-    if (leader === "") return;
-    this.meta.forward(leader, { subject: PROPOSE_SUBJECT, reply: "", hdr: null, payload: Buffer.from(JSON.stringify(op)), hops: 1, local: true });
-  }
-
-  // ---------- applying the meta log here ----------
-
-  /** The member that answers a create or update: R1 its server, else the preferred peer. */
-  private responder(sa: ClusterStreamAssignment): string {
-    return sa.group.peers.length === 1 ? sa.group.peers[0]! : (sa.group.preferred ?? sa.group.peers[0]!);
-  }
-
-  private applied(_op: ClusterOp, change: ClusterChange, live: boolean): void {
-    switch (change.kind) {
-      case "stream_added": {
-        const sa = change.sa;
-        if (!sa.group.peers.includes(this.self)) break;
-        this.later(async () => {
-          const replicated = sa.group.peers.length > 1;
-          const answer = live && sa.reply !== undefined && sa.reply !== "" && (replicated || this.responder(sa) === this.self);
-          try {
-            if (answer && replicated) this.pendingCreate.set(sa.config.name, { reply: sa.reply!, type: ApiType.StreamCreate, didCreate: true });
-            const st = await this.openLocal(sa);
-            if (answer && !replicated) this.router.replyInfo(sa.reply!, ApiType.StreamCreate, st, true);
-            const g = this.copies.get(sa.config.name)?.group;
-            if (answer && replicated && g != null && g.leader !== "") this.groupLeader(sa.config.name, g.leader);
-          } catch (e) {
-            this.svc.deps.log.warn(`Stream create failed for '$G > ${sa.config.name}': ${(e as Error).message}`);
-            if (answer) this.router.respond(sa.reply!, { type: ApiType.StreamCreate, error: jsErr("JSStreamCreateErrF", { err: (e as Error).message }) });
-          }
-        });
-        break;
-      }
-      case "stream_updated": {
-        const { sa, before } = change;
-        const mine = sa.group.peers.includes(this.self);
-        if (!mine && !before.group.peers.includes(this.self)) break;
-        this.later(async () => {
-          const st = this.svc.streams.get(sa.config.name);
-          const g0 = this.copies.get(sa.config.name)?.group;
-          // Every replica learns the new members; the group's leader changes the voters.
-          g0?.setPeers?.(sa.group.peers);
-          if (!mine) {
-            // Removed from the group: a leader hands over first (bounded), then the copy goes.
-            if (g0 != null && g0.leave !== undefined) await g0.leave(LEAVE_BOUND_MS);
-            // The new assignment decides who announces (not this server: no delete advisory).
-            const c0 = this.copies.get(sa.config.name);
-            if (c0 !== undefined) c0.sa = sa;
-            if (st !== undefined) await this.removeLocal(sa.config.name);
-            return;
-          }
-          const copy0 = this.copies.get(sa.config.name);
-          if (copy0 !== undefined && st !== undefined && JSON.stringify(before.config) === JSON.stringify(sa.config)) {
-            // Only the members changed (peer removal).
-            copy0.sa = sa;
-            return;
-          }
-          const who = copy0?.group != null && copy0.group.leader !== "" ? copy0.group.leader : this.responder(sa);
-          const answer = live && sa.reply !== undefined && sa.reply !== "" && who === this.self;
-          try {
-            let out: Stream;
-            if (st === undefined) out = await this.openLocal(sa);
-            else {
-              const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(st.name), false);
-              await this.svc.updateStream(st, cfg, undefined, who !== this.self);
-              const copy = this.copies.get(st.name);
-              if (copy !== undefined) copy.sa = sa;
-              out = st;
-            }
-            if (answer) this.router.replyInfo(sa.reply!, ApiType.StreamUpdate, out, false);
-          } catch (e) {
-            if (answer) this.router.respond(sa.reply!, { type: ApiType.StreamUpdate, error: jsErr("JSStreamUpdateErrF", { err: (e as Error).message }) });
-          }
-        });
-        break;
-      }
-      case "stream_removed": {
-        const sa = change.sa;
-        if (!sa.group.peers.includes(this.self)) break;
-        this.later(() => this.removeLocal(sa.config.name));
-        break;
-      }
-      case "consumer_added":
-      case "consumer_removed": {
-        // The stream leader makes or drops it when it has not already (the op may come from
-        // an earlier leader of the stream).
-        const ca = change.ca;
-        const copy = this.copies.get(ca.stream);
-        if (copy === undefined || copy.group === null || !copy.consumersUp) break;
-        const added = change.kind === "consumer_added";
-        this.later(() => {
-          const st = this.svc.streams.get(ca.stream);
-          if (st === undefined || !copy.consumersUp) return;
-          if (added) ensureDurable(this.router.ctx, st, ca.name, ca.config);
-          else dropConsumer(this.router.ctx, st, ca.name);
-        });
-        break;
-      }
-      case "peer_removed":
-      case "noop":
-      case "error":
-        break;
-    }
-  }
-
-  private localOthers(except: string): { get(name: string): StreamConfig | undefined } {
-    return { get: (n) => (n === except ? undefined : this.svc.streams.get(n)?.cfg) };
-  }
-
-  /** This server's copy of an assigned stream: the open one, else its directory opened as a
-   *  restart would (a copy from before), else a new one. */
-  private async openLocal(sa: ClusterStreamAssignment): Promise<Stream> {
-    const name = sa.config.name;
-    const open = this.svc.streams.get(name);
-    if (open !== undefined) return open;
-    const dir = join(this.svc.streamsDir(), name);
-    let st: Stream;
-    const build = async (): Promise<Stream> => {
-      if (sa.group.store === "file" && this.svc.fs.readFile(join(dir, "meta.json")) !== null) {
-        const s = this.router.openStreamDir(dir);
-        const want = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
-        if (!sameConfig(s.cfg, want)) await this.svc.updateStream(s, want, undefined, true);
-        return s;
-      }
-      const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
-      return this.svc.createStream(cfg, undefined, sa.created);
-    };
-    if (sa.group.peers.length > 1) {
-      if (this.meta.openStreamGroup === undefined) throw new Error("replicated streams are not available on this server");
-      const cfg = checkStreamConfig(this.configOf(sa), this.localOthers(name), false);
-      // The group builds the stream with its proposer (the Raft log between checks and apply).
-      const group = this.meta.openStreamGroup<Stream>({
-        group: sa.group,
-        open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
-        onLeaderChange: (leader) => this.groupLeader(name, leader),
-      });
-      this.copies.set(name, { sa, group, consumersUp: false });
-      st = group.stream;
-      holdConsumers(this.router.ctx, st);
-    } else {
-      st = await build();
-      this.copies.set(name, { sa, group: null, consumersUp: true });
-    }
-    return st;
-  }
-
-  /** A replicated stream's group changed leader (here: "" while electing). Its consumers run
-   *  on the leader only (issue 18 replicates them): a new leader reloads them from its own
-   *  obs/ directory and makes the durables the meta state lists that it lacks; a replica that
-   *  stops leading stops its consumers (their state stays on disk). */
-  private groupLeader(name: string, leader: string): void {
-    if (this.stopped) return;
-    this.later(async () => {
-      const copy = this.copies.get(name);
-      const st = this.svc.streams.get(name);
-      if (copy === undefined || copy.group === null || st === undefined) return;
-      // Consumers start once this leader takes publishes: its copies of their ledgers then
-      // hold everything committed before its term (StreamGroup calls again at that point).
-      const taking = (copy.group as { isTakingPublishes?: boolean }).isTakingPublishes ?? true;
-      if (leader === this.self && !copy.consumersUp && taking) {
-        // Every consumer the replicas agreed on (issue 18), then any durable the meta state
-        // lists that they do not know (made from its config, starting over).
-        restoreReplicatedConsumers(this.router.ctx, st);
-        for (const c of this.meta.state.consumerNames(name)) {
-          const ca = this.meta.state.consumer(name, c)!;
-          try {
-            ensureDurable(this.router.ctx, st, c, ca.config);
-          } catch (e) {
-            this.svc.deps.log.warn(`JetStream consumer '${name} > ${c}' could not be made on the new stream leader: ${(e as Error).message}`);
-          }
-        }
-        copy.consumersUp = true;
-      } else if (leader !== this.self && copy.consumersUp) {
-        copy.consumersUp = false;
-        await st.stopConsumers(false);
-      }
-    });
-    const pending = this.pendingCreate.get(name);
-    if (pending !== undefined && leader !== "") {
-      this.pendingCreate.delete(name);
-      if (leader === this.self) this.answerWhenTaking(name, pending);
-    }
-  }
-
-  /** Answer a replicated stream's create once this replica leads and takes publishes (so a
-   *  publish right after the reply finds the stream), within a bound. */
-  private answerWhenTaking(name: string, p: { reply: string; type: string; didCreate: boolean }): void {
-    const end = this.svc.deps.clock.monoMs() + 2000;
-    const tryAnswer = (): void => {
-      const copy = this.copies.get(name);
-      const st = this.svc.streams.get(name);
-      if (this.stopped || copy === undefined || st === undefined) return;
-      const taking = (copy.group as { isTakingPublishes?: boolean } | null)?.isTakingPublishes ?? true;
-      if (taking || this.svc.deps.clock.monoMs() >= end) {
-        this.router.replyInfo(p.reply, p.type, st, p.didCreate);
-        // A replica's copy is opened without the create advisory: the first leader sends it.
-        this.svc.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${name}`, { type: ApiType.StreamAction, stream: name, action: "create" });
-        return;
-      }
-      this.svc.deps.clock.setTimer(tryAnswer, 10);
-    };
-    tryAnswer();
-  }
-
-  private async removeLocal(name: string): Promise<void> {
-    const copy = this.copies.get(name);
-    this.copies.delete(name);
-    if (copy?.group != null) await copy.group.close();
-    const st = this.svc.streams.get(name);
-    // One replica announces the delete (the responder), as one server does in nats-server.
-    if (st !== undefined) await this.svc.deleteStream(st, undefined, copy !== undefined && this.responder(copy.sa) !== this.self);
-    else {
-      const dir = join(this.svc.streamsDir(), name);
-      if (this.svc.fs.readFile(join(dir, "meta.json")) !== null) this.svc.fs.rmrf(dir);
-    }
-  }
-
-  /** After a meta snapshot replaced the state: open what is assigned here and not open; close
-   *  (never delete) what is open and no longer assigned here. */
-  private async reconcile(): Promise<void> {
-    for (const n of this.meta.state.streamNames()) {
-      const sa = this.meta.state.stream(n)!;
-      if (sa.group.peers.includes(this.self) && !this.svc.streams.has(n)) {
-        try {
-          await this.openLocal(sa);
-        } catch (e) {
-          this.svc.deps.log.error(`JetStream cluster could not open stream '$G > ${n}': ${(e as Error).message}`);
-        }
-      }
-    }
-    for (const st of [...this.svc.streams.values()]) {
-      const sa = this.meta.state.stream(st.name);
-      if (sa === undefined || !sa.group.peers.includes(this.self)) {
-        this.svc.deps.log.warn(`JetStream stream '$G > ${st.name}' is not assigned to this server: closed, its files left on disk`);
-        const copy = this.copies.get(st.name);
-        this.copies.delete(st.name);
-        if (copy?.group != null) await copy.group.close();
-        await this.svc.closeStream(st);
-      }
-    }
-  }
 }

@@ -24,7 +24,6 @@
 // entries that commit meanwhile wait. The format is stream-snap.ts; version 1 snapshots (the
 // whole store as an archive, installStoreSnapshot) are still restored.
 
-import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
 import { type Entry, EntryType, RaftError, type ReadState, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
@@ -34,23 +33,11 @@ import { decodeStreamSnapshot, encodeArchiveSnapshot, encodeStateSnapshot } from
 import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
-import { serverHash } from "./meta-group.js";
 import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
-import {
-  buildCatchup,
-  CatchupAssembler,
-  chunkReqId,
-  CU_CHUNK,
-  CU_LOST,
-  CU_REQUEST,
-  decodeCatchupLost,
-  encodeCatchupLost,
-  type LostState,
-  decodeCatchupRequest,
-  encodeCatchupRequest,
-  installCatchup,
-  installStoreSnapshot,
-} from "./stream-catchup.js";
+import { installStoreSnapshot, type LostState } from "./stream-catchup.js";
+import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
+import { GroupMembers } from "./stream-members.js";
+import { LeaderReads, notLeader } from "./stream-reads.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import {
   asBuffer,
@@ -73,22 +60,9 @@ import {
   OP_PURGE,
 } from "./stream-codec.js";
 
-/** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
-const CURRENT_WINDOW_MS = 10_000;
-/** A stepdown fails if leadership has not moved after this long. */
-const STEPDOWN_TIMEOUT_MS = 3000;
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
-/** A catch-up request not answered within this long goes to another peer. */
-const CATCHUP_RETRY_MS = 500;
-const CATCHUP_WARN_ATTEMPTS = 20;
-/** A replica far behind reads the missing messages in windows of about this many bytes. */
-const DEFAULT_CATCHUP_WINDOW = 8 * 1024 * 1024;
-/** A hand-off goes only to a peer heard from within this long (a dead one would not take it). */
-const HANDOFF_HEARD_MS = 1000;
-/** How often a leader retries the next membership change while voters and members differ. */
-const RECONCILE_MS = 50;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
 /** Ack keys: Raft index × this + the publish's place in its batch. */
@@ -127,12 +101,6 @@ interface PendingOp {
   reject(e: Error): void;
 }
 
-interface PendingStepdown {
-  resolve(): void;
-  reject(e: Error): void;
-  timer: TimerHandle;
-}
-
 /** The proposer the stream is built with: hands checked entries to the group. */
 class RaftProposer implements Proposer {
   readonly immediate = false;
@@ -143,12 +111,6 @@ class RaftProposer implements Proposer {
 }
 
 /** A read not confirmed by a quorum in this long is refused (the leader may be cut off). */
-const READ_CONFIRM_MS = 2000;
-
-function notLeader(): JsApiError {
-  return new JsApiError(jsErr("JSClusterNotLeaderErr"));
-}
-
 export class StreamGroup implements GroupApp {
   readonly stream: Stream;
   /** The copies of the stream's durable consumers' ledgers (consumer-repl.ts). */
@@ -176,7 +138,6 @@ export class StreamGroup implements GroupApp {
   private ackReply: string[] = [];
   private ackHead = 0;
   private readonly ops = new Map<number, PendingOp>();
-  private stepdowns: PendingStepdown[] = [];
   private readonly scratch = new StreamEntry();
   /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
   private batchBuf: Buffer = Buffer.allocUnsafe(64 * 1024);
@@ -190,36 +151,30 @@ export class StreamGroup implements GroupApp {
   private readonly snapBytes: number;
   /** Index of the last entry this state reflects (applied, or covered by a catch-up). */
   private appliedIndex = 0;
-  /** Reads waiting for their ReadIndex (confirmRead), by context. */
-  private readonly reads = new Map<string, { resolve: () => void; reject: (e: Error) => void; timer: TimerHandle; index: number }>();
-  private readSeq = 0;
-  private readRecheck = false;
+  private readonly reads: LeaderReads;
   /** Entries up to this index are already reflected (a catch-up answer covered them). */
   private skipThrough = 0;
   /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
-  private catchup: { reqId: number; minIndex: number; attempt: number; asm: CatchupAssembler | null; timer: TimerHandle | null } | null = null;
+  private readonly cu: CatchupPeer;
   private queued: Entry[] = [];
-  /** A memory store that came back empty from a restart, under a snapshot of this replica's
-   *  own that says it held messages: what it held is gone from here. */
-  private lostOnRestart: LostState | null = null;
-  /** Peers that answered a catch-up request with "lost too" (CU_LOST), with their snapshot's
-   *  position. */
-  private readonly lostFrom = new Map<string, LostState>();
-  private nextReqId = 1;
   private closed = false;
-  /** The members the meta group assigned (the target; the Raft voters follow it one change
-   *  at a time, driven by the leader: reconcileMembers). */
-  private peers: string[];
-  private reconcileTimer: TimerHandle | null = null;
+  /** The members the meta group assigned and the Raft voters (stream-members.ts). */
+  private readonly membership: GroupMembers;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
   restores = 0;
   /** Catch-ups completed / answered since open (tests). */
-  catchups = 0;
-  catchupsServed = 0;
+  get catchups(): number {
+    return this.cu.done;
+  }
+  get catchupsServed(): number {
+    return this.cu.served;
+  }
   /** Catch-up windows received that were not the last of their catch-up (tests). */
-  catchupWindows = 0;
+  get catchupWindows(): number {
+    return this.cu.windows;
+  }
 
   static open(o: StreamGroupOptions): StreamGroup {
     return new StreamGroup(o);
@@ -228,7 +183,8 @@ export class StreamGroup implements GroupApp {
   private constructor(o: StreamGroupOptions) {
     this.o = o;
     this.name = o.group;
-    this.peers = [...o.peers];
+    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed }, o.peers);
+    this.reads = new LeaderReads({ clock: o.clock, leading: () => this.taking && !this.closed, appliedIndex: () => this.appliedIndex, readIndex: (ctx) => o.host.readIndex(this.name, ctx) });
     this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
     this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
     const proposer = new RaftProposer(this);
@@ -245,6 +201,21 @@ export class StreamGroup implements GroupApp {
     this.stream = o.open(() => proposer);
     this.stream.consumerRepl = this.consumers;
     this.store = this.stream.store;
+    this.cu = new CatchupPeer({
+      host: o.host,
+      clock: o.clock,
+      log: o.log,
+      group: o.group,
+      self: o.self,
+      store: this.store,
+      windowBytes: o.catchupWindowBytes ?? DEFAULT_CATCHUP_WINDOW,
+      closed: () => this.closed,
+      leader: () => this.leaderName,
+      others: () => this.membership.others(),
+      servable: () => (this.applySeq < this.replayTo ? null : { appliedIndex: this.appliedIndex, applySeq: this.applySeq }),
+      installed: (index, applySeq) => this.caughtUp(index, applySeq),
+      resetLost: (at) => this.resetLost(at),
+    });
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
     o.host.addGroup(o.group, o.peers, this);
@@ -257,7 +228,7 @@ export class StreamGroup implements GroupApp {
   /** Leading, and this state includes the term's no-op (so everything before it): take
    *  publishes, with in-flight and duplicate state exactly what was applied. */
   private maybeStartTaking(): void {
-    if (this.taking || this.closed || this.catchup !== null) return;
+    if (this.taking || this.closed || this.cu.active) return;
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
@@ -267,53 +238,17 @@ export class StreamGroup implements GroupApp {
 
   /** The meta group assigned these members (every replica hears it; the leader acts). */
   setPeers(peers: readonly string[]): void {
-    this.peers = [...peers];
-    this.reconcileMembers();
+    this.membership.assign(peers);
   }
 
   /** The assigned members. */
   get members(): readonly string[] {
-    return this.peers;
+    return this.membership.assigned;
   }
 
   /** The Raft voters now. */
   get voters(): string[] {
-    return this.o.host.status(this.name)?.voters ?? [...this.peers];
-  }
-
-  /**
-   * On the leader, while the Raft voters differ from the assigned members: one single-server
-   * change at a time (the Raft refuses another until the last one committed, and any before
-   * the term's no-op committed; retried every RECONCILE_MS). Removals of other servers come
-   * first (a removed server is often dead: the group shrinks to what is alive, then grows with
-   * the new server catching up by the log or a snapshot plus range catch-up), then additions,
-   * then this server's own removal (it then hands leadership over with TimeoutNow).
-   */
-  private reconcileMembers(): void {
-    if (this.closed || this.reconcileTimer !== null) return;
-    const node = this.o.host.node(this.name);
-    if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
-    const voters = node.voters;
-    const self = this.o.self;
-    const extra = voters.filter((v) => !this.peers.includes(v));
-    const missing = this.peers.filter((v) => !voters.includes(v));
-    if (extra.length === 0 && missing.length === 0) return;
-    const drop = extra.find((v) => v !== self);
-    let next: string[];
-    if (drop !== undefined) next = voters.filter((v) => v !== drop);
-    else if (missing.length > 0) next = [...voters, missing[0]!];
-    else next = voters.filter((v) => v !== self);
-    try {
-      if (!node.confPending && this.o.host.proposeConfChange(this.name, next) > 0) {
-        this.o.log.info(`stream group ${this.name}: voters [${voters.join(", ")}] -> [${next.join(", ")}]`);
-      }
-    } catch (e) {
-      if (!(e instanceof RaftError)) throw e;
-    }
-    this.reconcileTimer = this.o.clock.setTimer(() => {
-      this.reconcileTimer = null;
-      this.reconcileMembers();
-    }, RECONCILE_MS);
+    return this.membership.voters;
   }
 
   /** /healthz: "" when this replica is current, else nats-server's reason. */
@@ -322,71 +257,30 @@ export class StreamGroup implements GroupApp {
     const st = this.o.host.status(this.name);
     if (st === undefined) return "group node missing";
     if (st.failed !== null) return `node write error: ${st.failed}`;
-    if (this.catchup !== null) return "stream catching up";
-    if (!this.o.host.isCurrent(this.name, CURRENT_WINDOW_MS)) return "group node unhealthy";
+    if (this.cu.active) return "stream catching up";
+    if (!this.membership.isCurrent()) return "group node unhealthy";
     return "";
   }
 
-  /** Lame duck or shutdown: a leader hands leadership to a peer heard from lately (the most
-   *  caught up); resolves once another leads, or at once when there is none to take it. */
+  /** Lame duck or shutdown: a leader hands leadership to a peer heard from lately. */
   handOff(boundMs: number): Promise<void> {
-    const st = this.o.host.status(this.name);
-    if (this.closed || st === undefined || st.role !== Role.Leader) return Promise.resolve();
-    const now = this.o.clock.monoMs();
-    let target = "";
-    let best = -1;
-    for (const p of st.progress) {
-      if (p.id === this.o.self || !st.voters.includes(p.id)) continue;
-      const seen = this.o.host.lastHeardMs(p.id);
-      if (seen < 0 || now - seen > HANDOFF_HEARD_MS) continue;
-      if (p.match > best) {
-        best = p.match;
-        target = p.id;
-      }
-    }
-    if (target === "") return Promise.resolve();
-    try {
-      this.o.host.transferLeader(this.name, target);
-    } catch {
-      return Promise.resolve();
-    }
-    this.o.log.info(`stream group ${this.name}: handing leadership to ${target}`);
-    const end = now + boundMs;
-    return new Promise((resolve) => {
-      const check = (): void => {
-        const s = this.o.host.status(this.name);
-        if (this.closed || s === undefined || s.role !== Role.Leader || this.o.clock.monoMs() >= end) return resolve();
-        this.o.clock.setTimer(check, 10);
-      };
-      check();
-    });
+    return this.membership.handOff(boundMs);
   }
 
-  /** This server is no longer assigned: resolves at once on a follower; on the leader once
-   *  its own removal committed and it handed leadership over (bounded by boundMs), so the
-   *  others need not wait out an election timeout. */
+  /** This server is no longer assigned: resolves once it no longer leads (bounded). */
   leave(boundMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const end = this.o.clock.monoMs() + boundMs;
-      const check = (): void => {
-        const st = this.o.host.status(this.name);
-        if (this.closed || st === undefined || st.role !== Role.Leader || this.o.clock.monoMs() >= end) return resolve();
-        this.reconcileMembers();
-        this.o.clock.setTimer(check, 20);
-      };
-      check();
-    });
+    return this.membership.leave(boundMs);
   }
 
   /** For tests and logs. */
   debugState(): Record<string, unknown> {
     const st = this.store.state();
-    return { applied: this.appliedIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.catchup?.minIndex ?? null, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
+    return { applied: this.appliedIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.cu.minIndex, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
   }
 
   /** Catching up from a peer after installing a state-only snapshot. */
   get isCatchingUp(): boolean {
-    return this.catchup !== null;
+    return this.cu.active;
   }
 
   get leader(): string {
@@ -538,33 +432,7 @@ export class StreamGroup implements GroupApp {
    *  once another replica leads. */
   stepdown(): Promise<void> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
-    const st = this.o.host.status(this.name);
-    let target = "";
-    let best = -1;
-    for (const p of st?.progress ?? []) {
-      if (p.id === this.o.self || !p.active) continue;
-      if (p.match > best) {
-        best = p.match;
-        target = p.id;
-      }
-    }
-    if (target === "") return Promise.reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: "no replicas to transfer leadership to" })));
-    return new Promise<void>((resolve, reject) => {
-      const timer = this.o.clock.setTimer(() => {
-        const i = this.stepdowns.findIndex((p) => p.timer === timer);
-        if (i < 0) return;
-        this.stepdowns.splice(i, 1);
-        reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: "leadership transfer timed out" })));
-      }, STEPDOWN_TIMEOUT_MS);
-      this.stepdowns.push({ resolve, reject, timer });
-      try {
-        this.o.host.transferLeader(this.name, target);
-      } catch (e) {
-        this.o.clock.clearTimer(timer);
-        this.stepdowns.pop();
-        reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: (e as Error).message })));
-      }
-    });
+    return this.membership.stepdown();
   }
 
   /** Leave the group: stop taking publishes and stop driving the Raft group. The stream, its
@@ -572,10 +440,9 @@ export class StreamGroup implements GroupApp {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.reconcileTimer !== null) this.o.clock.clearTimer(this.reconcileTimer);
-    this.reconcileTimer = null;
+    this.membership.close();
     this.stopLeading("stream group closed");
-    this.stopCatchup();
+    this.cu.stop();
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
@@ -583,63 +450,21 @@ export class StreamGroup implements GroupApp {
 
   // ---------- linearizable reads ----------
 
-  /** Resolves once this replica is confirmed as leader by a quorum (Raft ReadIndex: a
-   *  heartbeat round) and has applied everything committed when it was asked, so that a read
-   *  of its store then sees every acknowledged write; rejects (not leader) otherwise. A
-   *  leader that was paused or cut off, and does not know it was deposed, must not answer
-   *  from its stale store. */
+  /** Resolves once this replica is confirmed as leader by a quorum (Raft ReadIndex) and has
+   *  applied everything committed when it was asked (stream-reads.ts); rejects otherwise. */
   confirmRead(): Promise<void> {
-    if (!this.taking || this.closed) return Promise.reject(notLeader());
-    const key = `r${++this.readSeq}`;
-    return new Promise<void>((resolve, reject) => {
-      const timer = this.o.clock.setTimer(() => this.settleRead(key, notLeader()), READ_CONFIRM_MS);
-      this.reads.set(key, { resolve, reject, timer, index: -1 });
-      try {
-        this.o.host.readIndex(this.name, Buffer.from(key, "latin1"));
-      } catch {
-        this.settleRead(key, notLeader());
-      }
-    });
+    return this.reads.confirm();
   }
 
   onReadState(rs: ReadState): void {
-    const key = Buffer.from(rs.context).toString("latin1");
-    const r = this.reads.get(key);
-    if (r === undefined) return;
-    r.index = rs.index;
-    this.releaseReads();
-  }
-
-  /** Settle the confirmed reads whose index this replica has applied. */
-  private releaseReads(): void {
-    for (const [key, r] of this.reads) {
-      if (r.index < 0) continue;
-      if (!this.taking) this.settleRead(key, notLeader());
-      else if (this.appliedIndex >= r.index) this.settleRead(key, null);
-      else if (!this.readRecheck) {
-        this.readRecheck = true;
-        this.o.clock.setTimer(() => {
-          this.readRecheck = false;
-          this.releaseReads();
-        }, 1);
-      }
-    }
-  }
-
-  private settleRead(key: string, err: Error | null): void {
-    const r = this.reads.get(key);
-    if (r === undefined) return;
-    this.reads.delete(key);
-    this.o.clock.clearTimer(r.timer);
-    if (err === null) r.resolve();
-    else r.reject(err);
+    this.reads.onReadState(rs.context, rs.index);
   }
 
   // ---------- GroupApp ----------
 
   apply(entries: Entry[]): void {
     if (this.closed) return;
-    if (this.catchup !== null) {
+    if (this.cu.active) {
       // The store is not at the snapshot's state yet: these wait for the catch-up.
       for (let i = 0; i < entries.length; i++) if (entries[i]!.index > this.skipThrough) this.queued.push(entries[i]!);
       return;
@@ -837,94 +662,19 @@ export class StreamGroup implements GroupApp {
     if (this.opening && (st.lastSeq > last || (st.lastSeq === last && (st.lastSeq === 0 || this.store.type === "file" || (st.firstSeq === first && st.msgs === msgs))))) {
       this.applySeq = applySeq;
       this.replayTo = st.lastSeq;
-      this.stopCatchup();
+      this.cu.stop();
       return;
     }
-    this.lostOnRestart =
-      this.opening && this.store.type === "memory" && st.lastSeq === 0 && last > 0 ? { index, applySeq, lastSeq: last, lastTsNs: d.state.lastTsNs } : null;
-    this.startCatchup(index);
-  }
-
-  // ---------- catch-up (stream-catchup.ts) ----------
-
-  private startCatchup(minIndex: number): void {
-    this.stopCatchup();
+    const lost = this.opening && this.store.type === "memory" && st.lastSeq === 0 && last > 0 ? { index, applySeq, lastSeq: last, lastTsNs: d.state.lastTsNs } : null;
     this.queued = [];
     if (this.taking) this.stopLeading("catching up");
-    this.catchup = { reqId: 0, minIndex, attempt: 0, asm: null, timer: null };
-    this.lostFrom.clear();
-    this.sendCatchupRequest();
+    this.cu.start(index, lost);
   }
 
-  private stopCatchup(): void {
-    if (this.catchup?.timer != null) this.o.clock.clearTimer(this.catchup.timer);
-    this.catchup = null;
-  }
-
-  private sendCatchupRequest(): void {
-    const cu = this.catchup;
-    if (cu === null || this.closed) return;
-    cu.reqId = this.nextReqId++;
-    cu.asm = null;
-    const others = [...new Set([...this.voters, ...this.peers])].filter((p) => p !== this.o.self);
-    // The leader first, then each other peer in turn: any caught-up replica can answer.
-    const leader = this.leaderName !== "" && this.leaderName !== this.o.self ? this.leaderName : "";
-    const peer = leader !== "" && cu.attempt % 2 === 0 ? leader : others[cu.attempt % others.length];
-    cu.attempt++;
-    if (cu.attempt % CATCHUP_WARN_ATTEMPTS === 0) {
-      // Every replica may have lost what the snapshot describes (a memory stream whose servers
-      // all restarted): this waits for one that holds it, and says so.
-      this.o.log.warn(`stream group ${this.name}: catching up to index ${cu.minIndex}: no replica has answered after ${cu.attempt} requests`);
-    }
-    if (peer !== undefined) this.o.host.sendApp(this.name, peer, encodeCatchupRequest({ reqId: cu.reqId, storeLast: this.store.state().lastSeq, minIndex: cu.minIndex, window: this.o.catchupWindowBytes ?? DEFAULT_CATCHUP_WINDOW }));
-    cu.timer = this.o.clock.setTimer(() => {
-      if (this.catchup === cu) this.sendCatchupRequest();
-    }, CATCHUP_RETRY_MS);
-  }
+  // ---------- catch-up (stream-catchup-peer.ts) ----------
 
   onAppFrame(from: string, data: Buffer): void {
-    if (this.closed || data.length === 0) return;
-    if (data[0] === CU_REQUEST) {
-      const req = decodeCatchupRequest(data);
-      if (req === null) return;
-      // A replica that lost its memory store in a restart says so: when every replica has,
-      // nobody holds the messages and they all restart the stream empty (resetLost).
-      if (this.catchup !== null && this.lostOnRestart !== null) return this.o.host.sendApp(this.name, from, encodeCatchupLost(this.lostOnRestart));
-      // Only a replica whose store is exactly its applied state answers.
-      if (this.catchup !== null || this.applySeq < this.replayTo || this.appliedIndex < req.minIndex) return;
-      if (req.storeLast > this.store.state().lastSeq) return;
-      for (const f of buildCatchup(req, this.store, this.appliedIndex, this.applySeq)) this.o.host.sendApp(this.name, from, f);
-      this.catchupsServed++;
-      return;
-    }
-    if (data[0] === CU_LOST) {
-      const cu = this.catchup;
-      const lost = decodeCatchupLost(data);
-      if (cu === null || this.lostOnRestart === null || lost === null) return;
-      this.lostFrom.set(from, lost);
-      const others = [...new Set([...this.voters, ...this.peers])].filter((p) => p !== this.o.self);
-      if (others.every((p) => this.lostFrom.has(p))) {
-        // Every replica resets to the same point: the latest of their snapshots.
-        let at = this.lostOnRestart;
-        for (const p of others) {
-          const s = this.lostFrom.get(p)!;
-          if (s.index > at.index) at = s;
-        }
-        return this.resetLost(at);
-      }
-      // Ask the next one now.
-      if (cu.timer !== null) this.o.clock.clearTimer(cu.timer);
-      cu.timer = null;
-      this.sendCatchupRequest();
-      return;
-    }
-    if (data[0] === CU_CHUNK) {
-      const cu = this.catchup;
-      if (cu === null || chunkReqId(data) !== cu.reqId) return;
-      cu.asm ??= new CatchupAssembler(cu.reqId);
-      const body = cu.asm.push(data);
-      if (body !== null) this.finishCatchup(body);
-    }
+    this.cu.onFrame(from, data);
   }
 
   /**
@@ -938,47 +688,23 @@ export class StreamGroup implements GroupApp {
    */
   private resetLost(at: LostState): void {
     this.o.log.warn(`stream group ${this.name}: every replica of this memory stream lost its messages up to sequence ${at.lastSeq} in a restart: it goes on empty from there`);
-    this.stopCatchup();
-    this.lostOnRestart = null;
-    this.lostFrom.clear();
     const last = this.store.state().lastSeq;
     if (at.lastSeq > last) this.store.skipMsgs(last + 1, at.lastSeq - last, at.lastTsNs);
-    this.applySeq = at.applySeq;
-    this.replayTo = this.store.state().lastSeq;
-    this.appliedIndex = Math.max(this.appliedIndex, at.index);
-    this.skipThrough = Math.max(this.skipThrough, at.index);
     this.queued = this.queued.filter((e) => e.index > at.index);
-    this.stream.storeReplaced();
-    const q = this.queued;
-    this.queued = [];
-    if (q.length > 0) this.apply(q);
-    this.maybeStartTaking();
+    this.resume(at.index, at.applySeq);
   }
 
-  private finishCatchup(body: Buffer): void {
-    let h;
-    try {
-      h = installCatchup(this.store, body);
-    } catch (e) {
-      this.o.log.error(`stream group ${this.name}: catch-up failed: ${(e as Error).message}`);
-      return; // the retry timer asks again
-    }
-    if (h.more) {
-      // One window stored: ask for the next at once, from the new last sequence.
-      const cu = this.catchup!;
-      if (cu.timer !== null) this.o.clock.clearTimer(cu.timer);
-      cu.attempt = 0;
-      this.catchupWindows++;
-      this.sendCatchupRequest();
-      return;
-    }
-    this.stopCatchup();
-    this.lostOnRestart = null;
-    this.catchups++;
-    this.applySeq = h.applySeq;
+  /** The catch-up's last window is stored: the store is at the peer's state at `index`. */
+  private caughtUp(index: number, applySeq: number): void {
+    this.resume(index, applySeq);
+  }
+
+  /** The store now reflects the log up to `index`: apply what waited and go on. */
+  private resume(index: number, applySeq: number): void {
+    this.applySeq = applySeq;
     this.replayTo = this.store.state().lastSeq;
-    this.appliedIndex = Math.max(this.appliedIndex, h.index);
-    this.skipThrough = Math.max(this.skipThrough, h.index);
+    this.appliedIndex = Math.max(this.appliedIndex, index);
+    this.skipThrough = Math.max(this.skipThrough, index);
     this.stream.storeReplaced();
     const q = this.queued;
     this.queued = [];
@@ -998,14 +724,7 @@ export class StreamGroup implements GroupApp {
       }
     } else {
       if (this.leadTerm !== 0) this.stopLeading("not the stream leader any more");
-      if (leader !== "") {
-        const done = this.stepdowns;
-        this.stepdowns = [];
-        for (const p of done) {
-          this.o.clock.clearTimer(p.timer);
-          p.resolve();
-        }
-      }
+      if (leader !== "") this.membership.leaderMoved();
     }
     this.o.onLeaderChange?.(leader);
   }
@@ -1030,7 +749,7 @@ export class StreamGroup implements GroupApp {
     this.taking = true;
     this.consumers.setLeading(true);
     this.stream.setIngest(true);
-    this.reconcileMembers();
+    this.membership.reconcile();
     // Once more, now taking: the consumers start on this leader from the agreed state.
     this.o.onLeaderChange?.(this.leaderName);
   }
@@ -1038,7 +757,7 @@ export class StreamGroup implements GroupApp {
   private stopLeading(why: string): void {
     this.leadTerm = 0;
     this.taking = false;
-    for (const key of [...this.reads.keys()]) this.settleRead(key, notLeader());
+    this.reads.refuseAll();
     this.consumers.setLeading(false);
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
@@ -1053,18 +772,12 @@ export class StreamGroup implements GroupApp {
       for (const p of this.ops.values()) p.reject(err);
       this.ops.clear();
     }
-    if (why === "stream group closed") {
-      for (const p of this.stepdowns) {
-        this.o.clock.clearTimer(p.timer);
-        p.reject(notLeader());
-      }
-      this.stepdowns = [];
-    }
+    if (why === "stream group closed") this.membership.refuseStepdowns(notLeader());
   }
 
   private takeSnapshot(): void {
     this.snapTimer = null;
-    if (this.closed || this.applySeq < this.replayTo || this.catchup !== null) return;
+    if (this.closed || this.applySeq < this.replayTo || this.cu.active) return;
     // The snapshot describes the store as of now; the log before it is dropped only once the
     // store has that on disk (a restart then finds its store at or past its snapshot).
     const index = this.appliedIndex;
@@ -1085,39 +798,6 @@ export class StreamGroup implements GroupApp {
 
   /** nats-server's STREAM.INFO `cluster` block without `name`. */
   clusterInfo(): Record<string, unknown> {
-    const out: Record<string, unknown> = { raft_group: this.name };
-    const leader = this.leaderName;
-    if (leader !== "") {
-      out["leader"] = leader;
-      out["leader_since"] = new Date(this.leaderSinceMs).toISOString();
-    }
-    const st = this.o.host.status(this.name);
-    const now = this.o.clock.monoMs();
-    const self = this.o.self;
-    const leading = st !== undefined && st.role === Role.Leader && leader === self;
-    const match = new Map<string, number>();
-    if (leading) for (const p of st.progress) match.set(p.id, p.match);
-    const replicas: Record<string, unknown>[] = [];
-    for (const name of this.peers) {
-      if (name === (leader !== "" ? leader : self)) continue;
-      const r: Record<string, unknown> = { name, current: false, active: 0 };
-      if (name === self) {
-        r["current"] = st !== undefined && st.failed === null && st.applied >= st.commit && leader !== "" && this.catchup === null;
-      } else {
-        const seen = this.o.host.lastHeardMs(name);
-        const ago = seen < 0 ? -1 : now - seen;
-        if (ago < 0 || ago >= CURRENT_WINDOW_MS) r["offline"] = true;
-        r["active"] = ago < 0 ? 0 : Math.round(ago * 1_000_000);
-        if (leading && st !== undefined) {
-          const m = match.get(name) ?? 0;
-          r["current"] = ago >= 0 && ago < CURRENT_WINDOW_MS && m >= st.commit;
-          if (st.commit > m) r["lag"] = st.commit - m;
-        }
-      }
-      r["peer"] = serverHash(name);
-      replicas.push(r);
-    }
-    if (replicas.length > 0) out["replicas"] = replicas;
-    return out;
+    return this.membership.clusterInfo(this.leaderName, this.leaderSinceMs, !this.cu.active);
   }
 }

@@ -7,11 +7,13 @@
 // stickiness, commit only by counting current-term entries, a no-op on election, the leader
 // counting its own log only once the driver reports it durable (advance), and a failed node
 // (disk or checksum error) that neither votes, acknowledges nor leads.
-import type { Random } from "../runtime/random.js";
 import { RaftLog } from "./log.js";
 import { type Progress, ProgressState } from "./progress.js";
 import { ReadOnly } from "./readindex.js";
-import { type ProgressStatus, Replication, answerAppend, answerSnapshot } from "./replicate.js";
+import { Replication, answerAppend, answerSnapshot } from "./replicate.js";
+import type { RaftConfig, RaftRestore, RaftStatus } from "./config.js";
+
+export type { RaftConfig, RaftRestore, RaftStatus } from "./config.js";
 import {
   CAMPAIGN_TRANSFER,
   type Entry,
@@ -34,52 +36,6 @@ import {
   raftAssert,
   voteRespType,
 } from "./types.js";
-
-export interface RaftConfig {
-  id: string;
-  /** Voters, this node included. Ignored when restoring from a snapshot (it has them). */
-  peers: string[];
-  /** Ticks without hearing from a leader before campaigning: randomized in [n, 2n). */
-  electionTicks: number;
-  /** Leader ticks between heartbeats. */
-  heartbeatTicks: number;
-  random: Random;
-  preVote?: boolean;
-  checkQuorum?: boolean;
-  /** Bytes of entries per append message (at least one entry is always sent). */
-  maxMsgBytes?: number;
-  /** Appends in flight per follower in the Replicate state. */
-  maxInflight?: number;
-  /** Bytes of committed entries handed out per Ready. */
-  maxApplyBytes?: number;
-}
-
-/** What the driver read back from disk on start. */
-export interface RaftRestore {
-  hardState: HardState;
-  snapshot: Snapshot | null;
-  /** Entries after the snapshot, in order. */
-  entries: Entry[];
-  /** Index the state machine has already applied (≥ snapshot index). */
-  applied?: number;
-}
-
-export interface RaftStatus {
-  id: string;
-  term: number;
-  vote: string;
-  role: Role;
-  leader: string;
-  commit: number;
-  applied: number;
-  lastIndex: number;
-  firstIndex: number;
-  failed: string | null;
-  transferee: string;
-  progress: ProgressStatus[];
-  /** The voters in effect (the last membership entry in the log, committed or not). */
-  voters: string[];
-}
 
 /** A membership entry in the log after the snapshot. */
 interface ConfEntry {

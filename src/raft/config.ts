@@ -1,0 +1,51 @@
+// The configuration a Raft node is built with, what its driver restores it from, and the
+// status it reports (node.ts).
+import type { Random } from "../runtime/random.js";
+import type { ProgressStatus } from "./replicate.js";
+import type { Entry, HardState, Role, Snapshot } from "./types.js";
+
+export interface RaftConfig {
+  id: string;
+  /** Voters, this node included. Ignored when restoring from a snapshot (it has them). */
+  peers: string[];
+  /** Ticks without hearing from a leader before campaigning: randomized in [n, 2n). */
+  electionTicks: number;
+  /** Leader ticks between heartbeats. */
+  heartbeatTicks: number;
+  random: Random;
+  preVote?: boolean;
+  checkQuorum?: boolean;
+  /** Bytes of entries per append message (at least one entry is always sent). */
+  maxMsgBytes?: number;
+  /** Appends in flight per follower in the Replicate state. */
+  maxInflight?: number;
+  /** Bytes of committed entries handed out per Ready. */
+  maxApplyBytes?: number;
+}
+
+/** What the driver read back from disk on start. */
+export interface RaftRestore {
+  hardState: HardState;
+  snapshot: Snapshot | null;
+  /** Entries after the snapshot, in order. */
+  entries: Entry[];
+  /** Index the state machine has already applied (≥ snapshot index). */
+  applied?: number;
+}
+
+export interface RaftStatus {
+  id: string;
+  term: number;
+  vote: string;
+  role: Role;
+  leader: string;
+  commit: number;
+  applied: number;
+  lastIndex: number;
+  firstIndex: number;
+  failed: string | null;
+  transferee: string;
+  progress: ProgressStatus[];
+  /** The voters in effect (the last membership entry in the log, committed or not). */
+  voters: string[];
+}
