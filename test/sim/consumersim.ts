@@ -26,7 +26,7 @@ import { systemScheduler } from "../../src/runtime/sched.js";
 import { defaultOptions } from "../../src/server/options.js";
 import { nullLogger } from "../../src/server/log.js";
 import type { Node } from "../helpers/streamcluster.js";
-import { FaultDriver, type FaultStats } from "./streamfaults.js";
+import { FaultDriver, GROUP_NAME, type FaultStats } from "./streamfaults.js";
 
 export interface ConsumerSimResult {
   seed: number;
@@ -93,6 +93,8 @@ interface Msg {
 interface NodeJs {
   ctx: ConsumerApiContext;
   consumersUp: boolean;
+  /** The Raft term in which this server started its consumers. */
+  term: number;
 }
 
 function makeCtx(n: Node, f: FaultDriver): ConsumerApiContext {
@@ -158,7 +160,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       onStart: (id) => {
         const n = f.c.node(id);
         const ctx = makeCtx(n, f);
-        js.set(id, { ctx, consumersUp: false });
+        js.set(id, { ctx, consumersUp: false, term: 0 });
         holdConsumers(ctx, n.group.stream);
       },
       beforeStop: async (id) => {
@@ -249,7 +251,16 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       if (!n.up || j === undefined) continue;
       const taking = n.group.isTakingPublishes;
       const st = n.group.stream;
+      const term = n.host.node(GROUP_NAME)?.term ?? 0;
+      if (taking && j.consumersUp && term !== j.term) {
+        // Lost leadership and won it back between two looks: cluster-api.ts hears both
+        // changes (stop, then start from the copies); so do we.
+        tr(`${id} re-elected in term ${term}: restarts consumers`);
+        j.consumersUp = false;
+        await st.stopConsumers(false);
+      }
       if (taking && !j.consumersUp) {
+        j.term = term;
         tr(`${id} starts consumers: ${canonical(n.group.consumers).text}`);
         restoreReplicatedConsumers(j.ctx, st);
         ensureDurable(j.ctx, st, CONSUMER, consumerCfg);
