@@ -40,6 +40,8 @@ export interface ConsumerSimResult {
   naks: number;
   terms: number;
   consumerEntries: number;
+  /** Deliveries of confirmed-acked messages by a deposed leader that did not know it yet. */
+  staleRedeliveries: number;
   faults: FaultStats;
 }
 
@@ -148,10 +150,17 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   const faultMs = o.faultMs ?? 2000;
   const healMs = o.healMs ?? 2000;
   const js = new Map<string, NodeJs>();
-  const inbox: Array<{ subject: string; reply: string; hdr: Buffer | null; data: string }> = [];
+  const inbox: Array<{ subject: string; reply: string; data: string; stale: boolean }> = [];
+  const termOf = (n: Node): number => (n.up ? (n.host.node(GROUP_NAME)?.term ?? 0) : 0);
   const subscribeClient = (n: Node): void => {
-    n.bus.subscribe("_INBOX.>", (subject, reply, hdr, data) => {
-      inbox.push({ subject, reply, hdr: hdr === null ? null : Buffer.from(hdr), data: data.toString() });
+    n.bus.subscribe("_INBOX.>", (subject, reply, _hdr, data) => {
+      // Sent by a leader that another server has deposed (it does not know yet)?
+      const mine = termOf(n);
+      const stale = f.c.ids.some((id) => {
+        const o = f.c.node(id);
+        return o !== n && o.up && o.group.isTakingPublishes && termOf(o) > mine;
+      });
+      inbox.push({ subject, reply, data: data.toString(), stale });
     });
   };
   const f = new FaultDriver(
@@ -175,7 +184,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   const c = f.c;
   for (const id of c.ids) subscribeClient(c.node(id));
   const rnd = f.rnd;
-  const res: ConsumerSimResult = { seed: o.seed, nodes: o.nodes, storage: o.storage, violation: null, published: 0, deliveries: 0, redeliveries: 0, acksConfirmed: 0, naks: 0, terms: 0, consumerEntries: 0, faults: f.stats };
+  const res: ConsumerSimResult = { seed: o.seed, nodes: o.nodes, storage: o.storage, violation: null, published: 0, deliveries: 0, redeliveries: 0, acksConfirmed: 0, naks: 0, terms: 0, consumerEntries: 0, staleRedeliveries: 0, faults: f.stats };
   const watch = Number(process.env["SIM_SEQ"] ?? 0);
   const tr = (s: string): void => {
     if (watch > 0) console.log(`${f.t} ${s}`);
@@ -345,6 +354,13 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       if (seq === watch) tr(`delivery of ${seq} dc ${dc} via ${m.reply} (hosts ${consumerHosts().join(",")})`);
       if (dc > 1) res.redeliveries++;
       const when = confirmed.get(seq);
+      if (when !== undefined && m.stale) {
+        // A deposed leader that does not know it yet (cut off from the others, not from this
+        // client) redelivers after its ack wait: deliveries need no quorum, as in nats-server.
+        // Counted, not a violation (a leader lease would be needed to rule it out).
+        res.staleRedeliveries++;
+        continue;
+      }
       if (when !== undefined) fail(`stream seq ${seq} delivered again (delivery count ${dc}) after its ack was confirmed at ${when} ms`);
       const pm = bySeq.get(seq);
       if (pm !== undefined && pm.data !== m.data) fail(`delivery of ${seq} carries ${m.data}, the PubAck said ${pm.data} is there`);

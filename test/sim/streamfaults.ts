@@ -119,7 +119,15 @@ export class FaultDriver {
    *  other member is up and not catching up. */
   private wipeOk(id: string): boolean {
     if (this.o.storage === "file") return true;
-    return this.members().every((o) => o === id || (this.c.node(o).up && !this.c.node(o).group.isCatchingUp));
+    // A removed server whose removal has not committed is a voter whose copy is gone.
+    if (this.out !== null && !this.removalCommitted(this.out.id)) return false;
+    const n = this.c.node(id);
+    const mine = n.up ? Number(n.group.debugState()["applied"]) : 0;
+    return this.members().every((o) => {
+      if (o === id) return true;
+      const x = this.c.node(o);
+      return x.up && !x.group.isCatchingUp && Number(x.group.debugState()["applied"]) >= mine;
+    });
   }
 
   /** One step's worth of faults (while faulting), and restarts that are due. */
