@@ -30,6 +30,8 @@ export interface KvSimResult {
    *  "tolerate"). */
   staleRefusals: number;
   faults: FaultStats;
+  /** On a violation: the history, each op with where it went (node@ms). */
+  history?: Array<KvOp & { where: string }>;
 }
 
 export interface KvSimOptions {
@@ -239,6 +241,7 @@ export async function runKvSeed(o: KvSimOptions): Promise<KvSimResult> {
     }
   } catch (e) {
     res.violation = (e as Error).message;
+    res.history = history.map((h) => ({ ...h, where: where.get(h) ?? "?" }));
   }
   await f.stopAll();
   return res;
