@@ -188,6 +188,11 @@ export class FaultDriver {
       return;
     }
     if (this.down.size > 0) return;
+    // Only from a full group: the last re-addition committed (removing another server while
+    // the group has two voters and one is empty would leave no quorum once it goes).
+    const l = c.leaders()[0];
+    const nd = l === undefined ? undefined : c.node(l).host.node(GROUP_NAME);
+    if (nd === undefined || nd.voters.length !== c.ids.length || nd.confPending) return;
     const id = c.ids[this.rnd.int(c.ids.length)]!;
     if (!this.wipeOk(id) || !c.ids.every((o) => c.node(o).up)) return;
     const target = c.ids.filter((o) => o !== id);

@@ -66,6 +66,13 @@ void test("kv sim: a CAS refused by a deposed leader from stale state (seed 160,
   assert.equal(r.violation, null, r.violation ?? "");
 });
 
+// The simulator's own mistake, kept: a removal started before the last re-addition
+// committed (two voters, one of them empty) left no quorum once the removed leader went.
+void test("kv sim: regression seed 2091 (a removal only from a full group)", async () => {
+  const r = await runKvSeed({ seed: 2091, nodes: 3, storage: "file", membership: true });
+  assert.equal(r.violation, null, r.violation ?? "");
+});
+
 // A known bug the campaign found (issue 18 report): the leader's stream closed and opened
 // again in-process (StreamGroup.open while leading) takes publishes at once, while entries
 // the previous Stream instance proposed are still in flight; the new instance's
