@@ -69,6 +69,15 @@ export class AckHandler {
     if (a === null) return;
     const c = this.c;
     c.lastActivityMs = c.env.clock.monoMs();
+    // An ack or term of a sequence past what this consumer has delivered: a delivery that a
+    // former leader of a replicated consumer made and did not commit (this leader will
+    // deliver it again). Not ours to settle, and not confirmed to an AckSync: the client must
+    // not take it as acknowledged (nats-server: processAckMsg returns false for sseq >= the
+    // next sequence to deliver, and no ack reply is sent).
+    if ((a.kind === AckKind.Ack || a.kind === AckKind.Term || a.kind === AckKind.Next) && t.sseq > c.ledger.deliveredStreamSeq) {
+      if (a.kind === AckKind.Next && reply !== "") this.pulls.pull(reply, Buffer.from(a.arg, "utf8"));
+      return;
+    }
     switch (a.kind) {
       case AckKind.Ack:
         if (c.cfg.sample_freq !== "") this.sampleAck(t.sseq, t.cseq);

@@ -167,6 +167,11 @@ export class ConsumerRepl implements ConsumerReplicator {
     if (!this._leading) return; // not answered: the client's AckSync times out and retries
     if (this.len > 1) {
       this.batchReplies.push(reply);
+      if (!this.flushQueued) {
+        // A batch kept after a failed propose: try again (a retried AckSync retries it).
+        this.flushQueued = true;
+        this.host.later(this.flushFn);
+      }
       return;
     }
     if (this.lastProposed <= this.appliedIndex) {
@@ -214,16 +219,24 @@ export class ConsumerRepl implements ConsumerReplicator {
     if (this.len <= 1 || !this._leading) return;
     this.buf[0] = OP_CONSUMERS;
     const data = Buffer.from(this.buf.subarray(0, this.len));
-    const replies = this.batchReplies;
-    this.len = 1;
-    this.curName = "";
-    this.batchReplies = [];
     let index: number;
     try {
       index = this.host.propose(data);
     } catch {
-      return; // leadership moved: the consumers stop, the next leader redelivers
+      // Not proposed: a leadership transfer is under way, or leadership was lost. The live
+      // consumers applied these operations already; dropping them while this replica goes on
+      // leading (a transfer that does not finish is abandoned) would leave a hole in the
+      // replicas' copies: a delivery missing while later ones commit, so the message is
+      // neither pending nor acked there and a later leader never redelivers it. Keep the
+      // batch and its replies for the next flush (the next operation or AckSync, or the
+      // stream group's next request); setLeading(false) drops it when leadership moved (the
+      // consumers stop, the next leader redelivers).
+      return;
     }
+    const replies = this.batchReplies;
+    this.len = 1;
+    this.curName = "";
+    this.batchReplies = [];
     this.lastProposed = index;
     for (const r of replies) {
       this.waitIdx.push(index);

@@ -233,3 +233,55 @@ void test("AckSync replies go out when the entry carrying the ack is applied, no
   L.repl.apply(L.log[1]!, 2, false);
   assert.deepEqual(L.replies, ["r1", "r2", "r3"]);
 });
+
+void test("a batch whose propose fails while this replica still leads (a leadership transfer under way) is kept and goes with the next flush: no hole in the copies", () => {
+  const log: Buffer[] = [];
+  const replies: string[] = [];
+  let refuse = true;
+  let queued: (() => void) | null = null;
+  const repl = new ConsumerRepl({
+    propose: (d) => {
+      if (refuse) throw new Error("leadership moving");
+      log.push(d);
+      return log.length;
+    },
+    later: (fn) => {
+      queued = fn;
+    },
+    publishReply: (r) => replies.push(r),
+    clusterInfo: () => ({}),
+    localInfo: () => ({}),
+  });
+  const turn = (): void => {
+    const f = queued;
+    queued = null;
+    f?.();
+  };
+  repl.setLeading(true);
+  const live = new ConsumerLedger();
+  live.configure("explicit", 0, 0);
+  repl.configure("c1", "explicit", 0, 0, "{}", 1);
+  report(repl, live, "c1", { op: "reset", sseq: 0, dseq: 0 });
+  report(repl, live, "c1", { op: "delivered", sseq: 1, dseq: 1, dc: 1, ts: 5 });
+  turn(); // refused: kept
+  assert.equal(log.length, 0);
+  refuse = false;
+  report(repl, live, "c1", { op: "delivered", sseq: 2, dseq: 2, dc: 1, ts: 6 });
+  repl.replyAfterCommit("sync-1");
+  turn();
+  assert.equal(log.length, 1, "one entry with both batches");
+  const f = follower();
+  f.apply(log[0]!, 1, false);
+  assert.deepEqual(plain(f.state("c1")), plain(live.state), "the copy has delivery 1 too");
+  repl.applied(1);
+  assert.deepEqual(replies, ["sync-1"]);
+  // Leadership lost with a kept batch: it is dropped.
+  refuse = true;
+  report(repl, live, "c1", { op: "acked", sseq: 1, dseq: 1 });
+  turn();
+  repl.setLeading(false);
+  repl.setLeading(true);
+  refuse = false;
+  repl.flush();
+  assert.equal(log.length, 1);
+});
