@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { findNatsServer, startNatsServerChild, startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { freePort } from "../faults/rig.js";
 import { until } from "../helpers/until.js";
 
 type Kind = "ts" | "ns";
@@ -25,14 +26,6 @@ interface Node {
   monPort: number;
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
-  const a = s.address();
-  const port = typeof a === "object" && a !== null ? a.port : 0;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 function start(kind: Kind, conf: string): Promise<ChildServer> {
   return kind === "ts" ? startTsnatsChild(["-c", conf]) : startNatsServerChild(["-c", conf]);

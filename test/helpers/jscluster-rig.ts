@@ -2,22 +2,15 @@
 // nats-server-syntax config files, for the clustered JetStream e2e tests.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startTsnatsChild, type ChildServer } from "./core-child.js";
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
+// Ports below the ephemeral range (test/faults/rig.ts): a released ephemeral port can be
+// taken by another server's listen(0) (a monitor on -1) before ours binds it.
+import { freePort } from "../faults/rig.js";
+export { freePort };
 
 export function monPort(s: ChildServer): number {
   return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
