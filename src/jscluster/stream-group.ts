@@ -37,8 +37,11 @@ import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
 import { installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
+import { KEY_SPAN, PendingAcks } from "./stream-acks.js";
+import { SeedSnapshot } from "./stream-seed.js";
 import { LeaderReads, notLeader } from "./stream-reads.js";
 import type { StreamConfig } from "../contracts/wire.js";
+import type { ConsumerSeed } from "../contracts/jetstream.js";
 import {
   asBuffer,
   BATCH_HDR,
@@ -58,6 +61,7 @@ import {
   OP_DELETE,
   OP_MSG,
   OP_PURGE,
+  forEachBatchMsg,
 } from "./stream-codec.js";
 
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
@@ -65,8 +69,6 @@ const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
-/** Ack keys: Raft index × this + the publish's place in its batch. */
-const KEY_SPAN = 65536;
 
 export interface StreamGroupOptions {
   /** Raft group name, e.g. "S-R3F-abcd1234". */
@@ -94,6 +96,15 @@ export interface StreamGroupOptions {
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
   snapshotBytes?: number;
+  /** STREAM.UPDATE R1→R>1 on the server that held the plain stream: the group starts with
+   *  this server as its only voter and its store as the state (with these consumers); once
+   *  it leads, a snapshot of that state is taken, and only then does it take publishes and
+   *  add the other members, who get the snapshot and catch up the messages from a peer.
+   *  Once only: a group that has a snapshot already is not seeded again. */
+  seed?: readonly ConsumerSeed[];
+  /** A new member of a running group: its Raft node starts with these voters (not itself),
+   *  so it campaigns only once the leader's log or snapshot makes it a voter. */
+  joinVoters?: readonly string[];
 }
 
 interface PendingOp {
@@ -134,9 +145,7 @@ export class StreamGroup implements GroupApp {
   private opening = true;
   /** Key (Raft index × KEY_SPAN + place in its batch) and reply subject of each publish this
    *  leader proposed that wants a PubAck. */
-  private ackIdx: number[] = [];
-  private ackReply: string[] = [];
-  private ackHead = 0;
+  private readonly acks = new PendingAcks();
   private readonly ops = new Map<number, PendingOp>();
   private readonly scratch = new StreamEntry();
   /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
@@ -160,6 +169,10 @@ export class StreamGroup implements GroupApp {
   private closed = false;
   /** The members the meta group assigned and the Raft voters (stream-members.ts). */
   private readonly membership: GroupMembers;
+  /** Seeding (StreamGroupOptions.seed): no publishes, no members added, until the seed
+   *  snapshot is on disk. */
+  private seeding = false;
+  private readonly seed: SeedSnapshot;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
@@ -183,7 +196,7 @@ export class StreamGroup implements GroupApp {
   private constructor(o: StreamGroupOptions) {
     this.o = o;
     this.name = o.group;
-    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed }, o.peers);
+    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed, canChange: () => !this.seeding }, o.peers);
     this.reads = new LeaderReads({ clock: o.clock, leading: () => this.taking && !this.closed, appliedIndex: () => this.appliedIndex, readIndex: (ctx) => o.host.readIndex(this.name, ctx) });
     this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
     this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
@@ -216,10 +229,32 @@ export class StreamGroup implements GroupApp {
       installed: (index, applySeq) => this.caughtUp(index, applySeq),
       resetLost: (at) => this.resetLost(at),
     });
+    this.seed = new SeedSnapshot({
+      host: o.host,
+      clock: o.clock,
+      log: o.log,
+      group: o.group,
+      store: this.store,
+      closed: () => this.closed,
+      capture: () => ({ index: this.appliedIndex, data: this.snapshot() }),
+      done: () => {
+        this.seeding = false;
+        this.maybeStartTaking();
+      },
+    });
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
-    o.host.addGroup(o.group, o.peers, this);
+    const join = o.joinVoters !== undefined && o.joinVoters.length > 0 ? [...o.joinVoters] : null;
+    const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this);
     this.opening = false;
+    if (o.seed !== undefined && node.snapshot === null) {
+      // Nothing was proposed in this group yet (publishes wait for the seed): the store's
+      // messages are the state, as if the log had applied them.
+      this.seeding = true;
+      this.applySeq = this.replayTo;
+      this.consumers.seed(o.seed);
+      o.host.campaign(o.group);
+    }
     // Resumed in this process while leading, its term's no-op applied already (perhaps under
     // a snapshot): take publishes now.
     this.maybeStartTaking();
@@ -231,7 +266,10 @@ export class StreamGroup implements GroupApp {
     if (this.taking || this.closed || this.cu.active) return;
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
-    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
+    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) {
+      if (this.seeding) this.seed.run();
+      else this.startTaking(node.term);
+    }
   }
 
   // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
@@ -239,6 +277,11 @@ export class StreamGroup implements GroupApp {
   /** The meta group assigned these members (every replica hears it; the leader acts). */
   setPeers(peers: readonly string[]): void {
     this.membership.assign(peers);
+  }
+
+  /** The consumers' agreed state (the stream becoming plain again keeps them). */
+  consumerSeeds(): ConsumerSeed[] {
+    return this.consumers.seeds();
   }
 
   /** The assigned members. */
@@ -316,8 +359,7 @@ export class StreamGroup implements GroupApp {
         return;
       }
       if (e.reply !== "") {
-        this.ackIdx.push(index * KEY_SPAN);
-        this.ackReply.push(e.reply);
+        this.acks.push(index * KEY_SPAN, e.reply);
       }
       return;
     }
@@ -369,7 +411,7 @@ export class StreamGroup implements GroupApp {
     } catch (err) {
       // Leadership is moving or was lost: none of them is in flight, none gets a PubAck.
       if (n === 1) this.stream.proposalDropped(decodeMsgOp(data, this.scratch));
-      else this.forBatch(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
+      else forEachBatchMsg(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
       if (!(err instanceof RaftError)) throw err;
       return;
     }
@@ -377,22 +419,7 @@ export class StreamGroup implements GroupApp {
     for (let k = 0; k < n; k++) {
       const r = replies[k]!;
       if (r === "") continue;
-      this.ackIdx.push(base + k);
-      this.ackReply.push(r);
-    }
-  }
-
-  /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
-  private forBatch(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
-    const b = asBuffer(data);
-    const n = b.readUInt16LE(1);
-    let p = BATCH_HDR;
-    for (let k = 0; k < n; k++) {
-      const len = b.readUInt32LE(p);
-      p += 4;
-      if (p + len > b.length) throw new Error(`stream group ${this.name}: corrupt batch entry`);
-      fn(p, p + len, k);
-      p += len;
+      this.acks.push(base + k, r);
     }
   }
 
@@ -446,6 +473,7 @@ export class StreamGroup implements GroupApp {
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
+    this.seed.stop();
   }
 
   // ---------- linearizable reads ----------
@@ -549,7 +577,7 @@ export class StreamGroup implements GroupApp {
   private applyMsg(data: Uint8Array, start: number, end: number, term: number, key: number): void {
     const m = decodeMsgOp(data, this.scratch, start, end);
     const seq = ++this.applySeq;
-    const reply = this.leadTerm !== 0 && term === this.leadTerm ? this.takeReply(key) : "";
+    const reply = this.leadTerm !== 0 && term === this.leadTerm ? this.acks.take(key) : "";
     if (seq <= this.replayTo) {
       // Stored before a restart (or installed by a snapshot): only the duplicate window learns it.
       this.stream.noteReplayed(m.msgId, seq, m.tsNs);
@@ -603,26 +631,6 @@ export class StreamGroup implements GroupApp {
     this.ops.delete(e.index);
     if (e.term === this.leadTerm) p.resolve(v);
     else p.reject(notLeader());
-  }
-
-  /** The reply of the publish this leader proposed under key ("" none). */
-  private takeReply(index: number): string {
-    const idx = this.ackIdx;
-    let h = this.ackHead;
-    while (h < idx.length && idx[h]! < index) h++;
-    let reply = "";
-    if (h < idx.length && idx[h] === index) reply = this.ackReply[h++]!;
-    if (h === idx.length) {
-      idx.length = 0;
-      this.ackReply.length = 0;
-      h = 0;
-    } else if (h > 1024 && h * 2 > idx.length) {
-      idx.splice(0, h);
-      this.ackReply.splice(0, h);
-      h = 0;
-    }
-    this.ackHead = h;
-    return reply;
   }
 
   /** State only: the log position and the store's range. A replica that installs it and
@@ -740,9 +748,7 @@ export class StreamGroup implements GroupApp {
       this.leaderName = this.o.self;
       this.leaderSinceMs = this.o.clock.nowMs();
     }
-    this.ackIdx.length = 0;
-    this.ackReply.length = 0;
-    this.ackHead = 0;
+    this.acks.clear();
     this.batchLen = BATCH_HDR;
     this.batchReplies = [];
     this.stream.clearInflight();
@@ -764,9 +770,7 @@ export class StreamGroup implements GroupApp {
     this.stream.clearInflight();
     this.batchLen = BATCH_HDR;
     this.batchReplies = [];
-    this.ackIdx.length = 0;
-    this.ackReply.length = 0;
-    this.ackHead = 0;
+    this.acks.clear();
     if (this.ops.size > 0) {
       const err = notLeader();
       for (const p of this.ops.values()) p.reject(err);

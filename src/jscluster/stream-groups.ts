@@ -18,6 +18,8 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
       log,
       ...(sched !== undefined ? { sched } : {}),
       ...(o.onLeaderChange !== undefined ? { onLeaderChange: o.onLeaderChange } : {}),
+      ...(o.seed !== undefined ? { seed: o.seed } : {}),
+      ...(o.joinVoters !== undefined ? { joinVoters: o.joinVoters } : {}),
     });
     // The leader's refusals of publishes wait for a quorum to confirm it leads (a deposed
     // leader that does not know it yet must not answer from its stale state).

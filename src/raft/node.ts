@@ -107,7 +107,9 @@ export class RaftNode {
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
     this.snapVoters = snap !== null ? [...snap.voters] : [...cfg.peers];
-    raftAssert(snap !== null || cfg.peers.includes(this.id), `${this.id} is not among the voters`);
+    // A node may start outside its voters: a new member joining a running group starts with
+    // the members it joins and campaigns only once the leader's log or snapshot names it.
+    raftAssert(snap !== null || cfg.peers.length > 0, "a group needs voters");
     const hs = restore?.hardState ?? { term: 0, vote: NONE, commit: 0 };
     this.log = RaftLog.restore(snap, restore?.entries ?? [], hs.commit, restore?.applied ?? snap?.index ?? 0);
     for (const e of this.log.entries) {

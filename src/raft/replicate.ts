@@ -33,6 +33,8 @@ export interface ProgressStatus {
 export class Replication {
   /** A Progress per voter, this node included; rebuilt for every term (reset). */
   private prs = new Map<string, Progress>();
+  /** Followers seen to have lost entries they acknowledged (a wiped disk; tests, logs). */
+  lostLogs = 0;
 
   constructor(
     private readonly node: ReplicaSource,
@@ -185,6 +187,15 @@ export class Replication {
   onAppResp(m: Message, pr: Progress): boolean | null {
     pr.recentActive = true;
     if (m.reject) {
+      if (m.index >= pr.match && m.rejectHint < pr.match) {
+        // A follower's log holds the leader's entries up to its match, so its hint is at least
+        // that: one below it lost what it acknowledged (a wiped disk, back under the same id).
+        // Without this its progress would stay at the old match, probing there for ever.
+        pr.lostEntries(m.rejectHint);
+        this.lostLogs++;
+        this.sendAppend(m.from, true);
+        return null;
+      }
       let hint = m.rejectHint;
       if (m.logTerm > 0) hint = this.node.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
       if (pr.maybeDecrTo(m.index, hint)) {

@@ -1,4 +1,4 @@
-// Three tsnats processes with JetStream in one cluster (tags node:<name>), started from
+// Tsnats processes (three unless named) with JetStream in one cluster (tags node:<name>), started from
 // nats-server-syntax config files, for the clustered JetStream e2e tests.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -38,10 +38,10 @@ export interface Rig {
   procs: Array<ChildServer | null>;
 }
 
-export async function startRig(prefix: string): Promise<Rig> {
+export async function startRig(prefix: string, names: string[] = ["a1", "b1", "c1"]): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const names = ["a1", "b1", "c1"];
-  const ports = [await freePort(), await freePort(), await freePort()];
+  const ports: number[] = [];
+  for (let i = 0; i < names.length; i++) ports.push(await freePort());
   const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
   const confs = names.map((n, i) => {
     const f = join(dir, `${n}.conf`);

@@ -19,7 +19,8 @@ for (const storage of ["file", "memory"] as const) {
       await c.until(() => l.acks.size === 40, "40 acks");
       const gone = ["n1", "n2", "n3"].find((id) => id !== l.id)!;
       const target = ["n1", "n2", "n3", "n4"].filter((id) => id !== gone);
-      // The meta op applies on every server: the removed one leaves (a follower: at once).
+      // The meta op applies on every server: the removed one leaves (a follower: once the
+      // leader stopped replicating to it, bounded).
       for (const id of ["n1", "n2", "n3"]) c.node(id).group.setPeers(target);
       await c.node(gone).group.leave(1000);
       await c.stop(gone);
