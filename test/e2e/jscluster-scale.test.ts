@@ -49,11 +49,11 @@ function publisher(nc: NatsConnection, subject: string) {
   const acked = new Set<string>();
   let on = true;
   let paused = false;
-  let idle: (() => void) | null = null;
+  const idle: { fn: (() => void) | null } = { fn: null };
   const run = (async () => {
     for (let i = 0; on; i++) {
       while (paused && on) {
-        idle?.();
+        idle.fn?.();
         await new Promise((r) => setTimeout(r, 10));
       }
       const id = `p${i}`;
@@ -72,8 +72,8 @@ function publisher(nc: NatsConnection, subject: string) {
     pause: () =>
       new Promise<void>((resolve) => {
         paused = true;
-        idle = () => {
-          idle = null;
+        idle.fn = () => {
+          idle.fn = null;
           resolve();
         };
       }),
