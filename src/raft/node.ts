@@ -528,7 +528,7 @@ export class RaftNode {
         return;
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
-        this.repl.onHeartbeatResp(m.from, pr);
+        this.repl.onHeartbeatResp(m.from, pr, m.rejectHint - 1);
         if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
           for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);
         }
@@ -654,6 +654,9 @@ export class RaftNode {
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     const r = this.msg(MsgType.HeartbeatResp, m.from);
     r.context = m.context;
+    // The end of our log + 1 (0: not said): a leader that counted more of it learns that we
+    // lost what we acknowledged (a wiped disk) even when it has nothing new to send.
+    r.rejectHint = this.log.lastIndex() + 1;
     this.send(r);
   }
 

@@ -169,10 +169,16 @@ export class Replication {
     }
   }
 
-  /** A heartbeat answer from `from`: it is alive, and gets what it lacks. */
-  onHeartbeatResp(from: string, pr: Progress): void {
+  /** A heartbeat answer from `from`: it is alive, and gets what it lacks. `has`: the end of
+   *  its log (-1: not said). */
+  onHeartbeatResp(from: string, pr: Progress, has = -1): void {
     pr.recentActive = true;
     pr.probeSent = false;
+    if (has >= 0 && has < pr.match) {
+      // It lost entries it acknowledged (a wiped disk, back under the same id).
+      pr.lostEntries(has);
+      this.lostLogs++;
+    }
     // A full window that stays full means appends were lost: let one more out, which the
     // follower rejects if it has a gap, sending us back to probing.
     if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirstOne();
