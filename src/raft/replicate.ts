@@ -170,12 +170,14 @@ export class Replication {
   }
 
   /** A heartbeat answer from `from`: it is alive, and gets what it lacks. `has`: the end of
-   *  its log (-1: not said). */
+   *  its log when it answered (-1: not said). */
   onHeartbeatResp(from: string, pr: Progress, has = -1): void {
     pr.recentActive = true;
     pr.probeSent = false;
-    if (has >= 0 && has < pr.match) {
-      // It lost entries it acknowledged (a wiped disk, back under the same id).
+    if (has === 0 && pr.match > 0) {
+      // Its log is empty where we counted entries: it lost what it acknowledged (a wiped
+      // disk, back under the same id). Only an empty log counts: an answer that arrives
+      // late, after later acknowledgements, says less than the follower holds.
       pr.lostEntries(has);
       this.lostLogs++;
     }
@@ -193,10 +195,11 @@ export class Replication {
   onAppResp(m: Message, pr: Progress): boolean | null {
     pr.recentActive = true;
     if (m.reject) {
-      if (m.index >= pr.match && m.rejectHint < pr.match) {
-        // A follower's log holds the leader's entries up to its match, so its hint is at least
-        // that: one below it lost what it acknowledged (a wiped disk, back under the same id).
-        // Without this its progress would stay at the old match, probing there for ever.
+      if (m.rejectHint === 0 && pr.match > 0 && m.index >= pr.match) {
+        // An empty log where the leader counted entries: the follower lost what it
+        // acknowledged (a wiped disk, back under the same id). Without this its progress
+        // would stay at the old match, probing there for ever. (Only an empty log: a
+        // rejection that arrives late, after later acknowledgements, must not count.)
         pr.lostEntries(m.rejectHint);
         this.lostLogs++;
         this.sendAppend(m.from, true);
