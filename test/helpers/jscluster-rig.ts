@@ -1,4 +1,4 @@
-// Tsnats processes (three unless named) with JetStream in one cluster (tags node:<name>), started from
+// Three tsnats processes with JetStream in one cluster (tags node:<name>), started from
 // nats-server-syntax config files, for the clustered JetStream e2e tests.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startTsnatsChild, type ChildServer } from "./core-child.js";
+import { until } from "./until.js";
 
 // Ports below the ephemeral range (test/faults/rig.ts): a released ephemeral port can be
 // taken by another server's listen(0) (a monitor on -1) before ours binds it.
@@ -16,18 +17,22 @@ export function monPort(s: ChildServer): number {
   return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
 }
 
-export async function metaLeader(s: ChildServer): Promise<string> {
+/** The server's /jsz; {} when it does not answer (2 s bound). */
+export async function jsz(s: ChildServer): Promise<Record<string, unknown>> {
   try {
     const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
-    const j = (await r.json()) as { meta_cluster?: { leader?: string } };
-    return j.meta_cluster?.leader ?? "";
+    return (await r.json()) as Record<string, unknown>;
   } catch {
-    return "";
+    return {};
   }
 }
 
-export async function req(nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> {
-  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout: 5000 });
+export async function metaLeader(s: ChildServer): Promise<string> {
+  return ((await jsz(s))["meta_cluster"] as { leader?: string } | undefined)?.leader ?? "";
+}
+
+export async function req(nc: NatsConnection, subject: string, body: unknown = "", timeout = 5000): Promise<Record<string, unknown>> {
+  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout });
   return r.json();
 }
 
@@ -38,7 +43,9 @@ export interface Rig {
   procs: Array<ChildServer | null>;
 }
 
-export async function startRig(prefix: string, names: string[] = ["a1", "b1", "c1"]): Promise<Rig> {
+/** Servers `names` (tags node:<name>) in cluster `clusterName`, each config file ending with
+ *  the `extra` lines before its cluster block, started one after the other. */
+export async function startRig(prefix: string, names = ["a1", "b1", "c1"], extra: string[] = [], clusterName = "jsc"): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const ports: number[] = [];
   for (let i = 0; i < names.length; i++) ports.push(await freePort());
@@ -53,8 +60,9 @@ export async function startRig(prefix: string, names: string[] = ["a1", "b1", "c
         "http: 127.0.0.1:-1",
         `server_tags: ["node:${n}"]`,
         `jetstream { store_dir: "${join(dir, n)}" }`,
+        ...extra,
         "cluster {",
-        "  name: jsc",
+        `  name: ${clusterName}`,
         `  listen: 127.0.0.1:${ports[i]}`,
         `  routes: [ ${routes} ]`,
         "}",
@@ -75,6 +83,13 @@ export function live(r: Rig): ChildServer[] {
 export async function stopRig(r: Rig): Promise<void> {
   for (const p of live(r)) await p.stop();
   rmSync(r.dir, { recursive: true, force: true });
+}
+
+/** Starts the rig and waits (bound `ms`) for a meta leader every server agrees on. */
+export async function startRigWithLeader(prefix: string, names?: string[], extra?: string[], ms = 30_000): Promise<Rig> {
+  const rig = await startRig(prefix, names, extra);
+  await until("a meta leader every server agrees on", async () => (await agreedLeader(rig)) !== "", ms);
+  return rig;
 }
 
 export async function agreedLeader(r: Rig): Promise<string> {
