@@ -93,8 +93,8 @@ function members(c: ClusterBlock): string[] {
   return [c.leader ?? "", ...(c.replicas ?? []).map((r) => r.name)].filter((n) => n !== "").sort();
 }
 
-async function update(nc: NatsConnection, replicas: number): Promise<void> {
-  const r = await req(nc, "$JS.API.STREAM.UPDATE.SC", { name: "SC", subjects: ["sc.>"], num_replicas: replicas });
+async function update(nc: NatsConnection, replicas: number, storage = "file"): Promise<void> {
+  const r = await req(nc, "$JS.API.STREAM.UPDATE.SC", { name: "SC", subjects: ["sc.>"], storage, num_replicas: replicas });
   assert.equal(r["error"], undefined, JSON.stringify(r));
   assert.equal((r["config"] as { num_replicas: number }).num_replicas, replicas);
 }
@@ -282,6 +282,42 @@ void test("a member whose disk was wiped rejoins under its name and catches up: 
     await until("the rejoined member has the new message", async () => (await jszMessages(p)) === want + 1, 10_000);
   } finally {
     for (const c of ncs) await c?.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+});
+
+void test("a memory stream scales R1→R3→R1 keeping its messages and its durable (the store changes hands in memory)", async () => {
+  const rig = await startRig("jsc-scalem-");
+  const ncs: NatsConnection[] = [];
+  try {
+    await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 30_000);
+    for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
+    const nc = ncs[0]!;
+    const created = await req(nc, "$JS.API.STREAM.CREATE.SC", { name: "SC", subjects: ["sc.>"], storage: "memory", num_replicas: 1 });
+    assert.equal(created["error"], undefined, JSON.stringify(created));
+    const js = jetstream(nc);
+    for (let i = 0; i < 100; i++) await js.publish("sc.m", `m${i}`, { msgID: `m${i}` });
+    const jsm = await js.jetstreamManager();
+    await jsm.consumers.add("SC", { durable_name: "D", ack_policy: AckPolicy.Explicit, mem_storage: true });
+    await consume(nc, 10);
+    await update(nc, 3, "memory");
+    const r3 = await settled(rig, nc, 3);
+    assert.equal(await everyMemberHolds(rig, nc, r3), 100);
+    assert.deepEqual(await consumerState(nc), { ackFloor: 10, delivered: 10, pending: 90 });
+    // A duplicate of a message id stored before the scale is still one.
+    const dup = await js.publish("sc.m", "again", { msgID: "m5" });
+    assert.equal(dup.duplicate, true);
+    await update(ncs[1]!, 1, "memory");
+    await until("one member left", async () => {
+      const i = await info(nc, "SC");
+      return i.replicas === 1 && members(i.cluster).length === 1 && i.cluster.replicas === undefined;
+    }, 30_000);
+    assert.equal((await info(nc, "SC")).messages, 100);
+    assert.deepEqual(await consumerState(nc), { ackFloor: 10, delivered: 10, pending: 90 });
+    await js.publish("sc.m", "after");
+    assert.equal((await info(nc, "SC")).messages, 101);
+  } finally {
+    for (const c of ncs) await c.close().catch(() => undefined);
     await stopRig(rig);
   }
 });
