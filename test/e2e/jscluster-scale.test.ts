@@ -149,7 +149,7 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
   try {
     await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 30_000);
     for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
-    const nc = ncs[0]!;
+    let nc = ncs[0]!;
     const created = await req(nc, "$JS.API.STREAM.CREATE.SC", { name: "SC", subjects: ["sc.>"], num_replicas: 1 });
     assert.equal(created["error"], undefined, JSON.stringify(created));
     const js = jetstream(nc);
@@ -160,9 +160,11 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
     assert.deepEqual(await consumerState(nc), { ackFloor: 30, delivered: 30, pending: 170 });
     const r1 = members((await info(nc, "SC")).cluster);
     assert.equal(r1.length, 1);
-
-    // Publishes from a server that never holds the stream first (any server is fine).
-    const pub = publisher(ncs[4]!, "sc.x");
+    // The server holding the stream restarts later: requests and publishes go through others.
+    const si = rig.names.indexOf(r1[0]!);
+    const others = rig.names.map((_, i) => i).filter((i) => i !== si);
+    nc = ncs[others[0]!]!;
+    const pub = publisher(ncs[others[others.length - 1]!]!, "sc.x");
     await until("publishes acknowledged", () => pub.count() >= 30, 20_000);
 
     // R1 → R3: the plain copy seeds a group; the new members get all 200+ messages.
@@ -177,8 +179,23 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
     assert.equal(s3.pending, total - 30);
     pub.resume();
 
+    // The server that seeded the group restarts: the meta log replayed skips the plain copy
+    // it held before and opens the group from its snapshot (not seeded again).
+    await ncs[si]!.close();
+    await rig.procs[si]!.stop();
+    rig.procs[si] = await startTsnatsChild(["-c", rig.confs[si]!]);
+    ncs[si] = await connect({ servers: rig.procs[si]!.url });
+    assert.deepEqual(await settled(rig, nc, 3), r3);
+    assert.doesNotMatch(rig.procs[si]!.log(), /seeded with/, "the group was not seeded again");
+    const nr = pub.count();
+    await until("publishes go on after the restart", () => pub.count() >= nr + 30, 20_000);
+    await pub.pause();
+    total = await everyMemberHolds(rig, nc, r3);
+    assert.equal((await consumerState(nc)).ackFloor, 30);
+    pub.resume();
+
     // R3 → R5.
-    await update(ncs[1]!, 5);
+    await update(ncs[others[1]!]!, 5);
     const r5 = await settled(rig, nc, 5);
     for (const m of r3) assert.ok(r5.includes(m));
     const n5 = pub.count();
@@ -191,7 +208,7 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
     pub.resume();
 
     // R5 → R3: two members leave and delete their copies.
-    await update(ncs[2]!, 3);
+    await update(ncs[others[2]!]!, 3);
     const back3 = await settled(rig, nc, 3);
     for (const m of rig.names.filter((n) => !back3.includes(n))) {
       await until(`${m} deleted its copy`, () => !existsSync(join(rig.dir, m, "jetstream", "$G", "streams", "SC")), 20_000);
@@ -203,7 +220,7 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
     pub.resume();
 
     // R3 → R1: the survivor keeps every message and the durable.
-    await update(ncs[3]!, 1);
+    await update(ncs[si]!, 1);
     let last: string[] = [];
     await until("one member left", async () => {
       const i = await info(nc, "SC");
@@ -221,8 +238,9 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
     }
 
     // Every message, each once: the 200 from before the first scale and every acked publish.
-    const ci = await jsm.consumers.add("SC", { ack_policy: AckPolicy.None, inactive_threshold: 30_000_000_000 });
-    const c = await js.consumers.get("SC", ci.name);
+    const js2 = jetstream(nc);
+    const ci = await (await js2.jetstreamManager()).consumers.add("SC", { ack_policy: AckPolicy.None, inactive_threshold: 30_000_000_000 });
+    const c = await js2.consumers.get("SC", ci.name);
     const seen: string[] = [];
     while (seen.length < total) {
       let k = 0;
