@@ -181,6 +181,7 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
 
     // The server that seeded the group restarts: the meta log replayed skips the plain copy
     // it held before and opens the group from its snapshot (not seeded again).
+    assert.match(rig.procs[si]!.log(), /seeded with the stream's \d+ messages/);
     await ncs[si]!.close();
     await rig.procs[si]!.stop();
     rig.procs[si] = await startTsnatsChild(["-c", rig.confs[si]!]);
