@@ -35,6 +35,12 @@ export const OPS_PER_TURN = 1000;
 // direct get, answered in place), several times a SUB's work, so a client writing thousands
 // of API requests at once has its read yield every OPS_PER_TURN / API_OP_COST of them.
 export const API_OP_COST = 4;
+// Plain PUBs (and acks) are bounded by time instead: one costs ~50 ns with no interest and
+// tens of microseconds when a stream stores it or thousands of subscribers get it. Every
+// PUB_CHECK_EVERY of them the parser asks (pubsRead); once the connection has spent this long
+// in one turn, its read yields as for SUBs. A publisher that keeps the socket full gives the
+// loop back every slice (a pause and resume each), and others' reads come in between.
+export const PUB_SLICE_MS = 2;
 // Trace only: the longest unfinished line kept between reads to be redacted whole.
 const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
@@ -174,6 +180,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   // Per-turn operation budget (spendOp) and the yielded read (resumeRead).
   private turnOps = 0;
   private turnMark = -1;
+  private turnStartMs = 0;
   private readYielded = false;
   private readonly resumeBound = (): void => this.resumeRead();
 
@@ -204,12 +211,24 @@ export class Client extends Conn implements ParserHandler, SubOwner {
    *  connections are served in between. */
   private spendOp(cost = 1): void {
     const t = this.server.turn;
-    if (this.turnMark !== t) {
-      this.turnMark = t;
-      this.turnOps = 0;
-      this.server.armTurn();
-    }
+    if (this.turnMark !== t) this.markTurn(t);
     if ((this.turnOps += cost) >= OPS_PER_TURN) this.parser.yieldTurn();
+  }
+
+  /** PUB_CHECK_EVERY messages were published (Parser): past PUB_SLICE_MS of this turn, the
+   *  parser stops after them, as in spendOp. */
+  pubsRead(): void {
+    const t = this.server.turn;
+    if (this.turnMark !== t) this.markTurn(t);
+    else if (this.server.clock.monoMs() - this.turnStartMs >= PUB_SLICE_MS) this.parser.yieldTurn();
+  }
+
+  /** The first operation counted in turn t. */
+  private markTurn(t: number): void {
+    this.turnMark = t;
+    this.turnOps = 0;
+    this.turnStartMs = this.server.clock.monoMs();
+    this.server.armTurn();
   }
 
   /** Stop reading until a later turn (the parser keeps what it has not parsed). */
