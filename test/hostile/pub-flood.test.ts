@@ -1,8 +1,8 @@
-// Hostile: one client writes tens of thousands of PUBs in one write. Each turn of the event
-// loop reads its PUBs for at most a slice of time (PUB_SLICE_MS, checked every
-// PUB_CHECK_EVERY messages), then its read yields to the next turn: other clients are served
-// while the flood is still being handled. Before, a whole socket's worth of reads (up to
-// 32 x 64 KiB in one turn) was handled in one go.
+// Hostile: one client writes tens of thousands of PUBs in one write. A connection's reads
+// stop for the turn once it has spent READ_SLICE_MS in it (and within one read, checked every
+// PUB_CHECK_EVERY messages, past PUB_SPLIT_MS): other clients are served while the flood is
+// still being handled. Before, a whole socket's worth of reads (up to 32 x 64 KiB in one
+// turn) was handled in one go.
 //
 // Asserted by ordering, not timing: the bystander subscribes to the flood's subjects and
 // sends PING when the first flood message reaches it. The server writes to one socket in
