@@ -237,7 +237,7 @@ export class StreamGroup implements GroupApp {
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     const i = this.appliedIndex;
-    if (i > 0 && node.log.term(i) === node.term && (process.env["NOFIX"] !== undefined || node.log.lastIndex() <= i)) this.startTaking(node.term);
+    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) this.startTaking(node.term);
   }
 
   // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
