@@ -50,13 +50,19 @@ void test("kv sim: reads from any replica's store without ReadIndex are caught a
 
 void test("kv sim: a wiped server rejoining under its old name before its removal committed loses acked writes, and is caught", async () => {
   // Found while building the membership faults: the simulator's own mistake (production
-  // gives a wiped server a new peer id); kept as a fixture both ways.
-  const o: KvSimOptions = { seed: 9, nodes: 3, storage: "file", membership: true, stepMs: 10, faultMs: 1000, healMs: 1000 };
-  const bad = await runKvSeed({ ...o, unsafeRejoin: true });
-  assert.match(bad.violation ?? "", /not linearizable/);
-  const good = await runKvSeed(o);
-  assert.equal(good.violation, null, good.violation ?? "");
-  assert.equal(good.faults.rejoins, 1);
+  // gives a wiped server a new peer id); kept as a mutation both ways. Not every schedule
+  // loses a write that way, so the first seeds that do are the fixtures (52 and 89 today).
+  const caught: number[] = [];
+  for (let seed = 1; seed <= 300 && caught.length < 2; seed++) {
+    const o: KvSimOptions = { seed, nodes: 3, storage: "file", membership: true, stepMs: 10, faultMs: 1000, healMs: 1000 };
+    const bad = await runKvSeed({ ...o, unsafeRejoin: true });
+    if (!/not linearizable/.test(bad.violation ?? "")) continue;
+    caught.push(seed);
+    const good = await runKvSeed(o);
+    assert.equal(good.violation, null, `seed ${seed}: ${good.violation}`);
+    assert.equal(good.faults.rejoins, 1);
+  }
+  assert.equal(caught.length, 2, `caught in seeds ${caught.join(", ")}`);
 });
 
 // Found by the simulator (issue 18): a deposed stream leader that did not know it yet refused
