@@ -38,6 +38,7 @@ import { installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
 import { LeaderReads, notLeader } from "./stream-reads.js";
+import { AckKeys, KEY_SPAN } from "./stream-acks.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import {
   asBuffer,
@@ -65,8 +66,6 @@ const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
-/** Ack keys: Raft index × this + the publish's place in its batch. */
-const KEY_SPAN = 65536;
 
 export interface StreamGroupOptions {
   /** Raft group name, e.g. "S-R3F-abcd1234". */
@@ -134,9 +133,7 @@ export class StreamGroup implements GroupApp {
   private opening = true;
   /** Key (Raft index × KEY_SPAN + place in its batch) and reply subject of each publish this
    *  leader proposed that wants a PubAck. */
-  private ackIdx: number[] = [];
-  private ackReply: string[] = [];
-  private ackHead = 0;
+  private readonly acks = new AckKeys();
   private readonly ops = new Map<number, PendingOp>();
   private readonly scratch = new StreamEntry();
   /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
@@ -200,6 +197,9 @@ export class StreamGroup implements GroupApp {
     });
     this.stream = o.open(() => proposer);
     this.stream.consumerRepl = this.consumers;
+    // The leader's refusals of publishes wait for a quorum to confirm it leads (a deposed
+    // leader that does not know it yet must not answer from its stale state).
+    this.stream.confirmLeader = () => this.confirmRead();
     this.store = this.stream.store;
     this.cu = new CatchupPeer({
       host: o.host,
@@ -225,13 +225,19 @@ export class StreamGroup implements GroupApp {
     this.maybeStartTaking();
   }
 
-  /** Leading, and this state includes the term's no-op (so everything before it): take
-   *  publishes, with in-flight and duplicate state exactly what was applied. */
+  /** Leading, and this state includes the term's no-op (so everything before it) and every
+   *  entry of the log: take publishes, with in-flight, duplicate and consumer state exactly
+   *  what was applied. A leader's log past its applied index holds only its own term's
+   *  entries, proposed by an earlier instance of this group in this process (the stream
+   *  reopened while leading); their publishes are in flight but in no InflightTable, and
+   *  their consumer operations in no copy a consumer starts from, so taking publishes (a
+   *  compare-and-set checked against a store without them) waits until they applied. */
   private maybeStartTaking(): void {
     if (this.taking || this.closed || this.cu.active) return;
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
-    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
+    const i = this.appliedIndex;
+    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) this.startTaking(node.term);
   }
 
   // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
@@ -315,10 +321,7 @@ export class StreamGroup implements GroupApp {
         if (!(err instanceof RaftError)) throw err;
         return;
       }
-      if (e.reply !== "") {
-        this.ackIdx.push(index * KEY_SPAN);
-        this.ackReply.push(e.reply);
-      }
+      if (e.reply !== "") this.acks.add(index * KEY_SPAN, e.reply);
       return;
     }
     const size = msgOpSize(e);
@@ -376,9 +379,7 @@ export class StreamGroup implements GroupApp {
     const base = index * KEY_SPAN;
     for (let k = 0; k < n; k++) {
       const r = replies[k]!;
-      if (r === "") continue;
-      this.ackIdx.push(base + k);
-      this.ackReply.push(r);
+      if (r !== "") this.acks.add(base + k, r);
     }
   }
 
@@ -523,6 +524,8 @@ export class StreamGroup implements GroupApp {
         this.ops.delete(e.index);
       }
     }
+    // Leading with entries of an earlier instance in the log: all applied now?
+    if (!this.taking) this.maybeStartTaking();
     if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
       // Not from inside apply: the host has not advanced past these entries yet.
       this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
@@ -549,7 +552,7 @@ export class StreamGroup implements GroupApp {
   private applyMsg(data: Uint8Array, start: number, end: number, term: number, key: number): void {
     const m = decodeMsgOp(data, this.scratch, start, end);
     const seq = ++this.applySeq;
-    const reply = this.leadTerm !== 0 && term === this.leadTerm ? this.takeReply(key) : "";
+    const reply = this.leadTerm !== 0 && term === this.leadTerm ? this.acks.take(key) : "";
     if (seq <= this.replayTo) {
       // Stored before a restart (or installed by a snapshot): only the duplicate window learns it.
       this.stream.noteReplayed(m.msgId, seq, m.tsNs);
@@ -603,26 +606,6 @@ export class StreamGroup implements GroupApp {
     this.ops.delete(e.index);
     if (e.term === this.leadTerm) p.resolve(v);
     else p.reject(notLeader());
-  }
-
-  /** The reply of the publish this leader proposed under key ("" none). */
-  private takeReply(index: number): string {
-    const idx = this.ackIdx;
-    let h = this.ackHead;
-    while (h < idx.length && idx[h]! < index) h++;
-    let reply = "";
-    if (h < idx.length && idx[h] === index) reply = this.ackReply[h++]!;
-    if (h === idx.length) {
-      idx.length = 0;
-      this.ackReply.length = 0;
-      h = 0;
-    } else if (h > 1024 && h * 2 > idx.length) {
-      idx.splice(0, h);
-      this.ackReply.splice(0, h);
-      h = 0;
-    }
-    this.ackHead = h;
-    return reply;
   }
 
   /** State only: the log position and the store's range. A replica that installs it and
@@ -740,9 +723,7 @@ export class StreamGroup implements GroupApp {
       this.leaderName = this.o.self;
       this.leaderSinceMs = this.o.clock.nowMs();
     }
-    this.ackIdx.length = 0;
-    this.ackReply.length = 0;
-    this.ackHead = 0;
+    this.acks.clear();
     this.batchLen = BATCH_HDR;
     this.batchReplies = [];
     this.stream.clearInflight();
@@ -764,9 +745,7 @@ export class StreamGroup implements GroupApp {
     this.stream.clearInflight();
     this.batchLen = BATCH_HDR;
     this.batchReplies = [];
-    this.ackIdx.length = 0;
-    this.ackReply.length = 0;
-    this.ackHead = 0;
+    this.acks.clear();
     if (this.ops.size > 0) {
       const err = notLeader();
       for (const p of this.ops.values()) p.reject(err);

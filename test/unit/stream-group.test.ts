@@ -441,3 +441,35 @@ void test("stream group: stepdown hands leadership to a caught-up replica; clust
     await c.stopAll();
   }
 });
+
+void test("stream group: a leader's stream reopened in-process with a publish still in flight takes no publish until that one applied (a CAS is checked against it)", async () => {
+  // Found by the KV simulator (seeds 1851, 2053): the new Stream's InflightTable did not hold
+  // the entry the previous instance proposed, so a compare-and-set passed against a store
+  // that lacked it.
+  const c = new StreamCluster({ n: 3, storage: "file" });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    c.pub(l.id, "r.k", "v1", "t1");
+    await c.until(() => l.acks.has("t1") && allApplied(c, 1), "v1 everywhere");
+    // v2 is proposed and cannot commit yet (the leader's frames are dropped).
+    for (const o of c.ids) if (o !== l.id) c.cut.add(`${l.id}>${o}`);
+    c.pub(l.id, "r.k", "v2", "t2");
+    // The batch is proposed at the end of the job (and appended to the leader's log).
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+    const before = l.host.node(l.group.name)!;
+    assert.ok(before.log.lastIndex() > before.log.committed, "v2 in flight");
+    await c.reopenGroup(l.id);
+    // A CAS that expects v1 to be the last on its subject: v2 is in flight, so it must not pass.
+    c.pub(l.id, "r.k", "v3", "t3", [["Nats-Expected-Last-Subject-Sequence", "1"]]);
+    c.heal();
+    await c.until(() => allApplied(c, 2), "v2 committed");
+    for (let i = 0; i < 50; i++) await c.step();
+    const everywhere = c.ids.map((id) => [...c.contents(id).values()].map((v) => v.split("|")[1]));
+    for (const x of everywhere) assert.ok(!x.includes("v3"), `the CAS was stored: ${JSON.stringify(x)}`);
+    const a = c.node(l.id).acks.get("t3");
+    assert.ok(a === undefined || a[0]?.error?.err_code === 10071, JSON.stringify(a));
+  } finally {
+    await c.stopAll();
+  }
+});
