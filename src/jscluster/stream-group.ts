@@ -225,13 +225,15 @@ export class StreamGroup implements GroupApp {
     this.maybeStartTaking();
   }
 
-  /** Leading, and this state includes the term's no-op (so everything before it): take
-   *  publishes, with in-flight and duplicate state exactly what was applied. */
+  /** Leading, and this state includes the term's no-op (so everything before it) and every
+   *  entry in the log (a stream reopened while leading: what the previous instance proposed
+   *  is not in this one's in-flight table, so its checks wait until those entries applied):
+   *  take publishes, with in-flight and duplicate state exactly what was applied. */
   private maybeStartTaking(): void {
     if (this.taking || this.closed || this.cu.active) return;
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
-    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) this.startTaking(node.term);
+    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term && this.appliedIndex >= node.log.lastIndex()) this.startTaking(node.term);
   }
 
   // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
@@ -524,6 +526,8 @@ export class StreamGroup implements GroupApp {
         this.ops.delete(e.index);
       }
     }
+    // Leading but not taking yet: waiting for entries of this term to apply.
+    if (!this.taking && this.leadTerm !== 0) this.maybeStartTaking();
     if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
       // Not from inside apply: the host has not advanced past these entries yet.
       this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
@@ -720,8 +724,10 @@ export class StreamGroup implements GroupApp {
     if (leader === this.o.self) {
       if (this.leadTerm !== term) {
         if (this.leadTerm !== 0) this.stopLeading("leadership changed");
-        // Publishes wait for this term's no-op (apply → startTaking).
+        // Publishes wait for this term's no-op (apply → startTaking); a stream reopened while
+        // leading may have applied it and everything after already.
         this.leadTerm = term;
+        this.maybeStartTaking();
       }
     } else {
       if (this.leadTerm !== 0) this.stopLeading("not the stream leader any more");
