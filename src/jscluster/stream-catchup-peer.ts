@@ -43,8 +43,9 @@ const SENDER_IDLE_MS = 10_000;
 const CHUNKS_PER_TURN = 2;
 /** Warn every this many unanswered requests. */
 const CATCHUP_WARN_ATTEMPTS = 20;
-/** Bytes of catch-up chunks a responder may have unacknowledged (the credit). */
-export const DEFAULT_CATCHUP_WINDOW = 8 * 1024 * 1024;
+/** Bytes of catch-up chunks a responder may have unacknowledged (the credit): enough to keep
+ *  the asker busy, little enough that the route's socket takes it without queueing much. */
+export const DEFAULT_CATCHUP_WINDOW = 4 * 1024 * 1024;
 
 export interface CatchupHost {
   readonly host: RaftHost;
@@ -146,7 +147,7 @@ export class CatchupPeer {
         if (a.chunks > s.acked) s.acked = a.chunks;
         s.lastMs = h.clock.monoMs();
         if (s.tx.done && s.acked >= s.tx.chunks) return this.forget(s);
-        return this.pump(s);
+        return this.schedulePump(s);
       }
       case CU_DATA:
         return this.onData(from, data);
@@ -174,14 +175,24 @@ export class CatchupPeer {
     const now = h.clock.monoMs();
     for (const s of [...this.serving.values()]) if (s.peer === from || now - s.lastMs > SENDER_IDLE_MS) this.forget(s);
     const chunk = chunkBytesFor(req.creditBytes);
-    const s: Serving = { peer: from, tx: new CatchupSender(req, h.store, chunk), acked: 0, credit: Math.max(2, Math.floor(req.creditBytes / chunk)), lastMs: now, timer: null };
+    const s: Serving = { peer: from, tx: new CatchupSender(req, h.store, chunk, h.host.appHeaderBytes(h.group), CHUNKS_PER_TURN), acked: 0, credit: Math.max(2, Math.floor(req.creditBytes / chunk)), lastMs: now, timer: null };
     this.serving.set(from, s);
-    this.pump(s);
+    this.schedulePump(s);
   }
 
   private forget(s: Serving): void {
     if (s.timer !== null) this.h.clock.clearTimer(s.timer);
     if (this.serving.get(s.peer) === s) this.serving.delete(s.peer);
+  }
+
+  /** Pump in a timer turn of its own: the acknowledgements that came in one job make one
+   *  pump, and the chunk buffers it reuses left with the previous job's transport flush. */
+  private schedulePump(s: Serving): void {
+    if (s.timer !== null) return;
+    s.timer = this.h.clock.setTimer(() => {
+      s.timer = null;
+      this.pump(s);
+    }, 0);
   }
 
   /** Send chunks while the asker has credit: CHUNKS_PER_TURN now, the rest a turn later. */
@@ -191,18 +202,17 @@ export class CatchupPeer {
     const at = h.closed() || this.cu !== null ? null : h.servable();
     if (at === null) return this.forget(s);
     const out = this.out;
+    s.tx.reuse();
     for (let k = 0; k < CHUNKS_PER_TURN && !s.tx.done && s.tx.chunks - s.acked < s.credit; k++) {
       s.tx.build(at.appliedIndex, at.applySeq, out);
-      for (const f of out) h.host.sendApp(h.group, s.peer, f);
+      for (const f of out) {
+        h.host.writeAppHeader(h.group, f);
+        h.host.sendAppFrame(s.peer, f);
+      }
       out.length = 0;
       if (s.tx.done) this.served++;
     }
-    if (!s.tx.done && s.tx.chunks - s.acked < s.credit && s.timer === null) {
-      s.timer = h.clock.setTimer(() => {
-        s.timer = null;
-        this.pump(s);
-      }, 0);
-    }
+    if (!s.tx.done && s.tx.chunks - s.acked < s.credit) this.schedulePump(s);
   }
 
   // ---------- asking ----------

@@ -56,7 +56,7 @@ export function decodeCatchupLost(b: Buffer): LostState | null {
 }
 
 /** A chunk holds about this many bytes of messages at most (a bigger message goes alone). */
-export const MAX_CHUNK_BYTES = 512 * 1024;
+export const MAX_CHUNK_BYTES = 256 * 1024;
 
 /** The chunk size for a credit: a quarter of it (so that several are in flight), at most
  *  MAX_CHUNK_BYTES. */
@@ -130,13 +130,14 @@ export function dataReqId(b: Buffer): number {
   return b.length >= DATA_HDR && b[0] === CU_DATA ? b.readUInt32LE(5) : -1;
 }
 
-function sealData(b: Buffer, end: number, reqId: number, chunk: number, flags: number, to: number): Buffer {
-  b[0] = CU_DATA;
-  b.writeUInt32LE(reqId >>> 0, 5);
-  b.writeUInt32LE(chunk >>> 0, 9);
-  b[13] = flags;
-  b.writeDoubleLE(to, 14);
-  b.writeUInt32LE(crc32(b, 5, end) >>> 0, 1);
+/** The DATA header at `at` (the frame's data runs to end); returns the frame, [0, end). */
+function sealData(b: Buffer, at: number, end: number, reqId: number, chunk: number, flags: number, to: number): Buffer {
+  b[at] = CU_DATA;
+  b.writeUInt32LE(reqId >>> 0, at + 5);
+  b.writeUInt32LE(chunk >>> 0, at + 9);
+  b[at + 13] = flags;
+  b.writeDoubleLE(to, at + 14);
+  b.writeUInt32LE(crc32(b, at + 5, end) >>> 0, at + 1);
   return b.subarray(0, end);
 }
 
@@ -157,15 +158,37 @@ export class CatchupSender {
   private ttls: Map<number, number> | null = null;
   private ttlTo = 0;
   private readonly load: (filter: string, start: number) => StoredMsg | null;
+  private readonly bufs: Buffer[] = [];
+  private nextBuf = 0;
 
   constructor(
     readonly req: CatchupOpen,
     private readonly store: StreamStore,
     private readonly chunkBytes: number,
+    /** Bytes left free at the start of every frame (the transport's header, written there by
+     *  the caller: no copy to prepend it). */
+    private readonly prefix = 0,
+    /** Chunk buffers kept and reused (0: a new one per chunk, which the caller may keep). With
+     *  n, the frames of up to n builds after a reuse() are distinct; the caller sends them
+     *  before the next reuse() (the transport copies what it queues by the end of the job). */
+    private readonly pool = 0,
   ) {
     this.next = req.storeLast + 1;
     this.maxSent = req.storeLast;
     this.load = store.loadNextMsgTransient !== undefined ? store.loadNextMsgTransient.bind(store) : store.loadNextMsg.bind(store);
+  }
+
+  /** The pooled buffers may be written again (their frames went out). */
+  reuse(): void {
+    this.nextBuf = 0;
+  }
+
+  private chunkBuffer(size: number): Buffer {
+    if (size > this.prefix + DATA_HDR + this.chunkBytes || this.nextBuf >= this.pool) return Buffer.allocUnsafe(size);
+    let b = this.bufs[this.nextBuf];
+    if (b === undefined) this.bufs.push((b = Buffer.allocUnsafe(this.prefix + DATA_HDR + this.chunkBytes)));
+    this.nextBuf++;
+    return b;
   }
 
   /** The next chunk (none when nothing is left), and the FINAL frame after it when it reached
@@ -176,8 +199,9 @@ export class CatchupSender {
     const st = store.state();
     const last = st.lastSeq;
     let s = Math.max(this.next, st.firstSeq);
-    let buf = Buffer.allocUnsafe(DATA_HDR + this.chunkBytes);
-    let p = DATA_HDR;
+    const at = this.prefix;
+    let buf = this.chunkBuffer(at + DATA_HDR + this.chunkBytes);
+    let p = at + DATA_HDR;
     let n = 0;
     let end = false;
     for (;;) {
@@ -195,7 +219,7 @@ export class CatchupSender {
       const need = REC_FIXED + sl + hl + m.data.length;
       if (p + need > buf.length) {
         if (n > 0) break;
-        buf = Buffer.allocUnsafe(DATA_HDR + need);
+        buf = Buffer.allocUnsafe(at + DATA_HDR + need);
       }
       if (m.seq > this.ttlTo) {
         // TTLs of what is ahead, one pass over the store's TTL index (not one per chunk).
@@ -217,15 +241,15 @@ export class CatchupSender {
       s = m.seq + 1;
     }
     const to = end ? last : s - 1;
-    if (n > 0) out.push(sealData(buf, p, this.req.reqId, this.chunks++, 0, to));
+    if (n > 0) out.push(sealData(buf, at, p, this.req.reqId, this.chunks++, 0, to));
     this.next = to + 1;
     if (!end) return;
     // The store's state now: the messages sent that it no longer holds, its range, the
     // applied position it is the state of.
     const deleted: number[] = [];
     for (const d of store.deletedSeqs()) if (d <= this.maxSent) deleted.push(d);
-    const f = Buffer.allocUnsafe(DATA_HDR + FINAL_FIXED + 8 * deleted.length);
-    let q = DATA_HDR;
+    const f = Buffer.allocUnsafe(at + DATA_HDR + FINAL_FIXED + 8 * deleted.length);
+    let q = at + DATA_HDR;
     q = f.writeDoubleLE(index, q);
     q = f.writeDoubleLE(applySeq, q);
     q = f.writeDoubleLE(st.firstSeq, q);
@@ -233,7 +257,7 @@ export class CatchupSender {
     q = f.writeDoubleLE(st.lastTsNs, q);
     q = f.writeUInt32LE(deleted.length, q);
     for (const d of deleted) q = f.writeDoubleLE(d, q);
-    out.push(sealData(f, q, this.req.reqId, this.chunks++, F_FINAL, last));
+    out.push(sealData(f, at, q, this.req.reqId, this.chunks++, F_FINAL, last));
     this.done = true;
   }
 }

@@ -26,6 +26,8 @@ import { Wal } from "./wal.js";
 /** How Raft frames reach other servers. RoutePeerTransport (src/cluster/peer-transport.ts)
  *  fits: its send() is this send(), and its PeerHandler.frame() calls the receiver. */
 export interface RaftTransport {
+  /** The caller may write into frame again once the current job (with its microtasks) is
+   *  over: a transport that keeps it longer copies it. */
   send(peer: string, frame: Uint8Array): void;
   /** Register the receiver; a frame is a view valid only during the call. */
   onReceive(handler: (from: string, frame: Uint8Array) => void): void;
@@ -421,6 +423,25 @@ export class RaftHost {
     const g = this.groups.get(name);
     if (g === undefined) throw new Error(`no raft group ${name}`);
     return g;
+  }
+
+  /** Bytes of the header an app frame of group starts with (appFrameHeader). */
+  appHeaderBytes(group: string): number {
+    return 3 + Buffer.byteLength(group);
+  }
+
+  /** Write the app-frame header of group at the start of frame (appHeaderBytes long): the
+   *  caller built its data after it in place, to send with sendAppFrame (no copy). */
+  writeAppHeader(group: string, frame: Buffer): void {
+    frame[0] = APP_FRAME_TAG;
+    frame.writeUInt16BE(Buffer.byteLength(group), 1);
+    frame.write(group, 3, "utf8");
+  }
+
+  /** Send a whole app frame (writeAppHeader) to server `peer`. */
+  sendAppFrame(peer: string, frame: Uint8Array): void {
+    this.stats.framesOut++;
+    this.o.transport.send(peer, frame);
   }
 
   /** Send data to the app of `group` on server `peer` (state transfer beside the log). */
