@@ -51,6 +51,8 @@ const CONSUME_MSGS = 50_000;
 const BATCH = 500;
 const IDLE_CONSUMERS = 1000;
 const IDLE_SAMPLE_MS = 10_000;
+/** Idle R3 streams, each its own Raft group (quiet groups, coalesced heartbeats). */
+const IDLE_STREAMS = 200;
 const EMPTY = Buffer.alloc(0);
 const KILLS = 10;
 const STREAM = "BENCHR3";
@@ -399,6 +401,34 @@ class SteadyPublisher {
   }
 }
 
+/** CPU of the three servers over IDLE_SAMPLE_MS with IDLE_STREAMS idle R3 streams (a Raft
+ *  group each), after one publish to each. */
+async function idleStreams(t: JsTrio): Promise<Record<string, number>> {
+  const req = await t.requester(0);
+  await createR3(req);
+  for (let i = 0; i < IDLE_STREAMS; i += 10) {
+    const batch: Promise<unknown>[] = [];
+    for (let k = i; k < Math.min(IDLE_STREAMS, i + 10); k++) batch.push(createStream(req, { name: `IDLE${k}`, subjects: [`idle.${k}`], storage: "file", num_replicas: 3 }));
+    await Promise.all(batch);
+  }
+  const pub = await t.requester(0);
+  for (let k = 0; k < IDLE_STREAMS; k++) {
+    const end = performance.now() + 10_000;
+    for (;;) {
+      const r = await pub.request(`idle.${k}`, payloadOf(16), 2_000).catch(() => null);
+      if (r !== null && r.status === 0 && !r.payload.includes('"error"')) break;
+      if (performance.now() > end) throw new Error(`no PubAck from stream IDLE${k}`);
+      await sleep(100);
+    }
+  }
+  await sleep(5_000); // let the groups settle
+  const cpu0 = t.procs.reduce((a, p) => a + p.cpuSeconds(), 0);
+  const t0 = performance.now();
+  await sleep(IDLE_SAMPLE_MS);
+  const cpu = t.procs.reduce((a, p) => a + p.cpuSeconds(), 0) - cpu0;
+  return { "CPU % of a core (3 servers)": (cpu * 1000 * 100) / (performance.now() - t0) };
+}
+
 /** A follower stopped while `mib` MiB of 16 KiB messages are published, then launched again
  *  while a publisher goes on: MiB per second from its launch until every replica is current,
  *  and the publisher's PubAck p99 in the 3 s before the launch and during the catch-up. */
@@ -446,6 +476,7 @@ export const clusterJsSuite: SuiteDef = {
     `consume: ${CONSUME_MSGS} stored 16 B messages pulled by a durable (num_replicas 3, max_ack_pending 20,000) with batches of ${BATCH}, two pulls in flight, every message acked; client on server 1.`,
     "KV: an R3 bucket's stream made as the clients make it (max_msgs_per_subject 1, allow_direct); puts one at a time from server 1 over 100 keys for half of --duration, then direct gets one at a time from server 2.",
     `idle consumers: ${IDLE_CONSUMERS} durable pull consumers with num_replicas 3 on the R3 stream, nothing published; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
+    `idle streams: ${IDLE_STREAMS} R3 file streams (a Raft group each), one publish to each, 5 s to settle; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
     `catch-up: a follower stopped, --catchup-mib (default 32) MiB of 16 KiB messages published, the follower launched again; MiB/s from its launch until its /jsz counts every message stored before the launch. Meanwhile a publisher on the leader's server keeps ${STEADY_WINDOW} PubAcks of ${STEADY_SIZE} B in flight: its PubAck p99 in the 3 s before the launch and during the catch-up.`,
     `failover: ${KILLS} times, SIGKILL of the stream leader (from STREAM.INFO cluster.leader) with a publisher on another server retrying every 50 ms (500 ms per try); time from the kill to the next PubAck. The killed server restarts on its store and all replicas must be current before the next kill.`,
   ],
@@ -457,6 +488,7 @@ export const clusterJsSuite: SuiteDef = {
       { name: `R3 pull consume, explicit ack, batch ${BATCH}, 16 B`, metrics: RATE, run: (c) => withJsTrio(c, "", (t) => r3Consume(t)) },
       { name: "R3 KV put / get, 128 B", metrics: KV_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Kv(t, c.opts)) },
       { name: `${IDLE_CONSUMERS} idle R3 durables: CPU`, metrics: CPU_METRICS, run: (c) => withJsTrio(c, "", (t) => idleConsumers(t)) },
+      { name: `${IDLE_STREAMS} idle R3 streams: CPU`, metrics: CPU_METRICS, run: (c) => withJsTrio(c, "", (t) => idleStreams(t)) },
       { name: `R3 follower catch-up, ${opts.catchupMib} MiB behind`, metrics: CATCHUP_METRICS, run: (c) => withJsTrio(c, "", (t) => catchUp(t, c.opts.catchupMib), true) },
     ];
   },
