@@ -262,6 +262,7 @@ export class CatchupPeer {
     if (r !== null) {
       this.stop();
       this.done++;
+      h.log.info(`stream group ${h.group}: caught up from ${from} to index ${r.index} (last sequence ${r.last}, ${this.windows} chunks so far)`);
       h.installed(r.index, r.applySeq);
       return;
     }

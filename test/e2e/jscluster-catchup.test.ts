@@ -94,6 +94,7 @@ void test("catch-up: a follower behind the leader's snapshot pulls the range in 
     const f = procs[fi]!;
     await until("the restarted replica caught up (/healthz)", async () => (await getJson(f, "/healthz")).status === 200, 90_000);
     await until("publishes went on during and after the catch-up", () => acked >= 50, 30_000);
+    assert.match(f.log(), /stream group \S+: caught up from cu\d to index \d+ \(last sequence \d+, \d+ chunks so far\)/, "it caught up by range catch-up");
     on = false;
     await pub;
     const want = await info(ncs[li]!, "CU");
