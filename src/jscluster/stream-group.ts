@@ -83,7 +83,7 @@ export interface StreamGroupOptions {
    *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
   sched?: Scheduler;
   onLeaderChange?(leader: string): void;
-  /** Catch-up window in bytes (default 8 MiB). */
+  /** Catch-up credit in bytes: chunks a responder may have unacknowledged (default 8 MiB). */
   catchupWindowBytes?: number;
   /** The cluster's name (the `cluster` blocks of CONSUMER.INFO). */
   clusterName?: string;
@@ -168,7 +168,7 @@ export class StreamGroup implements GroupApp {
   get catchupsServed(): number {
     return this.cu.served;
   }
-  /** Catch-up windows received that were not the last of their catch-up (tests). */
+  /** Catch-up data chunks received (tests). */
   get catchupWindows(): number {
     return this.cu.windows;
   }
@@ -444,6 +444,7 @@ export class StreamGroup implements GroupApp {
     this.membership.close();
     this.stopLeading("stream group closed");
     this.cu.stop();
+    this.cu.stopServing();
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
@@ -702,8 +703,10 @@ export class StreamGroup implements GroupApp {
     if (leader === this.o.self) {
       if (this.leadTerm !== term) {
         if (this.leadTerm !== 0) this.stopLeading("leadership changed");
-        // Publishes wait for this term's no-op (apply → startTaking).
+        // Publishes wait for this term's no-op (apply → startTaking); a stream reopened while
+        // leading may have applied it and everything after already.
         this.leadTerm = term;
+        this.maybeStartTaking();
       }
     } else {
       if (this.leadTerm !== 0) this.stopLeading("not the stream leader any more");
