@@ -37,9 +37,11 @@ import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
 import { installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
+import { SeedSnapshot } from "./stream-seed.js";
 import { LeaderReads, notLeader } from "./stream-reads.js";
 import { AckKeys, KEY_SPAN } from "./stream-acks.js";
 import type { StreamConfig } from "../contracts/wire.js";
+import type { ConsumerSeed } from "../contracts/jetstream.js";
 import {
   asBuffer,
   BATCH_HDR,
@@ -59,6 +61,7 @@ import {
   OP_DELETE,
   OP_MSG,
   OP_PURGE,
+  forEachBatchMsg,
 } from "./stream-codec.js";
 
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
@@ -93,6 +96,15 @@ export interface StreamGroupOptions {
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
   snapshotBytes?: number;
+  /** STREAM.UPDATE R1→R>1 on the server that held the plain stream: the group starts with
+   *  this server as its only voter and its store as the state (with these consumers); once
+   *  it leads, a snapshot of that state is taken, and only then does it take publishes and
+   *  add the other members, who get the snapshot and catch up the messages from a peer.
+   *  Once only: a group that has a snapshot already is not seeded again. */
+  seed?: readonly ConsumerSeed[];
+  /** A new member of a running group: its Raft node starts with these voters (not itself),
+   *  so it campaigns only once the leader's log or snapshot makes it a voter. */
+  joinVoters?: readonly string[];
 }
 
 interface PendingOp {
@@ -157,6 +169,10 @@ export class StreamGroup implements GroupApp {
   private closed = false;
   /** The members the meta group assigned and the Raft voters (stream-members.ts). */
   private readonly membership: GroupMembers;
+  /** Seeding (StreamGroupOptions.seed): no publishes, no members added, until the seed
+   *  snapshot is on disk. */
+  private seeding = false;
+  private readonly seed: SeedSnapshot;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
@@ -180,7 +196,7 @@ export class StreamGroup implements GroupApp {
   private constructor(o: StreamGroupOptions) {
     this.o = o;
     this.name = o.group;
-    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed }, o.peers);
+    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed, canChange: () => !this.seeding }, o.peers);
     this.reads = new LeaderReads({ clock: o.clock, leading: () => this.taking && !this.closed, appliedIndex: () => this.appliedIndex, readIndex: (ctx) => o.host.readIndex(this.name, ctx) });
     this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
     this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
@@ -216,10 +232,32 @@ export class StreamGroup implements GroupApp {
       installed: (index, applySeq) => this.caughtUp(index, applySeq),
       resetLost: (at) => this.resetLost(at),
     });
+    this.seed = new SeedSnapshot({
+      host: o.host,
+      clock: o.clock,
+      log: o.log,
+      group: o.group,
+      store: this.store,
+      closed: () => this.closed,
+      capture: () => ({ index: this.appliedIndex, data: this.snapshot() }),
+      done: () => {
+        this.seeding = false;
+        this.maybeStartTaking();
+      },
+    });
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
-    o.host.addGroup(o.group, o.peers, this);
+    const join = o.joinVoters !== undefined && o.joinVoters.length > 0 ? [...o.joinVoters] : null;
+    const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this);
     this.opening = false;
+    if (o.seed !== undefined && node.snapshot === null) {
+      // Nothing was proposed in this group yet (publishes wait for the seed): the store's
+      // messages are the state, as if the log had applied them.
+      this.seeding = true;
+      this.applySeq = this.replayTo;
+      this.consumers.seed(o.seed);
+      o.host.campaign(o.group);
+    }
     // Resumed in this process while leading, its term's no-op applied already (perhaps under
     // a snapshot): take publishes now.
     this.maybeStartTaking();
@@ -237,7 +275,10 @@ export class StreamGroup implements GroupApp {
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     const i = this.appliedIndex;
-    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) this.startTaking(node.term);
+    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) {
+      if (this.seeding) this.seed.run();
+      else this.startTaking(node.term);
+    }
   }
 
   // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
@@ -245,6 +286,11 @@ export class StreamGroup implements GroupApp {
   /** The meta group assigned these members (every replica hears it; the leader acts). */
   setPeers(peers: readonly string[]): void {
     this.membership.assign(peers);
+  }
+
+  /** The consumers' agreed state (the stream becoming plain again keeps them). */
+  consumerSeeds(): ConsumerSeed[] {
+    return this.consumers.seeds();
   }
 
   /** The assigned members. */
@@ -372,7 +418,7 @@ export class StreamGroup implements GroupApp {
     } catch (err) {
       // Leadership is moving or was lost: none of them is in flight, none gets a PubAck.
       if (n === 1) this.stream.proposalDropped(decodeMsgOp(data, this.scratch));
-      else this.forBatch(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
+      else forEachBatchMsg(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
       if (!(err instanceof RaftError)) throw err;
       return;
     }
@@ -448,6 +494,7 @@ export class StreamGroup implements GroupApp {
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
+    this.seed.stop();
   }
 
   // ---------- linearizable reads ----------

@@ -101,8 +101,9 @@ export class RaftNode {
     this.quiet = new Quiescence(this, this.repl, (m) => this.send(m), () => this.leadTransferee !== NONE || this.pendingReadIndex.length > 0 || this.readOnly.lastPendingContext() !== null);
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
-
-    raftAssert(snap !== null || cfg.peers.includes(this.id), `${this.id} is not among the voters`);
+    // A node may start outside its voters: a new member joining a running group starts with
+    // the members it joins and campaigns only once the leader's log or snapshot names it.
+    raftAssert(snap !== null || cfg.peers.length > 0, "a group needs voters");
     const hs = restore?.hardState ?? { term: 0, vote: NONE, commit: 0 };
     this.log = RaftLog.restore(snap, restore?.entries ?? [], hs.commit, restore?.applied ?? snap?.index ?? 0);
     this.confs = new ConfLog(snap !== null ? snap.voters : cfg.peers, this.log.entries);
@@ -543,7 +544,7 @@ export class RaftNode {
         return;
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
-        this.repl.onHeartbeatResp(m.from, pr);
+        this.repl.onHeartbeatResp(m.from, pr, m.rejectHint - 1);
         if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
           for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);
         }
@@ -675,6 +676,9 @@ export class RaftNode {
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     const r = this.msg(MsgType.HeartbeatResp, m.from);
     r.context = m.context;
+    // The end of our log + 1 (0: not said): a leader that counted more of it learns that we
+    // lost what we acknowledged (a wiped disk) even when it has nothing new to send.
+    r.rejectHint = this.log.lastIndex() + 1;
     this.send(r);
   }
 
