@@ -246,7 +246,6 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
 
   tick(now: number): boolean {
     if (this.stopped) return false;
-    const bus = this.env.bus;
     // Redeliveries that are due.
     const due = this.scratch;
     due.length = 0;
@@ -265,7 +264,7 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
       const hb = this.cfg.idle_heartbeat / 1e6;
       if (bound && hb > 0 && now - this.lastPushMs >= hb) {
         this.lastPushMs = now;
-        bus.publish(
+        this.out.publish(
           this.cfg.deliver_subject,
           "",
           heartbeatStatus(this.ledger.deliveredConsumerSeq, this.ledger.deliveredStreamSeq, this.delivery.fcOutstanding),

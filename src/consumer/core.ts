@@ -15,6 +15,7 @@ import { ACK_PREFIX } from "./ack.js";
 import { consumerConfigToWire, filtersOf, type ConsumerConfig } from "./config.js";
 import { ConsumerLedger, Outcome, type LedgerOp, type ResetOp, type SkipOp } from "./ledger.js";
 import { PinState } from "./priority.js";
+import { Outbox, type Publisher } from "./outbox.js";
 import { WaitingList } from "./waiting.js";
 import { RedeliveryWheel, type Ticker, type Tickable } from "./wheel.js";
 
@@ -47,6 +48,11 @@ export abstract class ConsumerCore implements Tickable {
   readonly ledger: ConsumerLedger;
   /** A replicated stream's consumer: every ledger operation is also reported here. */
   readonly repl: ConsumerReplicator | null;
+  /** A replicated stream's consumer: what it sends waits here for its operations to commit
+   *  (outbox.ts); null otherwise. */
+  readonly outbox: Outbox | null;
+  /** Where statuses, heartbeats and flow control go: the outbox, else the bus. */
+  readonly out: Publisher;
   filters: string[];
   readonly wheel = new RedeliveryWheel();
   readonly waiting: WaitingList;
@@ -98,6 +104,8 @@ export abstract class ConsumerCore implements Tickable {
     this.ledger = new ConsumerLedger(recovered);
     this.ledger.configure(cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending);
     this.repl = stream.consumerRepl ?? null;
+    this.outbox = this.repl !== null ? new Outbox(env.bus, this.repl, this.ackPrefix, () => this.kickSoon()) : null;
+    this.out = this.outbox ?? env.bus;
     this.repl?.configure(cfg.name, cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending, JSON.stringify(consumerConfigToWire(cfg, false)), createdNs);
     if (recovered !== null) {
       const ackWaitMs = this.ackWaitMs(1);

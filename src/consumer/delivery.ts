@@ -5,7 +5,9 @@
 // sent is a `delivered` operation on the ledger.
 //
 // Delivery is synchronous: ConsumerCore.kick() runs the loop until nothing more can go out,
-// except when a receiver is backed up (then it stops and looks again shortly).
+// except when a receiver is backed up (then it stops and looks again shortly). On a
+// replicated stream a message is sent once its `delivered` operation commits (outbox.ts);
+// the loop pauses while the outbox is full and resumes when a commit empties it.
 
 import type { TimerHandle } from "../runtime/clock.js";
 import type { StoredMsg } from "../storage/types.js";
@@ -43,6 +45,8 @@ export class Delivery {
   // delivery loop is synchronous, so without this a large stream lands in one client's
   // outbound buffer at once and the client is closed as a slow consumer).
   private congested = false;
+  /** The outbox holds as much as it may (replicated): stop until a commit resumes the loop. */
+  private outboxFull = false;
   private congestionTimer: TimerHandle | null = null;
   // replay_policy original: until the consumer has caught up with what the stream held when
   // it started, each message waits as long after the previous delivery as it was stored
@@ -98,6 +102,20 @@ export class Delivery {
     if (c.isPaused() || this.congestionTimer !== null) return;
     const clock = c.env.clock;
     this.congested = false;
+    this.outboxFull = false;
+    const ob = c.outbox;
+    if (ob !== null) {
+      if (ob.congested) {
+        // What the last commit released found its receiver backed up: look again shortly.
+        ob.congested = false;
+        this.congestionTimer = clock.setTimer(this.onCongestionTimer, 1);
+        return;
+      }
+      if (ob.full) {
+        ob.stalled = true;
+        return;
+      }
+    }
     this.runNowNs = clock.nowNs();
     this.runMonoMs = clock.monoMs();
     if (isPush(c.cfg)) this.runPush();
@@ -125,7 +143,7 @@ export class Delivery {
         this.fcBytes += size;
         if (this.fcOutstanding === "" && this.fcBytes >= this.fcWindow / 2) this.sendFlowControl();
       }
-      if (this.congested) break;
+      if (this.congested || this.outboxFull) break;
     }
     if (any) c.persist();
   }
@@ -133,7 +151,7 @@ export class Delivery {
   private sendFlowControl(): void {
     this.fcOutstanding = this.fcPrefix + ++this.fcSeq;
     this.fcBytesAtSend = this.fcBytes;
-    this.c.env.bus.publish(this.c.cfg.deliver_subject, this.fcOutstanding, ST_FLOW_CONTROL, EMPTY);
+    this.c.out.publish(this.c.cfg.deliver_subject, this.fcOutstanding, ST_FLOW_CONTROL, EMPTY);
   }
 
   readonly onFcMsg = (subject: string): void => {
@@ -220,7 +238,7 @@ export class Delivery {
         if (size > r.maxBytes) {
           c.pins.dropped(r);
           waiting.shift();
-          bus.publish(r.reply, "", pendingStatus(409, "Message Size Exceeds MaxBytes", r.batch, r.maxBytes), EMPTY);
+          c.out.publish(r.reply, "", pendingStatus(409, "Message Size Exceeds MaxBytes", r.batch, r.maxBytes), EMPTY);
           continue;
         }
       }
@@ -238,12 +256,12 @@ export class Delivery {
         } else if (r.batch <= 0) {
           // nats-server 2.10+: a batch fulfilled with bytes to spare ends with 409 Batch
           // Completed (0 messages and the bytes left); only requests with max_bytes get it.
-          bus.publish(r.reply, "", pendingStatus(409, "Batch Completed", 0, r.maxBytes), EMPTY);
+          c.out.publish(r.reply, "", pendingStatus(409, "Batch Completed", 0, r.maxBytes), EMPTY);
         }
       }
       if (r.batch <= 0) waiting.shift();
       else waiting.rotate();
-      if (this.congested) break;
+      if (this.congested || this.outboxFull) break;
     }
     if (exhausted || waiting.length > 0) this.finishNoWait();
     if (any) c.persist();
@@ -255,7 +273,7 @@ export class Delivery {
     const c = this.c;
     const cfg = c.cfg;
     const np = cfg.priority_policy === "overflow" ? c.numPending() : 0;
-    return c.pins.select(cfg.priority_policy, cfg.priority_groups[0] ?? "", cfg.priority_timeout, c.waiting, c.env.bus, np, c.ledger.numAckPending, this.runMonoMs, this.runNowNs);
+    return c.pins.select(cfg.priority_policy, cfg.priority_groups[0] ?? "", cfg.priority_timeout, c.waiting, c.env.bus, np, c.ledger.numAckPending, this.runMonoMs, this.runNowNs, c.out);
   }
 
   /** no_wait requests end with 404 No Messages once nothing more is available now: those
@@ -267,10 +285,10 @@ export class Delivery {
     const c = this.c;
     if (c.waiting.length === 0) return;
     if (this.hasAvailable()) return;
-    const bus = c.env.bus;
+    const out = c.out;
     c.waiting.sweep((r) => {
       if (!r.noWait || (r.expiresAtMs > 0 && r.delivered === 0)) return false;
-      bus.publish(r.reply, "", ST_NO_MESSAGES, EMPTY);
+      out.publish(r.reply, "", ST_NO_MESSAGES, EMPTY);
       return true;
     });
   }
@@ -325,8 +343,9 @@ export class Delivery {
     let best: StoredMsg | null = null;
     const fl = c.filterList();
     for (let i = 0; i < fl.length; i++) {
-      // Sent at once and not kept: views of the store's cache are fine.
-      const m = store.loadNextMsgTransient !== undefined ? store.loadNextMsgTransient(fl[i]!, from) : store.loadNextMsg(fl[i]!, from);
+      // Sent at once and not kept: views of the store's cache are fine (not when an outbox
+      // holds the message until its delivery commits).
+      const m = store.loadNextMsgTransient !== undefined && c.outbox === null ? store.loadNextMsgTransient(fl[i]!, from) : store.loadNextMsg(fl[i]!, from);
       if (m !== null && m.seq <= last && (best === null || m.seq < best.seq)) best = m;
     }
     if (best === null) {
@@ -383,7 +402,17 @@ export class Delivery {
     if (c.pins.id !== "" && cfg.priority_policy === "pinned_client") hdr = c.pins.withPinHeader(hdr);
     const bus = c.env.bus;
     let replyLen: number;
-    if (bus.deliverAck !== undefined) {
+    const ob = c.outbox;
+    if (ob !== null) {
+      const ar = this.ackReplyTail;
+      ar.set(p.dc, seq, cseq, m.tsNs, pending);
+      replyLen = ar.length();
+      ob.deliver(to, m.subject, hdr, data, m.subject.length + replyLen + (hdr?.length ?? 0) + data.length, p.dc, seq, cseq, m.tsNs, pending);
+      if (ob.full) {
+        ob.stalled = true;
+        this.outboxFull = true;
+      }
+    } else if (bus.deliverAck !== undefined) {
       const ar = this.ackReplyTail;
       ar.set(p.dc, seq, cseq, m.tsNs, pending);
       replyLen = ar.length();

@@ -9,6 +9,7 @@
 // in practice) and nothing persisted: after a restart the next delivery picks a new pin.
 
 import type { Bus } from "../contracts/bus.js";
+import type { Publisher } from "./outbox.js";
 import { appendHeaders, statusHeaders } from "../protocol/headers.js";
 import { pendingStatus, type PullPriority, type PullRequest, type WaitingList } from "./waiting.js";
 
@@ -92,7 +93,7 @@ export class PinState {
    *  go to the back, as nats-server's cycle()), answering stale pins with 423 and dropping
    *  requests nobody listens to. False when no waiting request may take a message now.
    *  Call only when a message is ready: under pinned_client this is what hands out a pin. */
-  select(policy: string, group: string, timeoutNs: number, w: WaitingList, bus: Bus, numPending: number, numAckPending: number, nowMs: number, nowNs: number): boolean {
+  select(policy: string, group: string, timeoutNs: number, w: WaitingList, bus: Bus, numPending: number, numAckPending: number, nowMs: number, nowNs: number, out: Publisher = bus): boolean {
     this.fresh = null;
     let cycled = 0;
     while (w.length > 0) {
@@ -107,7 +108,7 @@ export class PinState {
         if (this.id === "" ? rid !== "" : rid !== "" && rid !== this.id) {
           // An old pin (nats-server: "probably this is the old pin id").
           w.shift();
-          bus.publish(r.reply, "", pendingStatus(423, "Nats-Wrong-Pin-Id", r.batch, r.maxBytes), Buffer.alloc(0));
+          out.publish(r.reply, "", pendingStatus(423, "Nats-Wrong-Pin-Id", r.batch, r.maxBytes), Buffer.alloc(0));
           continue;
         }
         if (this.id === "") {

@@ -29,56 +29,55 @@ export class PullRequests {
   /** A MSG.NEXT request (or +NXT). */
   pull(reply: string, payload: Buffer): void {
     const c = this.c;
-    const bus = c.env.bus;
     if (c.stopped) return;
     if (isPush(c.cfg)) {
-      bus.publish(reply, "", ST_PUSH_BASED, EMPTY);
+      c.out.publish(reply, "", ST_PUSH_BASED, EMPTY);
       return;
     }
     const p = parsePullRequest(payload);
     if (!p.ok) {
-      bus.publish(reply, "", statusHeaders(400, "Bad Request - " + p.error), EMPTY);
+      c.out.publish(reply, "", statusHeaders(400, "Bad Request - " + p.error), EMPTY);
       return;
     }
     const q = p.req;
     const cfg = c.cfg;
     if (cfg.max_batch > 0 && q.batch > cfg.max_batch) {
-      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestBatch of ${cfg.max_batch}`), EMPTY);
+      c.out.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestBatch of ${cfg.max_batch}`), EMPTY);
       return;
     }
     if (cfg.max_expires > 0 && q.expiresNs > cfg.max_expires) {
-      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestExpires of ${goDuration(cfg.max_expires)}`), EMPTY);
+      c.out.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestExpires of ${goDuration(cfg.max_expires)}`), EMPTY);
       return;
     }
     if (cfg.max_bytes > 0 && q.maxBytes > cfg.max_bytes) {
-      bus.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestMaxBytes of ${cfg.max_bytes}`), EMPTY);
+      c.out.publish(reply, "", statusHeaders(409, `Exceeded MaxRequestMaxBytes of ${cfg.max_bytes}`), EMPTY);
       return;
     }
     if (q.hbMs > 0 && q.expiresNs > 0 && q.hbMs * 2 > q.expiresNs / 1e6) {
-      bus.publish(reply, "", statusHeaders(400, "Bad Request - heartbeat value too large"), EMPTY);
+      c.out.publish(reply, "", statusHeaders(400, "Bad Request - heartbeat value too large"), EMPTY);
       return;
     }
     const rejected = pullRejection(cfg.priority_policy, cfg.priority_groups, q.pg, c.pins.id);
     if (rejected !== null) {
-      bus.publish(reply, "", rejected, EMPTY);
+      c.out.publish(reply, "", rejected, EMPTY);
       return;
     }
     const now = c.env.clock.monoMs();
     c.lastActivityMs = now;
     c.pins.touch(q.pg, cfg.priority_timeout, now);
     if (q.noWait && q.expiresNs === 0 && !this.delivery.hasAvailable()) {
-      bus.publish(reply, "", ST_NO_MESSAGES, EMPTY);
+      c.out.publish(reply, "", ST_NO_MESSAGES, EMPTY);
       return;
     }
     const waiting = c.waiting;
     if (q.noWait && waiting.length > 0 && this.requestsPending(now)) {
-      bus.publish(reply, "", ST_REQUESTS_PENDING, EMPTY);
+      c.out.publish(reply, "", ST_REQUESTS_PENDING, EMPTY);
       return;
     }
     if (waiting.isFull()) {
       this.sweep(now);
       if (waiting.isFull()) {
-        if (q.hbMs === 0) bus.publish(reply, "", ST_EXCEEDED_MAX_WAITING, EMPTY);
+        if (q.hbMs === 0) c.out.publish(reply, "", ST_EXCEEDED_MAX_WAITING, EMPTY);
         return;
       }
     }
@@ -117,10 +116,11 @@ export class PullRequests {
 
   /** Drop expired requests (408) and those nobody listens to any more (silently). */
   sweep(now: number): void {
-    const bus = this.c.env.bus;
-    this.c.waiting.sweep((r) => {
+    const c = this.c;
+    const bus = c.env.bus;
+    c.waiting.sweep((r) => {
       if (r.expiresAtMs > 0 && now >= r.expiresAtMs) {
-        bus.publish(r.reply, "", pendingStatus(408, "Request Timeout", r.batch, r.maxBytes), EMPTY);
+        c.out.publish(r.reply, "", pendingStatus(408, "Request Timeout", r.batch, r.maxBytes), EMPTY);
         return true;
       }
       return !bus.hasInterest(r.reply);
@@ -138,12 +138,11 @@ export class PullRequests {
     const c = this.c;
     if (c.waiting.length === 0) return;
     this.sweep(now);
-    const bus = c.env.bus;
     let at = Infinity;
     for (const r of c.waiting.all()) {
       if (r.hbMs > 0 && now - r.lastMs >= r.hbMs) {
         r.lastMs = now;
-        bus.publish(r.reply, "", heartbeatStatus(c.ledger.deliveredConsumerSeq, c.ledger.deliveredStreamSeq, ""), EMPTY);
+        c.out.publish(r.reply, "", heartbeatStatus(c.ledger.deliveredConsumerSeq, c.ledger.deliveredStreamSeq, ""), EMPTY);
       }
       if (r.expiresAtMs > 0 && r.expiresAtMs < at) at = r.expiresAtMs;
     }
@@ -152,14 +151,14 @@ export class PullRequests {
 
   /** The consumer stops: every open request gets its answer. */
   close(deleted: boolean): void {
-    const bus = this.c.env.bus;
+    const c = this.c;
     // A replicated stream's consumer stops here because another replica leads now: the
     // client's pull goes on there (nats-server's 409 Leadership Change).
-    const repl = this.c.stream.consumerRepl;
+    const repl = c.stream.consumerRepl;
     const why = repl != null && !repl.leading ? "Leadership Change" : "Server Shutdown";
-    for (const r of this.c.waiting.clear()) {
-      if (deleted) bus.publish(r.reply, "", ST_CONSUMER_DELETED, EMPTY);
-      else bus.publish(r.reply, "", pendingStatus(409, why, r.batch, r.maxBytes), EMPTY);
+    for (const r of c.waiting.clear()) {
+      if (deleted) c.out.publish(r.reply, "", ST_CONSUMER_DELETED, EMPTY);
+      else c.out.publish(r.reply, "", pendingStatus(409, why, r.batch, r.maxBytes), EMPTY);
     }
   }
 }

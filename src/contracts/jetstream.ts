@@ -78,6 +78,14 @@ export const LedgerKind = {
 } as const;
 export type LedgerKind = (typeof LedgerKind)[keyof typeof LedgerKind];
 
+/** Told when a batch of consumer operations committed (ConsumerReplicator.afterCommit). */
+export interface CommitWaiter {
+  /** Every batch up to gen committed and applied here. */
+  committed(gen: number): void;
+  /** This replica stopped leading: what waited will not be answered. */
+  dropped(): void;
+}
+
 /** A consumer as a stream that changes kind (STREAM.UPDATE of its replicas) hands it over:
  *  its config (wire JSON), creation time, ledger knobs and state. */
 export interface ConsumerSeed {
@@ -112,6 +120,13 @@ export interface ConsumerReplicator {
   op(name: string, kind: LedgerKind, a: number, b: number, c: number, d: number, seqs?: readonly number[]): void;
   /** Publish an empty reply once the operations recorded so far have committed (AckSync). */
   replyAfterCommit(reply: string): void;
+  /** The batch the operations recorded so far travel in, as a number that grows with each
+   *  batch proposed (0: every one of them has committed and applied here). */
+  opsGen(): number;
+  /** Call w.committed(gen) once the operations recorded so far have committed and applied
+   *  here (gen: opsGen() now, or later), or w.dropped() if leadership goes first. Deliveries
+   *  wait for this (src/consumer/outbox.ts). */
+  afterCommit(w: CommitWaiter): void;
   /** CONSUMER.INFO's `cluster` block: the stream group's (replicated: a durable), else
    *  {name, leader: this server}. */
   clusterInfo(replicated: boolean): Record<string, unknown>;

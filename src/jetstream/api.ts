@@ -45,6 +45,8 @@ export { domainMapped };
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const MAX_SUBJECT_DETAILS = 100_000;
+/** The queue group of a clustered server's $JS.API subscriptions. */
+const API_QUEUE = "_tsnats_jsapi";
 const API_PREFIX = "$JS.API.";
 const EMPTY = Buffer.alloc(0);
 /** nats-server JSDefaultRequestQueueLimit: queued API requests before they are dropped. */
@@ -149,9 +151,17 @@ export class ApiRouter {
     this.recoverConsumersFn = recoverConsumers;
   }
 
+  /** The API's subscriptions. Clustered, they form one queue group announced over routes,
+   *  so a server without JetStream (or a nats-server peer) routes its clients' requests to
+   *  a JetStream server, as nats-server's JetStream servers' API subscriptions do; a request
+   *  made on a JetStream server is taken by that server (preferLocal), and whichever server
+   *  takes it routes it on to the one that answers (cluster-api.ts). */
   subscribe(): InternalSubscription[] {
     const bus = this.svc.deps.bus;
     const subs: InternalSubscription[] = [];
+    const clustered = this.cluster !== null;
+    const queue = clustered ? API_QUEUE : "";
+    const opts = clustered ? { cluster: true, preferLocal: true } : undefined;
     for (const pat of STREAM_PATTERNS) {
       // Borrowing: enqueue copies what it keeps.
       subs.push(
@@ -160,8 +170,9 @@ export class ApiRouter {
           (subject, reply, hdr, payload) => {
             if (this.cluster?.intercept(subject, reply, hdr, payload) !== true) this.enqueue(API_PREFIX, subject, reply, hdr, payload);
           },
-          "",
+          queue,
           true,
+          opts,
         ),
       );
     }

@@ -159,6 +159,12 @@ export class JetStreamService {
     this.streamBus = clusterBus(this.deps.bus);
     this.router.useBus(this.streamBus);
     this.cluster = new JsCluster(this, this.router, m);
+    // Subscribed already (JetStream started before the cluster): again, as the clustered
+    // API's queue group.
+    if (this.apiSubs.length > 0) {
+      for (const s of this.apiSubs) s.unsubscribe();
+      this.apiSubs = this.router.subscribe();
+    }
   }
 
   /** Close a stream without deleting anything (clustered: not assigned here, or a restart

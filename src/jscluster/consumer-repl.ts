@@ -8,9 +8,13 @@
 // wait, and nothing committed is lost. The copies are part of the stream group's snapshot.
 //
 // A consumer runs only where the stream leads, so its leader is the stream's leader.
-// Deliveries go out before their operations commit (as nats-server does it): a delivery the
-// old leader made but did not commit is made again by the new one; an AckSync (an ack with a
-// reply) is answered only once its operation has committed.
+// A delivery goes out only once its `delivered` operation has committed and applied here
+// (nats-server since 2.11, #6792): the consumer holds what it sends in its outbox
+// (src/consumer/outbox.ts), which asks afterCommit() once per batch, and one turn's
+// deliveries go together when the entry carrying them applies. So a leader that loses its
+// quorum (or crashes) before the entry commits has delivered nothing the replicas do not
+// know of, and a deposed leader cannot redeliver what the new one has seen acked. An
+// AckSync (an ack with a reply) is answered only once its operation has committed.
 //
 // The entry, after its op byte (stream-codec.ts OP_CONSUMERS): records, each a type byte:
 //   1 NAME  u16 length, name: the consumer the records after it are about
@@ -20,7 +24,7 @@
 //   4 OP    u8 kind (LedgerKind), f64 a, f64 b, f64 c, f64 d
 //   5 GONE  u32 count, count × f64 sequence
 
-import { LedgerKind, type ConsumerReplicator, type ConsumerSeed } from "../contracts/jetstream.js";
+import { LedgerKind, type CommitWaiter, type ConsumerReplicator, type ConsumerSeed } from "../contracts/jetstream.js";
 import { ConsumerLedger, type LedgerOp, type LedgerAckPolicy } from "../consumer/ledger.js";
 import { decodeConsumerState, encodeConsumerState } from "../storage/file/consumer.js";
 import type { ConsumerState } from "../storage/types.js";
@@ -73,6 +77,15 @@ export class ConsumerRepl implements ConsumerReplicator {
   /** The last index this replicator proposed, and the last index applied here. */
   private lastProposed = 0;
   private appliedIndex = 0;
+  /** Batches proposed so far (never reset: the batch being built is proposedGen + 1). */
+  private proposedGen = 0;
+  /** Waiting for the batch being built (afterCommit). */
+  private batchWaiters: CommitWaiter[] = [];
+  /** Waiting for proposed batches, in order: the entry's index, the batch's gen, who. */
+  private wIdx: number[] = [];
+  private wGen: number[] = [];
+  private waiters: CommitWaiter[] = [];
+  private wHead = 0;
   /** Operations applied to the copies (tests). */
   appliedOps = 0;
 
@@ -94,6 +107,15 @@ export class ConsumerRepl implements ConsumerReplicator {
       this.waitReply = [];
       this.waitHead = 0;
     }
+    // What waited for a commit in another term is never answered (its consumers stop; the
+    // next leader redelivers from the agreed state).
+    const dropped = this.batchWaiters.concat(this.waiters.slice(this.wHead));
+    this.batchWaiters = [];
+    this.wIdx = [];
+    this.wGen = [];
+    this.waiters = [];
+    this.wHead = 0;
+    for (let i = 0; i < dropped.length; i++) dropped[i]!.dropped();
   }
 
   // ---------- ConsumerReplicator (the leader's consumers) ----------
@@ -182,6 +204,31 @@ export class ConsumerRepl implements ConsumerReplicator {
     this.waitReply.push(reply);
   }
 
+  opsGen(): number {
+    if (this.len > 1) return this.proposedGen + 1;
+    return this.lastProposed > this.appliedIndex ? this.proposedGen : 0;
+  }
+
+  afterCommit(w: CommitWaiter): void {
+    if (!this._leading) return w.dropped();
+    if (this.len > 1) {
+      this.batchWaiters.push(w);
+      if (!this.flushQueued) {
+        // A batch kept after a failed propose: try again.
+        this.flushQueued = true;
+        this.host.later(this.flushFn);
+      }
+      return;
+    }
+    if (this.lastProposed > this.appliedIndex) {
+      this.wIdx.push(this.lastProposed);
+      this.wGen.push(this.proposedGen);
+      this.waiters.push(w);
+      return;
+    }
+    w.committed(this.proposedGen);
+  }
+
   /** Room for a record about `name` of n bytes; writes the NAME record if needed and returns
    *  where the record goes. Schedules the flush. */
   private room(name: string, n: number): number {
@@ -238,9 +285,19 @@ export class ConsumerRepl implements ConsumerReplicator {
     this.curName = "";
     this.batchReplies = [];
     this.lastProposed = index;
+    const gen = ++this.proposedGen;
     for (const r of replies) {
       this.waitIdx.push(index);
       this.waitReply.push(r);
+    }
+    const ws = this.batchWaiters;
+    if (ws.length > 0) {
+      this.batchWaiters = [];
+      for (let i = 0; i < ws.length; i++) {
+        this.wIdx.push(index);
+        this.wGen.push(gen);
+        this.waiters.push(ws[i]!);
+      }
     }
   }
 
@@ -320,18 +377,49 @@ export class ConsumerRepl implements ConsumerReplicator {
   /** Entries up to index are applied here: answer the AckSyncs that waited for them. */
   applied(index: number, answer = true): void {
     this.appliedIndex = index;
-    const idx = this.waitIdx;
-    let h = this.waitHead;
-    while (h < idx.length && idx[h]! <= index) {
-      if (answer) this.host.publishReply(this.waitReply[h]!);
-      h++;
+    // Deliveries waiting for these entries (src/consumer/outbox.ts) go out first, then the
+    // AckSync replies: an ack recorded in the same entry as a redelivery of its message came
+    // after it (the live ledger had the message pending), so the client must see them in
+    // that order. The state is settled before any call (a send may come back here).
+    const wi = this.wIdx;
+    const w0 = this.wHead;
+    let w = w0;
+    while (w < wi.length && wi[w]! <= index) w++;
+    let ready: CommitWaiter[] | null = null;
+    let gens: number[] | null = null;
+    if (w > w0) {
+      ready = this.waiters.slice(w0, w);
+      gens = this.wGen.slice(w0, w);
+      if (w === wi.length) {
+        wi.length = 0;
+        this.wGen.length = 0;
+        this.waiters.length = 0;
+        this.wHead = 0;
+      } else if (w > 1024 && w * 2 > wi.length) {
+        wi.splice(0, w);
+        this.wGen.splice(0, w);
+        this.waiters.splice(0, w);
+        this.wHead = 0;
+      } else this.wHead = w;
     }
+    const idx = this.waitIdx;
+    const h0 = this.waitHead;
+    let h = h0;
+    while (h < idx.length && idx[h]! <= index) h++;
+    const replies = h > h0 && answer ? this.waitReply.slice(h0, h) : null;
     if (h === idx.length) {
       idx.length = 0;
       this.waitReply.length = 0;
       h = 0;
     }
     this.waitHead = h;
+    if (ready !== null) {
+      for (let i = 0; i < ready.length; i++) {
+        if (answer) ready[i]!.committed(gens![i]!);
+        else ready[i]!.dropped();
+      }
+    }
+    if (replies !== null) for (let i = 0; i < replies.length; i++) this.host.publishReply(replies[i]!);
   }
 
   /** A plain stream becomes replicated (STREAM.UPDATE to R>1): its consumers, as they were

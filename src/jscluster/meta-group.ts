@@ -208,9 +208,14 @@ export class MetaGroup implements GroupApp {
       peerUp: (name) => {
         this.connected.add(name);
         this.sendHello(name);
+        // Quiet groups it votes in wake: it hears from their leaders at once.
+        this.host.peerUp(name);
       },
       peerDown: (name) => {
         this.connected.delete(name);
+        // The other groups it leads here campaign within ~300 ms (RaftHost.peerDown); the
+        // meta group staggers its own campaign below.
+        if (!this.closed) this.host.peerDown(name, META_GROUP);
         // The route to the leader closed: do not wait out the election timeout. The first by
         // name of the servers still connected campaigns at once (a pre-vote first, so a leader
         // still reachable by the others keeps its term); the others a moment later. The

@@ -1,28 +1,22 @@
-// The PubAcks a replicated stream's leader owes (stream-group.ts): each publish it proposed
-// that wants one, under its key (Raft index × KEY_SPAN + its place in its batch), in propose
-// order; applying an entry takes the reply of its key. Two parallel arrays and a head, no
-// allocation per publish.
+// The PubAcks a stream leader owes: the reply subject of each publish it proposed, by key
+// (Raft index × KEY_SPAN + the publish's place in its batch), in propose order. Entries apply
+// in that order, so a cursor walks the list once (no map, no per-publish allocation beyond
+// the two array slots).
 
 /** Ack keys: Raft index × this + the publish's place in its batch. */
 export const KEY_SPAN = 65536;
 
-export class PendingAcks {
+export class AckKeys {
   private keys: number[] = [];
   private replies: string[] = [];
   private head = 0;
 
-  push(key: number, reply: string): void {
+  add(key: number, reply: string): void {
     this.keys.push(key);
     this.replies.push(reply);
   }
 
-  clear(): void {
-    this.keys.length = 0;
-    this.replies.length = 0;
-    this.head = 0;
-  }
-
-  /** The reply of the publish proposed under key ("" none); earlier keys are dropped. */
+  /** The reply of the publish proposed under key ("" none); keys before it are passed. */
   take(key: number): string {
     const idx = this.keys;
     let h = this.head;
@@ -40,5 +34,11 @@ export class PendingAcks {
     }
     this.head = h;
     return reply;
+  }
+
+  clear(): void {
+    this.keys.length = 0;
+    this.replies.length = 0;
+    this.head = 0;
   }
 }

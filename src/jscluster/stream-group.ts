@@ -37,9 +37,9 @@ import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
 import { CU_REQUEST, installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
-import { KEY_SPAN, PendingAcks } from "./stream-acks.js";
 import { SeedSnapshot } from "./stream-seed.js";
 import { LeaderReads, notLeader } from "./stream-reads.js";
+import { AckKeys, KEY_SPAN } from "./stream-acks.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import type { ConsumerSeed } from "../contracts/jetstream.js";
 import {
@@ -89,7 +89,7 @@ export interface StreamGroupOptions {
    *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
   sched?: Scheduler;
   onLeaderChange?(leader: string): void;
-  /** Catch-up window in bytes (default 8 MiB). */
+  /** Catch-up credit in bytes: chunks a responder may have unacknowledged (default 8 MiB). */
   catchupWindowBytes?: number;
   /** The cluster's name (the `cluster` blocks of CONSUMER.INFO). */
   clusterName?: string;
@@ -145,7 +145,7 @@ export class StreamGroup implements GroupApp {
   private opening = true;
   /** Key (Raft index × KEY_SPAN + place in its batch) and reply subject of each publish this
    *  leader proposed that wants a PubAck. */
-  private readonly acks = new PendingAcks();
+  private readonly acks = new AckKeys();
   private readonly ops = new Map<number, PendingOp>();
   private readonly scratch = new StreamEntry();
   /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
@@ -185,7 +185,7 @@ export class StreamGroup implements GroupApp {
   get catchupsServed(): number {
     return this.cu.served;
   }
-  /** Catch-up windows received that were not the last of their catch-up (tests). */
+  /** Catch-up data chunks received (tests). */
   get catchupWindows(): number {
     return this.cu.windows;
   }
@@ -214,6 +214,9 @@ export class StreamGroup implements GroupApp {
     });
     this.stream = o.open(() => proposer);
     this.stream.consumerRepl = this.consumers;
+    // The leader's refusals of publishes wait for a quorum to confirm it leads (a deposed
+    // leader that does not know it yet must not answer from its stale state).
+    this.stream.confirmLeader = () => this.confirmRead();
     this.store = this.stream.store;
     this.cu = new CatchupPeer({
       host: o.host,
@@ -260,13 +263,19 @@ export class StreamGroup implements GroupApp {
     this.maybeStartTaking();
   }
 
-  /** Leading, and this state includes the term's no-op (so everything before it): take
-   *  publishes, with in-flight and duplicate state exactly what was applied. */
+  /** Leading, and this state includes the term's no-op (so everything before it) and every
+   *  entry of the log: take publishes, with in-flight, duplicate and consumer state exactly
+   *  what was applied. A leader's log past its applied index holds only its own term's
+   *  entries, proposed by an earlier instance of this group in this process (the stream
+   *  reopened while leading); their publishes are in flight but in no InflightTable, and
+   *  their consumer operations in no copy a consumer starts from, so taking publishes (a
+   *  compare-and-set checked against a store without them) waits until they applied. */
   private maybeStartTaking(): void {
     if (this.taking || this.closed || this.cu.active) return;
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
-    if (this.appliedIndex > 0 && node.log.term(this.appliedIndex) === node.term) {
+    const i = this.appliedIndex;
+    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) {
       if (this.seeding) this.seed.run();
       else this.startTaking(node.term);
     }
@@ -358,9 +367,7 @@ export class StreamGroup implements GroupApp {
         if (!(err instanceof RaftError)) throw err;
         return;
       }
-      if (e.reply !== "") {
-        this.acks.push(index * KEY_SPAN, e.reply);
-      }
+      if (e.reply !== "") this.acks.add(index * KEY_SPAN, e.reply);
       return;
     }
     const size = msgOpSize(e);
@@ -418,8 +425,21 @@ export class StreamGroup implements GroupApp {
     const base = index * KEY_SPAN;
     for (let k = 0; k < n; k++) {
       const r = replies[k]!;
-      if (r === "") continue;
-      this.acks.push(base + k, r);
+      if (r !== "") this.acks.add(base + k, r);
+    }
+  }
+
+  /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
+  private forBatch(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
+    const b = asBuffer(data);
+    const n = b.readUInt16LE(1);
+    let p = BATCH_HDR;
+    for (let k = 0; k < n; k++) {
+      const len = b.readUInt32LE(p);
+      p += 4;
+      if (p + len > b.length) throw new Error(`stream group ${this.name}: corrupt batch entry`);
+      fn(p, p + len, k);
+      p += len;
     }
   }
 
@@ -470,6 +490,7 @@ export class StreamGroup implements GroupApp {
     this.membership.close();
     this.stopLeading("stream group closed");
     this.cu.stop();
+    this.cu.stopServing();
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
@@ -551,6 +572,8 @@ export class StreamGroup implements GroupApp {
         this.ops.delete(e.index);
       }
     }
+    // Leading with entries of an earlier instance in the log: all applied now?
+    if (!this.taking) this.maybeStartTaking();
     if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
       // Not from inside apply: the host has not advanced past these entries yet.
       this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
@@ -729,8 +752,10 @@ export class StreamGroup implements GroupApp {
     if (leader === this.o.self) {
       if (this.leadTerm !== term) {
         if (this.leadTerm !== 0) this.stopLeading("leadership changed");
-        // Publishes wait for this term's no-op (apply → startTaking).
+        // Publishes wait for this term's no-op (apply → startTaking); a stream reopened while
+        // leading may have applied it and everything after already.
         this.leadTerm = term;
+        this.maybeStartTaking();
       }
     } else {
       if (this.leadTerm !== 0) this.stopLeading("not the stream leader any more");

@@ -7,7 +7,7 @@ import { StreamGroup } from "./stream-group.js";
 /** sched: publishes taken in one job are proposed as one Raft entry (StreamGroupOptions.sched). */
 export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"], log: StreamGroupDeps["log"], sched?: StreamGroupDeps["sched"]): void {
   m.openStreamGroup = (o) => {
-    const g = StreamGroup.open({
+    return StreamGroup.open({
       group: o.group.name,
       peers: o.group.peers,
       self: m.serverName,
@@ -21,10 +21,6 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
       ...(o.seed !== undefined ? { seed: o.seed } : {}),
       ...(o.joinVoters !== undefined ? { joinVoters: o.joinVoters } : {}),
     });
-    // The leader's refusals of publishes wait for a quorum to confirm it leads (a deposed
-    // leader that does not know it yet must not answer from its stale state).
-    g.stream.confirmLeader = () => g.confirmRead();
-    return g;
   };
 }
 

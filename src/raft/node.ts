@@ -10,6 +10,8 @@
 import { RaftLog } from "./log.js";
 import { type Progress, ProgressState } from "./progress.js";
 import { ReadOnly } from "./readindex.js";
+import { ConfLog } from "./conflog.js";
+import { Quiescence } from "./quiesce.js";
 import { Replication, answerAppend, answerSnapshot } from "./replicate.js";
 import type { RaftConfig, RaftRestore, RaftStatus } from "./config.js";
 
@@ -24,7 +26,6 @@ import {
   NONE,
   RaftError,
   type ReadState,
-  decodeVoters,
   encodeVoters,
   type Ready,
   Role,
@@ -36,13 +37,6 @@ import {
   raftAssert,
   voteRespType,
 } from "./types.js";
-
-/** A membership entry in the log after the snapshot. */
-interface ConfEntry {
-  index: number;
-  term: number;
-  voters: string[];
-}
 
 interface PendingReadIndex {
   from: string;
@@ -65,15 +59,14 @@ export class RaftNode {
   /** The latest snapshot this node holds (made by compact() or received); sent to laggards. */
   snapshot: Snapshot | null;
   failed: string | null = null;
-  /** Voters as of the snapshot (the configured peers before any). */
-  private snapVoters: string[];
-  /** Membership entries in the log after the snapshot, oldest first; the last one is in
-   *  effect (single-server changes take effect when appended, Ongaro's thesis §4.1). */
-  private confs: ConfEntry[] = [];
+  /** The voters as of the snapshot and the membership entries after it (conflog.ts). */
+  private readonly confs: ConfLog;
   /** The highest commit index a leader of this term told us about (App, Heartbeat). */
   private leaderCommit = 0;
   /** Never campaigns (lame duck: leadership was handed away and must not come back). */
   observer = false;
+  /** Going quiet when idle and waking (quiesce.ts). */
+  private readonly quiet: Quiescence;
 
   private readonly cfg: Required<RaftConfig>;
   /** The leader's side of log replication (replicate.ts): a Progress per voter. */
@@ -99,23 +92,22 @@ export class RaftNode {
       maxMsgBytes: DEFAULT_MAX_MSG_BYTES,
       maxInflight: DEFAULT_MAX_INFLIGHT,
       maxApplyBytes: DEFAULT_MAX_APPLY_BYTES,
+      quiesceTicks: 0,
       ...cfg,
     };
     raftAssert(cfg.electionTicks > cfg.heartbeatTicks && cfg.heartbeatTicks > 0, "electionTicks > heartbeatTicks > 0");
     this.id = cfg.id;
     this.repl = new Replication(this, (m) => this.send(m), this.cfg.maxMsgBytes, this.cfg.maxInflight);
+    this.quiet = new Quiescence(this, this.repl, (m) => this.send(m), () => this.leadTransferee !== NONE || this.pendingReadIndex.length > 0 || this.readOnly.lastPendingContext() !== null);
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
-    this.snapVoters = snap !== null ? [...snap.voters] : [...cfg.peers];
     // A node may start outside its voters: a new member joining a running group starts with
     // the members it joins and campaigns only once the leader's log or snapshot names it.
     raftAssert(snap !== null || cfg.peers.length > 0, "a group needs voters");
     const hs = restore?.hardState ?? { term: 0, vote: NONE, commit: 0 };
     this.log = RaftLog.restore(snap, restore?.entries ?? [], hs.commit, restore?.applied ?? snap?.index ?? 0);
-    for (const e of this.log.entries) {
-      if (e.type === EntryType.ConfChange) this.confs.push({ index: e.index, term: e.term, voters: decodeVoters(e.data) });
-    }
-    this.voters = [...(this.confs[this.confs.length - 1]?.voters ?? this.snapVoters)];
+    this.confs = new ConfLog(snap !== null ? snap.voters : cfg.peers, this.log.entries);
+    this.voters = this.confs.current();
     this.becomeFollower(hs.term, NONE);
     this.vote = hs.vote;
     this.prevHard = this.hardState();
@@ -125,7 +117,7 @@ export class RaftNode {
   // ---- driver API ----
 
   tick(): void {
-    if (this.failed !== null) return;
+    if (this.failed !== null || this.quiet.quiesced) return;
     if (this.role === Role.Leader) this.tickLeader();
     else this.tickElection();
   }
@@ -133,6 +125,9 @@ export class RaftNode {
   step(m: Message): void {
     if (this.failed !== null) return;
     if (m.to !== this.id) return;
+    // Anything but the leader's own traffic means something is going on: a follower asks
+    // the leader to heartbeat again.
+    if (this.quiet.quiesced && m.type !== MsgType.Quiesce) this.wake(m.from !== this.lead);
     if (m.term > this.term) {
       if (m.type === MsgType.Vote || m.type === MsgType.PreVote) {
         const force = isTransferContext(m.context);
@@ -144,7 +139,7 @@ export class RaftNode {
         // A pre-vote never changes our term.
       } else if (m.type === MsgType.PreVoteResp && !m.reject) {
         // Granted pre-votes carry the term the pre-candidate will campaign in.
-      } else if (m.type === MsgType.App || m.type === MsgType.Heartbeat || m.type === MsgType.Snap) {
+      } else if (m.type === MsgType.App || m.type === MsgType.Heartbeat || m.type === MsgType.Snap || m.type === MsgType.Quiesce) {
         this.becomeFollower(m.term, m.from);
       } else {
         this.becomeFollower(m.term, NONE);
@@ -182,6 +177,7 @@ export class RaftNode {
   /** Start an election now (pre-vote first when enabled), as if the election timer fired. */
   campaign(): void {
     if (this.failed !== null || this.role === Role.Leader) return;
+    this.quiet.wake();
     this.electionElapsed = 0;
     this.startCampaign(this.cfg.preVote ? "pre" : "elect");
   }
@@ -193,6 +189,7 @@ export class RaftNode {
    */
   leaderLost(withinTicks: number): void {
     if (this.failed !== null || this.role !== Role.Follower || this.lead === NONE) return;
+    this.quiet.wake();
     this.lead = NONE;
     const left = 1 + this.cfg.random.int(Math.max(1, withinTicks));
     this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - left);
@@ -201,6 +198,7 @@ export class RaftNode {
   /** Append data to the log; returns its index. Only on the leader. */
   propose(data: Uint8Array): number {
     this.checkCanPropose();
+    this.wake(false);
     const index = this.appendEntry(EntryType.Normal, data);
     this.needBcast = true;
     return index;
@@ -215,14 +213,14 @@ export class RaftNode {
    */
   proposeConfChange(voters: readonly string[]): number {
     this.checkCanPropose();
+    this.wake(false);
     const next = [...new Set(voters)].sort();
     const added = next.filter((v) => !this.voters.includes(v));
     const removed = this.voters.filter((v) => !next.includes(v));
     if (added.length + removed.length === 0) return 0;
     if (added.length + removed.length !== 1 || next.length === 0) throw new RaftError("failed", "membership changes add or remove one voter at a time");
     if (!this.committedInTerm()) throw new RaftError("conf_pending", "the leader has not committed an entry of its term yet");
-    const last = this.confs[this.confs.length - 1];
-    if (last !== undefined && last.index > this.log.committed) throw new RaftError("conf_pending", "a membership change is in progress");
+    if (this.confs.pendingAbove(this.log.committed)) throw new RaftError("conf_pending", "a membership change is in progress");
     const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data: encodeVoters(next) };
     this.log.append([e]);
     this.syncConfig([e]);
@@ -232,23 +230,18 @@ export class RaftNode {
 
   /** The voters in effect once entry i is in the log. */
   votersAt(i: number): string[] {
-    let v = this.snapVoters;
-    for (const c of this.confs) {
-      if (c.index > i) break;
-      v = c.voters;
-    }
-    return [...v];
+    return this.confs.votersAt(i);
   }
 
   /** A membership change is in the log and not committed yet. */
   get confPending(): boolean {
-    const last = this.confs[this.confs.length - 1];
-    return last !== undefined && last.index > this.log.committed;
+    return this.confs.pendingAbove(this.log.committed);
   }
 
   /** Ask the leader to hand leadership to target (after catching it up). */
   transferLeader(target: string): void {
     if (this.failed !== null) throw new RaftError("failed", `node failed: ${this.failed}`);
+    this.wake(true);
     if (this.role === Role.Leader) {
       this.handleTransfer(target);
     } else if (this.lead !== NONE) {
@@ -261,6 +254,7 @@ export class RaftNode {
   /** Start a linearizable read; a ReadState with this context appears in a later Ready. */
   readIndex(context: Uint8Array): void {
     if (this.failed !== null) throw new RaftError("failed", `node failed: ${this.failed}`);
+    this.wake(true);
     if (this.role === Role.Leader) {
       this.handleReadIndex(this.id, context);
     } else if (this.lead !== NONE) {
@@ -270,6 +264,27 @@ export class RaftNode {
     } else throw new RaftError("unavailable", "no leader known");
   }
 
+  /**
+   * Leave the quiet state (a proposal, a message, or the driver: a peer it has not heard from
+   * lately, a route that came back). The timers start from zero: a leader heartbeats at its
+   * next tick and counts every voter as heard for this round of check-quorum. A follower
+   * with `notify` tells its leader, so that it heartbeats again (a quiet leader whose
+   * followers wake one by one would otherwise let them time out).
+   */
+  wake(notify: boolean): void {
+    if (!this.quiet.wake()) return;
+    this.electionElapsed = 0;
+    if (this.role === Role.Leader) {
+      this.heartbeatElapsed = this.cfg.heartbeatTicks;
+      this.quiet.markActive();
+    } else if (notify && this.lead !== NONE) this.send(this.msg(MsgType.HeartbeatResp, this.lead));
+  }
+
+  /** Idle and caught up (quiesce.ts). */
+  get quiesced(): boolean {
+    return this.quiet.quiesced;
+  }
+
   /** The state machine took a snapshot at index (≤ applied) holding data: drop the log before. */
   compact(index: number, data: Uint8Array): void {
     if (index <= this.log.snapIndex) return;
@@ -277,8 +292,7 @@ export class RaftNode {
     const voters = this.votersAt(index);
     this.snapshot = { index, term: this.log.term(index), voters, data };
     this.log.compact(index);
-    this.snapVoters = voters;
-    this.confs = this.confs.filter((c) => c.index > index);
+    this.confs.compact(index, voters);
   }
 
   /** A disk or checksum error: stop voting, acknowledging and leading until re-synced. */
@@ -390,6 +404,7 @@ export class RaftNode {
       this.leaderCommit = 0;
     }
     this.lead = NONE;
+    this.quiet.wake();
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
     this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.random.int(this.cfg.electionTicks);
@@ -492,6 +507,7 @@ export class RaftNode {
       this.leadTransferee = NONE; // a transfer that did not finish in one timeout is abandoned
     }
     this.repl.retryLostSnapshots(this.cfg.electionTicks);
+    if (this.quiet.leaderTick(this.cfg.quiesceTicks)) return;
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
       this.repl.bcastHeartbeat(this.readOnly.lastPendingContext());
@@ -614,6 +630,12 @@ export class RaftNode {
       case MsgType.TimeoutNow:
         this.startCampaign("transfer");
         return;
+      case MsgType.Quiesce:
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        if (m.index > this.leaderCommit) this.leaderCommit = m.index;
+        this.quiet.onQuiesce(m, this.log);
+        return;
       case MsgType.ReadIndexResp:
         if (m.context !== null) this.readStates.push({ index: m.index, context: m.context });
         return;
@@ -666,8 +688,7 @@ export class RaftNode {
     const r = this.msg(MsgType.AppResp, m.from);
     if (answerSnapshot(this.log, s, r)) {
       this.snapshot = s;
-      this.snapVoters = [...s.voters];
-      this.confs = [];
+      this.confs.restore(s.voters);
       this.setVoters(s.voters);
     }
     this.send(r);
@@ -678,19 +699,8 @@ export class RaftNode {
   /** The log changed around `added` (appended, or a conflicting suffix replaced): forget
    *  membership entries no longer in it, note the new ones, and take the last one's voters. */
   private syncConfig(added: readonly Entry[]): void {
-    const log = this.log;
-    while (this.confs.length > 0) {
-      const c = this.confs[this.confs.length - 1]!;
-      if (c.index <= log.lastIndex() && log.term(c.index) === c.term) break;
-      this.confs.pop();
-    }
-    let after = this.confs[this.confs.length - 1]?.index ?? log.snapIndex;
-    for (const e of added) {
-      if (e.type !== EntryType.ConfChange || e.index <= after || log.term(e.index) !== e.term) continue;
-      this.confs.push({ index: e.index, term: e.term, voters: decodeVoters(e.data) });
-      after = e.index;
-    }
-    this.setVoters(this.confs[this.confs.length - 1]?.voters ?? this.snapVoters);
+    this.confs.sync(this.log, added);
+    this.setVoters(this.confs.current());
   }
 
   private setVoters(v: readonly string[]): void {

@@ -3,7 +3,8 @@
 // SIGKILL of the leader (its ledger operations travel in the stream's Raft log); AckSync is
 // answered after the ack committed; a waiting pull gets 409 Leadership Change; CONSUMER.INFO
 // has the group's cluster block; CONSUMER.LEADER.STEPDOWN moves it; consume() goes on
-// through leader changes with nothing lost and nothing acked delivered again.
+// through leader changes (20 in CI, 50 with TSNATS_LEADER_CHANGES=50) with nothing lost and
+// nothing acked delivered again.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -133,9 +134,15 @@ void test("replicated durable: acks and pending survive a stepdown and a SIGKILL
   }
 });
 
-void test("replicated durable: consume() through ten leader changes loses nothing and redelivers nothing acked", async () => {
+// Issue 18 asks for 50 consumer-leader changes: TSNATS_LEADER_CHANGES=50 (about 85 s on the
+// 2-core box: after each change consume() waits for two missed heartbeats of 500 ms before it
+// pulls from the new leader, as against nats-server). CI runs 20 (about 35 s).
+const LEADER_CHANGES = Number(process.env["TSNATS_LEADER_CHANGES"] ?? 20);
+
+void test(`replicated durable: consume() through ${LEADER_CHANGES} consumer-leader changes while jobs are published: 0 lost, 0 acked-then-redelivered`, async (t) => {
   const rig = await startRig("jsc-cons2-");
   const ncs: NatsConnection[] = [];
+  let publishing = true;
   try {
     await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
     ncs.push(...(await connectAll(rig)));
@@ -143,46 +150,79 @@ void test("replicated durable: consume() through ten leader changes loses nothin
     const jsm = await jetstreamManager(ncA);
     await jsm.streams.add({ name: "JOBS", subjects: ["jobs.>"], num_replicas: 3 });
     await jsm.consumers.add("JOBS", { durable_name: "w", ack_policy: AckPolicy.Explicit, ack_wait: 2_000_000_000 });
-    const total = 300;
     const js = jetstream(ncA);
-    for (let i = 0; i < total; i++) await js.publish("jobs.x", `j${i}`);
+    /** Jobs whose PubAck came (a job is retried with its msg id until one does). */
+    const stored = new Set<string>();
+    const pub = (async () => {
+      for (let i = 0; publishing || i < 50; i++) {
+        const job = `j${i}`;
+        for (;;) {
+          try {
+            await js.publish("jobs.x", job, { msgID: job, timeout: 2000 });
+            stored.add(job);
+            break;
+          } catch {
+            // no responders or a timeout during an election: the same msg id again
+          }
+        }
+        // a trickle the worker keeps up with, so that leader changes land while work is in flight
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
 
+    // Judged when a message arrives (the callback form: no client-side buffer in between): a
+    // job arriving after the server confirmed its ack (AckSync) was sent after that ack
+    // committed (both come from the leader over the same route), which must not happen. A
+    // redelivery the server sent before the ack reached it is not that, however late the
+    // client gets round to it.
     const ackedOk = new Set<string>();
     const redelivered: string[] = [];
     const seen = new Set<string>();
     const c = await jetstream(ncB).consumers.get("JOBS", "w");
-    const it = await c.consume({ max_messages: 20, expires: 2000 });
-    const done = (async () => {
-      for await (const m of it) {
+    const it = await c.consume({
+      max_messages: 50,
+      expires: 1000,
+      callback: (m) => {
         const s = m.string();
-        if (ackedOk.has(s)) redelivered.push(s);
+        if (ackedOk.has(s)) redelivered.push(`${s} (delivery count ${m.info.deliveryCount})`);
         seen.add(s);
-        // slow enough that leader changes land in the middle of the stream
-        if (await m.ackAck({ timeout: 2000 }).catch(() => false)) ackedOk.add(s);
-        if (seen.size === total && ackedOk.size === total) break;
-      }
-    })();
+        void m.ackAck({ timeout: 2000 }).then(
+          (ok) => ok && ackedOk.add(s),
+          () => undefined,
+        );
+      },
+    });
     let changes = 0;
-    while (changes < 10 && ackedOk.size < total) {
-      const before = await streamLeader(ncC, "JOBS");
+    let before = "";
+    await until("a stream leader", async () => (before = await streamLeader(ncC, "JOBS")) !== "", 20_000);
+    while (changes < LEADER_CHANGES) {
       const r = await req(ncC, "$JS.API.CONSUMER.LEADER.STEPDOWN.JOBS.w").catch(() => ({}) as Record<string, unknown>);
       if (r["success"] !== true) continue;
       await until("the leader moved", async () => {
         const l = await streamLeader(ncC, "JOBS");
-        return l !== "" && l !== before;
+        if (l === "" || l === before) return false;
+        before = l;
+        return true;
       });
       changes++;
+      // work goes on under each leader
+      const target = ackedOk.size + 1;
+      await until("a job acked under the new leader", () => ackedOk.size >= target, 20_000);
     }
-    await until("every job acked", async () => ackedOk.size === total, 60_000);
+    publishing = false;
+    await pub;
+    await until("every stored job acked", async () => [...stored].every((j) => ackedOk.has(j)), 60_000);
     it.stop();
-    await done;
-    assert.ok(changes >= 3, `only ${changes} leader changes happened before the jobs were done`);
+    const lost = [...stored].filter((j) => !seen.has(j));
+    t.diagnostic(`${changes} leader changes, ${stored.size} jobs stored, ${seen.size} delivered, ${lost.length} lost, ${redelivered.length} acked-then-redelivered`);
+    assert.equal(changes, LEADER_CHANGES);
+    assert.deepEqual(lost, [], "stored jobs never delivered");
     assert.deepEqual(redelivered, [], "acked jobs delivered again");
-    assert.equal(seen.size, total);
     const info = await consumerInfo(ncA, "JOBS", "w");
     assert.equal(info["num_ack_pending"], 0);
-    assert.equal((info["ack_floor"] as { stream_seq: number }).stream_seq, total);
+    assert.equal((info["ack_floor"] as { stream_seq: number }).stream_seq, stored.size);
   } finally {
+    publishing = false;
     for (const c of ncs) await c.close().catch(() => undefined);
     await stopRig(rig);
   }

@@ -44,8 +44,9 @@ export interface Rig {
 }
 
 /** Servers `names` (tags node:<name>) in cluster `clusterName`, each config file ending with
- *  the `extra` lines before its cluster block, started one after the other. */
-export async function startRig(prefix: string, names = ["a1", "b1", "c1"], extra: string[] = [], clusterName = "jsc"): Promise<Rig> {
+ *  the `extra` lines before its cluster block, started one after the other; JetStream on
+ *  all but `withoutJetStream`. */
+export async function startRig(prefix: string, names = ["a1", "b1", "c1"], extra: string[] = [], clusterName = "jsc", withoutJetStream: string[] = []): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const ports: number[] = [];
   for (let i = 0; i < names.length; i++) ports.push(await freePort());
@@ -59,7 +60,7 @@ export async function startRig(prefix: string, names = ["a1", "b1", "c1"], extra
         "listen: 127.0.0.1:-1",
         "http: 127.0.0.1:-1",
         `server_tags: ["node:${n}"]`,
-        `jetstream { store_dir: "${join(dir, n)}" }`,
+        ...(withoutJetStream.includes(n) ? [] : [`jetstream { store_dir: "${join(dir, n)}" }`]),
         ...extra,
         "cluster {",
         `  name: ${clusterName}`,

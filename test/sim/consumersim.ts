@@ -15,11 +15,18 @@
 //  - nothing whose ack (or term) was confirmed (the AckSync reply came) is delivered again;
 //  - nothing delivered and not acked is lost: every stored message up to the committed
 //    delivered sequence is pending or was acked/termed by the client;
-//  - a delivery carries what was stored at its stream sequence.
+//  - a delivery carries what was stored at its stream sequence;
+//  - a delivery goes out only once its `delivered` operation committed: when the client
+//    gets it, the sending server's own copy (which applies committed entries only) has
+//    delivered at least that consumer sequence (so a leader that crashes or is cut off
+//    after sending, before the commit, cannot have sent it);
+//  - a deposed leader that does not know it yet delivers nothing confirmed acked (it cannot
+//    commit the delivery).
 // After healing, the client acks everything (AckSync) until every acknowledged publish is
 // confirmed acked; the replicas must then hold identical copies.
 import { createHash } from "node:crypto";
 import { ConsumerRepl } from "../../src/jscluster/consumer-repl.js";
+import { Outbox } from "../../src/consumer/outbox.js";
 import type { ConsumerApiContext } from "../../src/jetstream/api-context.js";
 import { ensureDurable, holdConsumers, restoreReplicatedConsumers } from "../../src/jetstream/consumer-api.js";
 import { systemScheduler } from "../../src/runtime/sched.js";
@@ -40,7 +47,8 @@ export interface ConsumerSimResult {
   naks: number;
   terms: number;
   consumerEntries: number;
-  /** Deliveries of confirmed-acked messages by a deposed leader that did not know it yet. */
+  /** Deliveries of confirmed-acked messages by a deposed leader that did not know it yet
+   *  (a violation since deliveries wait for their commit; kept for the account). */
   staleRedeliveries: number;
   faults: FaultStats;
 }
@@ -55,6 +63,9 @@ export interface ConsumerSimOptions {
   membership?: boolean;
   /** A mutation for the checkers' own tests: n2's copies skip every 25th CONSUMERS entry. */
   skipEntries?: boolean;
+  /** A mutation for the checkers' own tests: deliveries leave at once, before their
+   *  delivered operation commits (as before issue 18's fix). */
+  deliverBeforeCommit?: boolean;
 }
 
 class Violation extends Error {}
@@ -70,9 +81,18 @@ let observer: { apply(r: ConsumerRepl, index: number): void; restore(r: Consumer
 const origApply: ApplyFn = ConsumerRepl.prototype.apply;
 const origRestore: RestoreFn = ConsumerRepl.prototype.restore;
 let patched = false;
+/** The deliverBeforeCommit mutation is on. */
+let early = false;
+type DeliverFn = (this: Outbox, ...a: Parameters<Outbox["deliver"]>) => void;
+const origDeliver: DeliverFn = Outbox.prototype.deliver;
 function patch(): void {
   if (patched) return;
   patched = true;
+  Outbox.prototype.deliver = function (this: Outbox, ...a: Parameters<Outbox["deliver"]>): void {
+    origDeliver.apply(this, a);
+    // Everything held counts as committed: it leaves now.
+    if (early) this.committed(Number.MAX_SAFE_INTEGER);
+  };
   ConsumerRepl.prototype.apply = function (this: ConsumerRepl, data: Uint8Array, index: number, answer: boolean): void {
     if (observer?.skip?.(this, index) === true) return;
     origApply.call(this, data, index, answer);
@@ -146,11 +166,12 @@ function canonical(r: ConsumerRepl): { text: string; floor: number; cfloor: numb
 
 export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSimResult> {
   patch();
+  early = o.deliverBeforeCommit === true;
   const stepMs = o.stepMs ?? 5;
   const faultMs = o.faultMs ?? 2000;
   const healMs = o.healMs ?? 2000;
   const js = new Map<string, NodeJs>();
-  const inbox: Array<{ subject: string; reply: string; data: string; stale: boolean }> = [];
+  const inbox: Array<{ subject: string; reply: string; data: string; stale: boolean; committedCseq: number; from: string }> = [];
   const termOf = (n: Node): number => (n.up ? (n.host.node(GROUP_NAME)?.term ?? 0) : 0);
   const subscribeClient = (n: Node): void => {
     n.bus.subscribe("_INBOX.>", (subject, reply, _hdr, data) => {
@@ -160,7 +181,9 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
         const o = f.c.node(id);
         return o !== n && o.up && o.group.isTakingPublishes && termOf(o) > mine;
       });
-      inbox.push({ subject, reply, data: data.toString(), stale });
+      // What the sender's copy holds as committed when the message leaves.
+      const committedCseq = n.up ? (n.group.consumers.state(CONSUMER)?.delivered.consumerSeq ?? 0) : 0;
+      inbox.push({ subject, reply, data: data.toString(), stale, committedCseq, from: n.id });
     });
   };
   const f = new FaultDriver(
@@ -350,17 +373,15 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       const t = m.reply.split(".");
       const dc = Number(t[4]);
       const seq = Number(t[5]);
+      const cseq = Number(t[6]);
       res.deliveries++;
+      if (cseq > m.committedCseq) fail(`${m.from} delivered stream seq ${seq} (consumer seq ${cseq}, delivery count ${dc}) before its delivered operation committed (its copy has delivered up to consumer seq ${m.committedCseq})`);
       if (seq === watch) tr(`delivery of ${seq} dc ${dc} via ${m.reply} (hosts ${consumerHosts().join(",")})`);
       if (dc > 1) res.redeliveries++;
       const when = confirmed.get(seq);
-      if (when !== undefined && m.stale) {
-        // A deposed leader that does not know it yet (cut off from the others, not from this
-        // client) redelivers after its ack wait: deliveries need no quorum, as in nats-server.
-        // Counted, not a violation (a leader lease would be needed to rule it out).
-        res.staleRedeliveries++;
-        continue;
-      }
+      // A deposed leader that does not know it yet (cut off from the others, not from this
+      // client) cannot commit a redelivery, so it sends none.
+      if (when !== undefined && m.stale) res.staleRedeliveries++;
       if (when !== undefined) fail(`stream seq ${seq} delivered again (delivery count ${dc}) after its ack was confirmed at ${when} ms`);
       const pm = bySeq.get(seq);
       if (pm !== undefined && pm.data !== m.data) fail(`delivery of ${seq} carries ${m.data}, the PubAck said ${pm.data} is there`);
@@ -456,6 +477,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
     res.violation = e instanceof Violation ? e.message : ((e as Error).stack ?? String(e));
   } finally {
     observer = null;
+    early = false;
   }
   await f.stopAll();
   return res;

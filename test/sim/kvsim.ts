@@ -48,10 +48,11 @@ export interface KvSimOptions {
    *  (stale reads), or a wiped server rejoining under its old name too early (amnesia). */
   followerReads?: boolean;
   unsafeRejoin?: boolean;
-  /** A known bug (see the report of issue 18): a deposed stream leader that does not know it
-   *  yet refuses a CAS (10071 wrong last sequence) from its stale state, at once, without
-   *  confirming its leadership. "tolerate" takes such a refusal (from a server that was not
-   *  the highest-term leader when the CAS was sent) as an unknown outcome and counts it. */
+  /** A CAS refusal (10071 wrong last sequence) from a server that was not the highest-term
+   *  leader when the CAS was sent: counted (staleRefusals). A deposed leader that does not
+   *  know it yet must not answer from its stale state (its refusals wait for a quorum to
+   *  confirm it leads: src/stream/refusal-gate.ts), so "fail" (the default) judges it like
+   *  any refusal; "tolerate" takes it as an unknown outcome (to look past it). */
   staleRefusals?: "fail" | "tolerate";
 }
 

@@ -9,7 +9,8 @@
 // consumer and kv. For consumer and kv, each seed picks its variant (3 or 5 nodes, memory or
 // file store, membership changes on every third seed) unless --nodes, --storage,
 // --membership or --no-membership fix it; --step-ms, --fault-ms and --heal-ms set the run;
-// --tolerate-stale-refusals takes a deposed leader's CAS refusal (a known bug) as unknown.
+// --tolerate-stale-refusals takes a deposed leader's CAS refusal as unknown (fixed since:
+// refusals wait for a confirmed leadership).
 import { runConsumerSeed } from "./consumersim.js";
 import { runHostSeed } from "./hostsim.js";
 import { runKvSeed } from "./kvsim.js";

@@ -10,6 +10,8 @@ import { LedgerKind } from "../../src/contracts/jetstream.js";
 import { ConsumerLedger, type LedgerOp } from "../../src/consumer/ledger.js";
 import { ConsumerRepl, OP_CONSUMERS } from "../../src/jscluster/consumer-repl.js";
 import type { ConsumerState } from "../../src/storage/types.js";
+import type { Bus } from "../../src/contracts/bus.js";
+import { Outbox } from "../../src/consumer/outbox.js";
 
 /** A leader's replicator whose "Raft log" is an array; later() runs on flush(). */
 function leaderRig(): { repl: ConsumerRepl; log: Buffer[]; replies: string[]; turn(): void } {
@@ -284,4 +286,78 @@ void test("a batch whose propose fails while this replica still leads (a leaders
   refuse = false;
   repl.flush();
   assert.equal(log.length, 1);
+});
+
+/** A bus that records what is published (the outbox's only use of it here). */
+function recordingBus(): { bus: Bus; sent: string[] } {
+  const sent: string[] = [];
+  const bus = {
+    publish: (subject: string, reply: string, _hdr: Buffer | null, data: Buffer) => sent.push(`${subject} ${reply} ${data.toString()}`),
+  } as unknown as Bus;
+  return { bus, sent };
+}
+
+void test("a replicated consumer's deliveries go out only once the entry carrying their delivered operation is applied; statuses queue behind them", () => {
+  const L = leaderRig();
+  const { bus, sent } = recordingBus();
+  let resumed = 0;
+  const ob = new Outbox(bus, L.repl, "$JS.ACK.S.c.", () => resumed++);
+  L.repl.configure("c", "explicit", 0, 0, "{}", 1);
+  // Nothing held: a status passes straight through.
+  ob.publish("inbox.1", "", null, Buffer.from("408"));
+  assert.deepEqual(sent, ["inbox.1  408"]);
+  // Two deliveries of one turn, then the 404 of their request.
+  L.repl.op("c", LedgerKind.Delivered, 1, 1, 1, 10);
+  ob.deliver("inbox.2", "s.a", null, Buffer.from("m1"), 10, 1, 1, 1, 10, 1);
+  L.repl.op("c", LedgerKind.Delivered, 2, 2, 1, 11);
+  ob.deliver("inbox.2", "s.a", null, Buffer.from("m2"), 10, 1, 2, 2, 11, 0);
+  ob.publish("inbox.2", "", null, Buffer.from("404"));
+  assert.equal(ob.held, 3);
+  L.turn();
+  assert.equal(L.log.length, 1, "one entry for the turn");
+  // A delivery of the next turn (another entry).
+  L.repl.op("c", LedgerKind.Delivered, 3, 3, 1, 12);
+  ob.deliver("inbox.2", "s.a", null, Buffer.from("m3"), 10, 1, 3, 3, 12, 0);
+  L.turn();
+  assert.equal(L.log.length, 2);
+  assert.deepEqual(sent, ["inbox.1  408"], "nothing sent before the commit");
+  L.repl.apply(L.log[0]!, 1, true);
+  assert.deepEqual(sent.slice(1), ["inbox.2 $JS.ACK.S.c.1.1.1.10.1 m1", "inbox.2 $JS.ACK.S.c.1.2.2.11.0 m2", "inbox.2  404"]);
+  assert.equal(ob.held, 1);
+  L.repl.apply(L.log[1]!, 2, true);
+  assert.deepEqual(sent.slice(4), ["inbox.2 $JS.ACK.S.c.1.3.3.12.0 m3"]);
+  assert.equal(ob.held, 0);
+  assert.equal(ob.released, 3);
+  assert.equal(resumed, 0);
+});
+
+void test("deliveries held when leadership goes are never sent (the next leader redelivers), and a replica that does not lead sends none", () => {
+  const L = leaderRig();
+  const { bus, sent } = recordingBus();
+  const ob = new Outbox(bus, L.repl, "$JS.ACK.S.c.", () => undefined);
+  L.repl.configure("c", "explicit", 0, 0, "{}", 1);
+  L.repl.op("c", LedgerKind.Delivered, 1, 1, 1, 10);
+  ob.deliver("inbox", "s.a", null, Buffer.from("m1"), 10, 1, 1, 1, 10, 0);
+  L.turn();
+  // Proposed, then deposed before the entry applied here (a crash would do the same: the
+  // message never left).
+  L.repl.setLeading(false);
+  assert.equal(ob.held, 0);
+  L.repl.apply(L.log[0]!, 1, false);
+  assert.deepEqual(sent, []);
+  // Not leading: the operation is not taken and the delivery is not made.
+  L.repl.op("c", LedgerKind.Delivered, 2, 2, 1, 11);
+  ob.deliver("inbox", "s.a", null, Buffer.from("m2"), 10, 1, 2, 2, 11, 0);
+  assert.equal(ob.held, 0);
+  // Statuses pass through (the 409 Leadership Change of a stopping consumer).
+  ob.publish("inbox", "", null, Buffer.from("409"));
+  assert.deepEqual(sent, ["inbox  409"]);
+  // Leading again: a new batch, held until it applies.
+  L.repl.setLeading(true);
+  L.repl.op("c", LedgerKind.Delivered, 2, 2, 1, 11);
+  ob.deliver("inbox", "s.a", null, Buffer.from("m2"), 10, 1, 2, 2, 11, 0);
+  L.turn();
+  assert.deepEqual(sent, ["inbox  409"]);
+  L.repl.apply(L.log[1]!, 2, true);
+  assert.deepEqual(sent, ["inbox  409", "inbox $JS.ACK.S.c.1.2.2.11.0 m2"]);
 });

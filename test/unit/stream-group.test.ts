@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { StreamCluster } from "../helpers/streamcluster.js";
 import { decodeMsgOp, encodeMsgOp, decodePurgeOp, encodePurgeOp, decodeDeleteOp, encodeDeleteOp } from "../../src/jscluster/stream-codec.js";
 import { Rollup, StreamEntry } from "../../src/stream/entry.js";
-import { installCatchup, buildCatchup, installStoreSnapshot, CatchupAssembler } from "../../src/jscluster/stream-catchup.js";
+import { CatchupReceiver, CatchupSender, installStoreSnapshot } from "../../src/jscluster/stream-catchup.js";
 import { MemoryStreamStore } from "../../src/storage/index.js";
 import { encodeStoreSnapshot, StoreSnapshotReader } from "../../src/storage/archive.js";
 import type { StreamStore } from "../../src/storage/types.js";
@@ -67,17 +67,51 @@ void test("store install: a prefix store is brought to the state of a later one 
   src.removeMsg(12);
   for (const t of [0, 3, 8, 20]) {
     // A replica at an earlier point of the same history: 1..t stored.
-    const a = new MemoryStreamStore(null, null);
-    fill(a, 1, t);
-    const frames = buildCatchup({ reqId: 9, storeLast: t, minIndex: 0 }, src, 77, 20);
-    const asm = new CatchupAssembler(9);
-    let body: Buffer | null = null;
-    for (const f of frames.reverse()) body = asm.push(f) ?? body;
-    assert.ok(body !== null);
-    const h = installCatchup(a, body);
-    assert.equal(h.index, 77);
-    assert.equal(h.applySeq, 20);
-    assert.equal(dump(a), dump(src), `catch-up from ${t}`);
+    // Chunks of about 20 bytes (one message each), applied in order, and again in reverse
+    // order (each kept until its turn) with duplicates.
+    for (const order of ["in order", "reversed"] as const) {
+      const a = new MemoryStreamStore(null, null);
+      fill(a, 1, t);
+      const tx = new CatchupSender({ reqId: 9, storeLast: t, minIndex: 0, creditBytes: 80 }, src, 20);
+      const frames: Buffer[] = [];
+      while (!tx.done) tx.build(77, 20, frames);
+      assert.ok(frames.length >= Math.min(3, 20 - t), `${frames.length} chunks from ${t}`);
+      if (order === "reversed") frames.reverse();
+      const rx = new CatchupReceiver(9, a);
+      let h = null;
+      for (const f of [...frames, ...frames]) h = rx.push(f) ?? h;
+      assert.ok(h !== null, `the final frame was applied (from ${t}, ${order})`);
+      assert.equal(h.index, 77);
+      assert.equal(h.applySeq, 20);
+      assert.equal(dump(a), dump(src), `catch-up from ${t}, ${order}`);
+    }
+    // The source changes between chunks (a delete of what was sent, more messages): the end
+    // state is the source's when the final frame was built.
+    {
+      const s2 = new MemoryStreamStore(null, null);
+      fill(s2, 1, 20);
+      const a = new MemoryStreamStore(null, null);
+      fill(a, 1, t);
+      const tx = new CatchupSender({ reqId: 3, storeLast: t, minIndex: 0, creditBytes: 80 }, s2, 20);
+      const rx = new CatchupReceiver(3, a);
+      const frames: Buffer[] = [];
+      tx.build(5, 20, frames);
+      let h = null;
+      for (const f of frames) h = rx.push(f) ?? h;
+      if (!tx.done) {
+        s2.removeMsg(t + 1);
+        s2.removeMsg(2);
+        fill(s2, 21, 25);
+      }
+      while (!tx.done) {
+        frames.length = 0;
+        tx.build(9, 25, frames);
+        for (const f of frames) h = rx.push(f) ?? h;
+      }
+      assert.ok(h !== null);
+      assert.equal(h.index, t === 20 ? 5 : 9);
+      assert.equal(dump(a), dump(s2), `moving source, from ${t}`);
+    }
     const b = new MemoryStreamStore(null, null);
     fill(b, 1, t);
     installStoreSnapshot(b, Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(src))]), false);
@@ -437,6 +471,38 @@ void test("stream group: stepdown hands leadership to a caught-up replica; clust
     await c.until(() => l2.acks.has("y"), "ack on the new leader");
     assert.deepEqual(l2.acks.get("y"), [{ stream: "R", seq: 2 }]);
     await assert.rejects(l.group.stepdown(), /can not handle request/);
+  } finally {
+    await c.stopAll();
+  }
+});
+
+void test("stream group: a leader's stream reopened in-process with a publish still in flight takes no publish until that one applied (a CAS is checked against it)", async () => {
+  // Found by the KV simulator (seeds 1851, 2053): the new Stream's InflightTable did not hold
+  // the entry the previous instance proposed, so a compare-and-set passed against a store
+  // that lacked it.
+  const c = new StreamCluster({ n: 3, storage: "file" });
+  await c.startAll();
+  try {
+    const l = await c.leader();
+    c.pub(l.id, "r.k", "v1", "t1");
+    await c.until(() => l.acks.has("t1") && allApplied(c, 1), "v1 everywhere");
+    // v2 is proposed and cannot commit yet (the leader's frames are dropped).
+    for (const o of c.ids) if (o !== l.id) c.cut.add(`${l.id}>${o}`);
+    c.pub(l.id, "r.k", "v2", "t2");
+    // The batch is proposed at the end of the job (and appended to the leader's log).
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+    const before = l.host.node(l.group.name)!;
+    assert.ok(before.log.lastIndex() > before.log.committed, "v2 in flight");
+    await c.reopenGroup(l.id);
+    // A CAS that expects v1 to be the last on its subject: v2 is in flight, so it must not pass.
+    c.pub(l.id, "r.k", "v3", "t3", [["Nats-Expected-Last-Subject-Sequence", "1"]]);
+    c.heal();
+    await c.until(() => allApplied(c, 2), "v2 committed");
+    for (let i = 0; i < 50; i++) await c.step();
+    const everywhere = c.ids.map((id) => [...c.contents(id).values()].map((v) => v.split("|")[1]));
+    for (const x of everywhere) assert.ok(!x.includes("v3"), `the CAS was stored: ${JSON.stringify(x)}`);
+    const a = c.node(l.id).acks.get("t3");
+    assert.ok(a === undefined || a[0]?.error?.err_code === 10071, JSON.stringify(a));
   } finally {
     await c.stopAll();
   }

@@ -36,12 +36,14 @@ void test("consumer sim: 150 seeds (3 and 5 replicas, memory and file, membershi
   let confirmed = 0;
   let redeliveries = 0;
   let leaderChanges = 0;
+  let stale = 0;
   for (let s = 1; s <= 150; s++) {
     const v = variant(s);
     const r = await runConsumerSeed({ seed: s, ...v });
     confirmed += r.acksConfirmed;
     redeliveries += r.redeliveries;
     leaderChanges += r.faults.leaderChanges;
+    stale += r.staleRedeliveries;
     if (r.violation !== null) {
       failures.push(`seed=${s}: ${r.violation}\n  replay: npm run sim -- --consumer --seed ${s} --nodes ${v.nodes} --storage ${v.storage} ${v.membership === true ? "--membership" : "--no-membership"} --step-ms 10 --fault-ms 1000 --heal-ms 1000`);
     }
@@ -50,6 +52,7 @@ void test("consumer sim: 150 seeds (3 and 5 replicas, memory and file, membershi
   assert.ok(confirmed > 150 * 50, `acks were confirmed (${confirmed})`);
   assert.ok(redeliveries > 150 * 20, `messages were redelivered (${redeliveries})`);
   assert.ok(leaderChanges > 150, `leaders changed (${leaderChanges})`);
+  assert.equal(stale, 0, "a deposed leader delivered a message whose ack was confirmed");
 });
 
 void test("consumer sim: regression seeds", async () => {
@@ -63,6 +66,13 @@ void test("consumer sim: a replica that skips CONSUMERS entries is caught (the c
   for (let s = 1; s <= 3; s++) {
     const r = await runConsumerSeed({ seed: s, nodes: 3, storage: "memory", skipEntries: true, stepMs: 10, faultMs: 1000, healMs: 1000 });
     assert.match(r.violation ?? "", /differ from another replica's|lost:/, `seed ${s}`);
+  }
+});
+
+void test("consumer sim: deliveries sent before their delivered operation commits are caught (the check can fail)", async () => {
+  for (let s = 1; s <= 3; s++) {
+    const r = await runConsumerSeed({ seed: s, nodes: 3, storage: "memory", deliverBeforeCommit: true, stepMs: 10, faultMs: 1000, healMs: 1000 });
+    assert.match(r.violation ?? "", /before its delivered operation committed/, `seed ${s}`);
   }
 });
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { runKvSeed, type KvSimOptions } from "../sim/kvsim.js";
 
 function variant(s: number): Omit<KvSimOptions, "seed"> {
-  return { nodes: s % 2 === 1 ? 3 : 5, storage: Math.floor(s / 2) % 2 === 0 ? "memory" : "file", membership: s % 3 === 0, stepMs: 10, faultMs: 1000, healMs: 1000, staleRefusals: "tolerate" };
+  return { nodes: s % 2 === 1 ? 3 : 5, storage: Math.floor(s / 2) % 2 === 0 ? "memory" : "file", membership: s % 3 === 0, stepMs: 10, faultMs: 1000, healMs: 1000 };
 }
 
 void test("kv sim: 250 seeds (3 and 5 replicas, memory and file, membership changes on every third) are linearizable", async () => {
@@ -15,18 +15,21 @@ void test("kv sim: 250 seeds (3 and 5 replicas, memory and file, membership chan
   let casOk = 0;
   let unknown = 0;
   let inconclusive = 0;
+  let stale = 0;
   for (let s = 1; s <= 250; s++) {
     const v = variant(s);
     const r = await runKvSeed({ seed: s, ...v });
+    stale += r.staleRefusals;
     ops += r.ops;
     casOk += r.casOk;
     unknown += r.unknown;
     if (r.exhausted) inconclusive++;
     if (r.violation !== null) {
-      failures.push(`seed=${s}: ${r.violation}\n  replay: npm run sim -- --kv --seed ${s} --nodes ${v.nodes} --storage ${v.storage} ${v.membership === true ? "--membership" : "--no-membership"} --step-ms 10 --fault-ms 1000 --heal-ms 1000 --tolerate-stale-refusals`);
+      failures.push(`seed=${s}: ${r.violation}\n  replay: npm run sim -- --kv --seed ${s} --nodes ${v.nodes} --storage ${v.storage} ${v.membership === true ? "--membership" : "--no-membership"} --step-ms 10 --fault-ms 1000 --heal-ms 1000`);
     }
   }
   assert.deepEqual(failures, []);
+  assert.equal(stale, 0, "CAS refusals answered by a deposed leader");
   assert.ok(ops > 250 * 50, `operations ran (${ops})`);
   assert.ok(casOk > 250 * 3, `CAS succeeded sometimes (${casOk})`);
   assert.ok(unknown > 0, "some outcomes were unknown");
@@ -47,20 +50,27 @@ void test("kv sim: reads from any replica's store without ReadIndex are caught a
 
 void test("kv sim: a wiped server rejoining under its old name before its removal committed loses acked writes, and is caught", async () => {
   // Found while building the membership faults: the simulator's own mistake (production
-  // gives a wiped server a new peer id); kept as a fixture both ways.
-  const o: KvSimOptions = { seed: 9, nodes: 3, storage: "file", membership: true, stepMs: 10, faultMs: 1000, healMs: 1000 };
-  const bad = await runKvSeed({ ...o, unsafeRejoin: true });
-  assert.match(bad.violation ?? "", /not linearizable/);
-  const good = await runKvSeed(o);
-  assert.equal(good.violation, null, good.violation ?? "");
-  assert.equal(good.faults.rejoins, 1);
+  // gives a wiped server a new peer id); kept as a mutation both ways. Not every schedule
+  // loses a write that way, so the first seeds that do are the fixtures (52 and 89 today).
+  const caught: number[] = [];
+  for (let seed = 1; seed <= 300 && caught.length < 2; seed++) {
+    const o: KvSimOptions = { seed, nodes: 3, storage: "file", membership: true, stepMs: 10, faultMs: 1000, healMs: 1000 };
+    const bad = await runKvSeed({ ...o, unsafeRejoin: true });
+    if (!/not linearizable/.test(bad.violation ?? "")) continue;
+    caught.push(seed);
+    const good = await runKvSeed(o);
+    assert.equal(good.violation, null, `seed ${seed}: ${good.violation}`);
+    assert.equal(good.faults.rejoins, 1);
+  }
+  assert.equal(caught.length, 2, `caught in seeds ${caught.join(", ")}`);
 });
 
-// A known bug the simulator found (issue 18 report): a deposed stream leader that does not
-// know it yet refuses a CAS (10071 wrong last sequence) from its stale state at once
-// (Stream.processInbound -> PublishChecks.inbound -> respondApiErr, without confirming its
-// leadership), after the put that set that revision was acknowledged by the new leader.
-void test("kv sim: a CAS refused by a deposed leader from stale state (seed 160, known bug)", { todo: "refusals of a replicated stream's expected-* checks must wait for a confirmed leadership (ReadIndex)" }, async () => {
+// Found by the simulator (issue 18): a deposed stream leader that did not know it yet refused
+// a CAS (10071 wrong last sequence) from its stale state at once, after the put that set that
+// revision was acknowledged by the new leader. Fixed: every replicated stream's refusals wait
+// for a quorum to confirm its leadership (src/stream/refusal-gate.ts; the StreamGroup sets
+// Stream.confirmLeader, which the simulator's streams lacked before).
+void test("kv sim: regression seed 160 (a CAS refused by a deposed leader from stale state)", async () => {
   const r = await runKvSeed({ seed: 160, nodes: 5, storage: "memory", membership: false, stepMs: 10, faultMs: 1000, healMs: 1000 });
   assert.equal(r.staleRefusals, 0);
   assert.equal(r.violation, null, r.violation ?? "");
@@ -73,17 +83,18 @@ void test("kv sim: regression seed 2091 (a removal only from a full group)", asy
   assert.equal(r.violation, null, r.violation ?? "");
 });
 
-// A known bug the campaign found (issue 18 report): the leader's stream closed and opened
-// again in-process (StreamGroup.open while leading) takes publishes at once, while entries
-// the previous Stream instance proposed are still in flight; the new instance's
-// InflightTable does not hold them (and remove() counts them down when they apply), so a CAS
-// (expected last subject sequence) passes against a store that lacks an in-flight publish
-// on its subject.
+// Found by the campaign (issue 18): the leader's stream closed and opened again in-process
+// (StreamGroup.open while leading) took publishes at once, while entries the previous Stream
+// instance proposed were still in flight; the new instance's InflightTable did not hold them,
+// so a CAS (expected last subject sequence) passed against a store that lacked an in-flight
+// publish on its subject. Fixed in src/jscluster/stream-group.ts (maybeStartTaking: a leader
+// takes publishes only once its whole log is applied).
 for (const o of [
   { seed: 1851, nodes: 3, storage: "file" as const, membership: true },
   { seed: 2053, nodes: 3, storage: "memory" as const, membership: false },
+  { seed: 29, nodes: 3, storage: "memory" as const, membership: false, stepMs: 10, faultMs: 1000, healMs: 1000, staleRefusals: "tolerate" as const },
 ]) {
-  void test(`kv sim: a CAS checked past an in-flight publish after the leader's stream reopened (seed ${o.seed}, known bug)`, { todo: "a reopened leading stream must count the entries still in flight" }, async () => {
+  void test(`kv sim: regression seed ${o.seed} (a CAS checked past an in-flight publish after the leader's stream reopened)`, async () => {
     const r = await runKvSeed(o);
     assert.equal(r.violation, null, r.violation ?? "");
   });
