@@ -34,7 +34,7 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
-import { CU_REQUEST, installStoreSnapshot, type LostState } from "./stream-catchup.js";
+import { CU_ACK, CU_OPEN, installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
 import { SeedSnapshot } from "./stream-seed.js";
@@ -67,8 +67,8 @@ import {
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
-/** A peer that asked for a catch-up this recently is still catching up (it asks again every
- *  500 ms while unanswered, at once after each window). */
+/** A peer that asked for a catch-up (or acknowledged a chunk of one) this recently is still
+ *  catching up (it asks again within a second while unanswered). */
 const ASKING_MS = 1500;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
@@ -706,7 +706,7 @@ export class StreamGroup implements GroupApp {
 
   onAppFrame(from: string, data: Buffer): void {
     // A peer asking for messages is not current yet, whatever its log (STREAM.INFO).
-    if (data[0] === CU_REQUEST) this.asking.set(from, this.o.clock.monoMs());
+    if (data[0] === CU_OPEN || data[0] === CU_ACK) this.asking.set(from, this.o.clock.monoMs());
     this.cu.onFrame(from, data);
   }
 
