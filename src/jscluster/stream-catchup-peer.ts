@@ -137,7 +137,7 @@ export class CatchupPeer {
   onFrame(from: string, data: Buffer): void {
     const h = this.h;
     if (h.closed() || data.length === 0) return;
-    switch (data[0]) {
+    switch (data.readUInt8(0)) {
       case CU_OPEN:
         return this.onOpen(from, data);
       case CU_ACK: {
