@@ -327,7 +327,7 @@ export class StreamGroup implements GroupApp {
   /** For tests and logs. */
   debugState(): Record<string, unknown> {
     const st = this.store.state();
-    return { applied: this.appliedIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.cu.minIndex, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
+    return { applied: this.appliedIndex, consumers: this.consumerIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.cu.minIndex, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
   }
 
   /** Catching up from a peer after installing a state-only snapshot. */
