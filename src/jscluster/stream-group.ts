@@ -40,28 +40,24 @@ import { GroupMembers } from "./stream-members.js";
 import { SeedSnapshot } from "./stream-seed.js";
 import { LeaderReads, notLeader } from "./stream-reads.js";
 import { AckKeys, KEY_SPAN } from "./stream-acks.js";
+import { PublishBatch } from "./stream-batch.js";
 import type { StreamConfig } from "../contracts/wire.js";
 import type { ConsumerSeed } from "../contracts/jetstream.js";
 import {
   asBuffer,
   BATCH_HDR,
-  MAX_BATCH_MSGS,
-  msgOpSize,
   OP_BATCH,
-  writeMsgOp,
   decodeConfigOp,
   decodeDeleteOp,
   decodeMsgOp,
   decodePurgeOp,
   encodeConfigOp,
   encodeDeleteOp,
-  encodeMsgOp,
   encodePurgeOp,
   OP_CONFIG,
   OP_DELETE,
   OP_MSG,
   OP_PURGE,
-  forEachBatchMsg,
 } from "./stream-codec.js";
 
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
@@ -70,8 +66,6 @@ const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
 /** A peer that asked for a catch-up (or acknowledged a chunk of one) this recently is still
  *  catching up (it asks again within a second while unanswered). */
 const ASKING_MS = 1500;
-/** A batch is proposed once it holds this many bytes (else at the end of the job). */
-const MAX_BATCH_BYTES = 1024 * 1024;
 
 export interface StreamGroupOptions {
   /** Raft group name, e.g. "S-R3F-abcd1234". */
@@ -148,11 +142,8 @@ export class StreamGroup implements GroupApp {
   private readonly acks = new AckKeys();
   private readonly ops = new Map<number, PendingOp>();
   private readonly scratch = new StreamEntry();
-  /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
-  private batchBuf: Buffer = Buffer.allocUnsafe(64 * 1024);
-  private batchLen = BATCH_HDR;
-  private batchReplies: string[] = [];
-  private flushQueued = false;
+  /** Publishes taken, proposed one by one or batched per job (stream-batch.ts). */
+  private readonly batch: PublishBatch;
   private sinceSnapEntries = 0;
   private sinceSnapBytes = 0;
   private snapTimer: TimerHandle | null = null;
@@ -218,6 +209,7 @@ export class StreamGroup implements GroupApp {
     // leader that does not know it yet must not answer from its stale state).
     this.stream.confirmLeader = () => this.confirmRead();
     this.store = this.stream.store;
+    this.batch = new PublishBatch({ host: o.host, group: o.group, sched: o.sched, stream: this.stream, acks: this.acks, scratch: this.scratch, closed: () => this.closed });
     this.cu = new CatchupPeer({
       host: o.host,
       clock: o.clock,
@@ -356,77 +348,7 @@ export class StreamGroup implements GroupApp {
       this.stream.proposalDropped(e);
       return;
     }
-    const sched = this.o.sched;
-    if (sched === undefined) {
-      let index: number;
-      try {
-        index = this.o.host.propose(this.name, encodeMsgOp(e));
-      } catch (err) {
-        // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
-        this.stream.proposalDropped(e);
-        if (!(err instanceof RaftError)) throw err;
-        return;
-      }
-      if (e.reply !== "") this.acks.add(index * KEY_SPAN, e.reply);
-      return;
-    }
-    const size = msgOpSize(e);
-    const n = this.batchReplies.length;
-    if (n > 0 && (n >= MAX_BATCH_MSGS || this.batchLen + 4 + size > MAX_BATCH_BYTES)) this.flushBatch();
-    const need = this.batchLen + 4 + size;
-    if (need > this.batchBuf.length) {
-      const b = Buffer.allocUnsafe(Math.max(need, this.batchBuf.length * 2));
-      this.batchBuf.copy(b, 0, 0, this.batchLen);
-      this.batchBuf = b;
-    }
-    this.batchBuf.writeUInt32LE(size, this.batchLen);
-    this.batchLen = writeMsgOp(this.batchBuf, this.batchLen + 4, e);
-    this.batchReplies.push(e.reply);
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      sched.microtask(this.flushFn);
-    }
-  }
-
-  private readonly flushFn = (): void => {
-    this.flushQueued = false;
-    this.flushBatch();
-  };
-
-  /** Propose the publishes gathered in this job: one as a MSG entry, more as a BATCH. */
-  private flushBatch(): void {
-    const replies = this.batchReplies;
-    const n = replies.length;
-    if (n === 0 || this.closed) return;
-    const b = this.batchBuf;
-    let data: Buffer;
-    if (n === 1) data = Buffer.from(b.subarray(BATCH_HDR + 4, this.batchLen));
-    else {
-      b[0] = OP_BATCH;
-      b.writeUInt16LE(n, 1);
-      if (this.batchLen * 2 >= b.length) {
-        // Mostly full: the entry keeps this buffer and the next batch gets a new one (no copy).
-        data = b.subarray(0, this.batchLen);
-        this.batchBuf = Buffer.allocUnsafe(b.length);
-      } else data = Buffer.from(b.subarray(0, this.batchLen));
-    }
-    this.batchLen = BATCH_HDR;
-    this.batchReplies = [];
-    let index: number;
-    try {
-      index = this.o.host.propose(this.name, data);
-    } catch (err) {
-      // Leadership is moving or was lost: none of them is in flight, none gets a PubAck.
-      if (n === 1) this.stream.proposalDropped(decodeMsgOp(data, this.scratch));
-      else forEachBatchMsg(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
-      if (!(err instanceof RaftError)) throw err;
-      return;
-    }
-    const base = index * KEY_SPAN;
-    for (let k = 0; k < n; k++) {
-      const r = replies[k]!;
-      if (r !== "") this.acks.add(base + k, r);
-    }
+    this.batch.add(e);
   }
 
   /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
@@ -447,7 +369,7 @@ export class StreamGroup implements GroupApp {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
     // Publishes and consumer operations taken before this request go first, as they would on
     // a single server.
-    this.flushBatch();
+    this.batch.flush();
     this.consumers.flush();
     let index: number;
     try {
@@ -776,8 +698,7 @@ export class StreamGroup implements GroupApp {
       this.leaderSinceMs = this.o.clock.nowMs();
     }
     this.acks.clear();
-    this.batchLen = BATCH_HDR;
-    this.batchReplies = [];
+    this.batch.reset();
     this.stream.clearInflight();
     this.taking = true;
     this.consumers.setLeading(true);
@@ -795,8 +716,7 @@ export class StreamGroup implements GroupApp {
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
     this.stream.clearInflight();
-    this.batchLen = BATCH_HDR;
-    this.batchReplies = [];
+    this.batch.reset();
     this.acks.clear();
     if (this.ops.size > 0) {
       const err = notLeader();

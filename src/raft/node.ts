@@ -9,7 +9,7 @@
 // (disk or checksum error) that neither votes, acknowledges nor leads.
 import { RaftLog } from "./log.js";
 import { type Progress, ProgressState } from "./progress.js";
-import { ReadOnly } from "./readindex.js";
+import { ReadRequests } from "./reads.js";
 import { ConfLog } from "./conflog.js";
 import { Quiescence } from "./quiesce.js";
 import { Replication, answerAppend, answerSnapshot } from "./replicate.js";
@@ -25,7 +25,6 @@ import {
   MsgType,
   NONE,
   RaftError,
-  type ReadState,
   encodeVoters,
   type Ready,
   Role,
@@ -37,11 +36,6 @@ import {
   raftAssert,
   voteRespType,
 } from "./types.js";
-
-interface PendingReadIndex {
-  from: string;
-  context: Uint8Array;
-}
 
 const DEFAULT_MAX_MSG_BYTES = 1024 * 1024;
 const DEFAULT_MAX_INFLIGHT = 256;
@@ -73,13 +67,12 @@ export class RaftNode {
   private readonly repl: Replication;
   private votes = new Map<string, boolean>();
   private msgs: Message[] = [];
-  private readStates: ReadState[] = [];
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTimeout = 0;
   private leadTransferee = NONE;
-  private readonly readOnly = new ReadOnly();
-  private pendingReadIndex: PendingReadIndex[] = [];
+  /** Linearizable reads (reads.ts): ReadIndex requests and their heartbeat rounds. */
+  private readonly reads: ReadRequests;
   private needBcast = false;
   private prevHard: HardState;
   private prevSoft: SoftState;
@@ -98,7 +91,8 @@ export class RaftNode {
     raftAssert(cfg.electionTicks > cfg.heartbeatTicks && cfg.heartbeatTicks > 0, "electionTicks > heartbeatTicks > 0");
     this.id = cfg.id;
     this.repl = new Replication(this, (m) => this.send(m), this.cfg.maxMsgBytes, this.cfg.maxInflight);
-    this.quiet = new Quiescence(this, this.repl, (m) => this.send(m), () => this.leadTransferee !== NONE || this.pendingReadIndex.length > 0 || this.readOnly.lastPendingContext() !== null);
+    this.reads = new ReadRequests(this, this.repl, (m) => this.send(m));
+    this.quiet = new Quiescence(this, this.repl, (m) => this.send(m), () => this.leadTransferee !== NONE || this.reads.busy);
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
     // A node may start outside its voters: a new member joining a running group starts with
@@ -255,13 +249,7 @@ export class RaftNode {
   readIndex(context: Uint8Array): void {
     if (this.failed !== null) throw new RaftError("failed", `node failed: ${this.failed}`);
     this.wake(true);
-    if (this.role === Role.Leader) {
-      this.handleReadIndex(this.id, context);
-    } else if (this.lead !== NONE) {
-      const m = this.msg(MsgType.ReadIndex, this.lead);
-      m.context = context;
-      this.send(m);
-    } else throw new RaftError("unavailable", "no leader known");
+    this.reads.request(context);
   }
 
   /**
@@ -302,14 +290,13 @@ export class RaftNode {
     this.lead = NONE;
     this.failed = reason;
     this.msgs = [];
-    this.readStates = [];
-    this.pendingReadIndex = [];
+    this.reads.clear();
     this.needBcast = false;
   }
 
   hasReady(): boolean {
     if (this.readyOut !== null) return false;
-    if (this.needBcast || this.msgs.length > 0 || this.readStates.length > 0) return true;
+    if (this.needBcast || this.msgs.length > 0 || this.reads.states.length > 0) return true;
     if (this.log.pendingSnapshot !== null) return true;
     if (this.log.stabled < this.log.lastIndex()) return true;
     if (this.log.committed > this.log.applied) return true;
@@ -333,10 +320,9 @@ export class RaftNode {
       snapshot: this.log.pendingSnapshot,
       committed: this.log.nextCommitted(this.cfg.maxApplyBytes),
       messages: this.failed !== null ? [] : this.msgs,
-      readStates: this.readStates,
+      readStates: this.reads.take(),
     };
     this.msgs = [];
-    this.readStates = [];
     this.prevSoft = soft;
     if (rd.hardState !== null) this.prevHard = rd.hardState;
     this.readyOut = rd;
@@ -411,8 +397,7 @@ export class RaftNode {
     this.leadTransferee = NONE;
     this.votes.clear();
     this.repl.reset();
-    this.readOnly.reset();
-    this.pendingReadIndex = [];
+    this.reads.reset();
     this.needBcast = false;
   }
 
@@ -510,7 +495,7 @@ export class RaftNode {
     if (this.quiet.leaderTick(this.cfg.quiesceTicks)) return;
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.repl.bcastHeartbeat(this.readOnly.lastPendingContext());
+      this.repl.bcastHeartbeat(this.reads.lastPendingContext());
     }
   }
 
@@ -545,12 +530,10 @@ export class RaftNode {
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
         this.repl.onHeartbeatResp(m.from, pr, m.index - 1);
-        if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
-          for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);
-        }
+        this.reads.onHeartbeatResp(m, this.quorum());
         return;
       case MsgType.ReadIndex:
-        if (m.context !== null) this.handleReadIndex(m.from, m.context);
+        if (m.context !== null) this.reads.handle(m.from, m.context);
         return;
       case MsgType.TransferLeader:
         if (m.context !== null) this.handleTransfer(new TextDecoder().decode(m.context));
@@ -637,7 +620,7 @@ export class RaftNode {
         this.quiet.onQuiesce(m, this.log);
         return;
       case MsgType.ReadIndexResp:
-        if (m.context !== null) this.readStates.push({ index: m.index, context: m.context });
+        this.reads.onResp(m);
         return;
       case MsgType.TransferLeader:
         if (this.lead !== NONE && m.context !== null) {
@@ -748,7 +731,7 @@ export class RaftNode {
     if (mci > this.log.committed && this.log.term(mci) === this.term) {
       const wasCommittedInTerm = this.committedInTerm();
       this.log.commitTo(mci);
-      if (!wasCommittedInTerm) this.flushPendingReads();
+      if (!wasCommittedInTerm) this.reads.flushPending();
       return true;
     }
     return false;
@@ -770,37 +753,6 @@ export class RaftNode {
     const pr = this.repl.get(target)!;
     if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(target);
     else this.repl.sendAppend(target, true);
-  }
-
-  private handleReadIndex(from: string, context: Uint8Array): void {
-    if (this.voters.length === 1) {
-      this.releaseRead(from, this.log.committed, context);
-      return;
-    }
-    // Until this term has committed an entry the leader's commit index may be stale.
-    if (!this.committedInTerm()) {
-      this.pendingReadIndex.push({ from, context });
-      return;
-    }
-    this.readOnly.add(this.log.committed, context, from, this.id);
-    this.repl.bcastHeartbeat(context);
-  }
-
-  private flushPendingReads(): void {
-    const p = this.pendingReadIndex;
-    this.pendingReadIndex = [];
-    for (const r of p) this.handleReadIndex(r.from, r.context);
-  }
-
-  private releaseRead(from: string, index: number, context: Uint8Array): void {
-    if (from === this.id || from === NONE) {
-      this.readStates.push({ index, context });
-      return;
-    }
-    const m = this.msg(MsgType.ReadIndexResp, from);
-    m.index = index;
-    m.context = context;
-    this.send(m);
   }
 
   // ---- messages ----
