@@ -351,20 +351,6 @@ export class StreamGroup implements GroupApp {
     this.batch.add(e);
   }
 
-  /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
-  private forBatch(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
-    const b = asBuffer(data);
-    const n = b.readUInt16LE(1);
-    let p = BATCH_HDR;
-    for (let k = 0; k < n; k++) {
-      const len = b.readUInt32LE(p);
-      p += 4;
-      if (p + len > b.length) throw new Error(`stream group ${this.name}: corrupt batch entry`);
-      fn(p, p + len, k);
-      p += len;
-    }
-  }
-
   private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
     // Publishes and consumer operations taken before this request go first, as they would on
