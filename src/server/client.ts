@@ -44,6 +44,10 @@ export const API_OP_COST = 4;
 // under a millisecond).
 export const READ_SLICE_MS = 2;
 export const PUB_SPLIT_MS = 4;
+// ... but not before this many reads in the turn: on a loaded machine a read can take
+// READ_SLICE_MS of wall time by itself (the process was descheduled), and a pause and resume
+// per 64 KiB read cost as much as handling it.
+const READS_BEFORE_SLICE = 4;
 const NO_IDENTITIES: readonly string[] = Object.freeze([]);
 const NO_SUBS: Map<string, Subscription> = new Map();
 // Trace only: the longest unfinished line kept between reads to be redacted whole.
@@ -187,6 +191,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   private turnOps = 0;
   private turnMark = -1;
   private turnStartMs = 0;
+  private turnReads = 0;
   private readYielded = false;
   private readonly resumeBound = (): void => this.resumeRead();
 
@@ -211,7 +216,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     const t = this.server.turn;
     if (this.turnMark !== t) this.markTurn(t);
     this.parser.parse(chunk);
-    if (this.parser.isYielded || this.server.clock.monoMs() - this.turnStartMs >= READ_SLICE_MS) this.yieldRead();
+    if (this.parser.isYielded || (++this.turnReads >= READS_BEFORE_SLICE && this.server.clock.monoMs() - this.turnStartMs >= READ_SLICE_MS)) this.yieldRead();
   }
 
   /** One SUB or UNSUB (a JetStream API request costs API_OP_COST): past OPS_PER_TURN in
@@ -235,6 +240,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   private markTurn(t: number): void {
     this.turnMark = t;
     this.turnOps = 0;
+    this.turnReads = 0;
     this.turnStartMs = this.server.clock.monoMs();
     this.server.armTurn();
   }

@@ -1,7 +1,7 @@
 // Hostile: one client writes tens of thousands of PUBs in one write. A connection's reads
-// stop for the turn once it has spent READ_SLICE_MS in it (and within one read, checked every
-// PUB_CHECK_EVERY messages, past PUB_SPLIT_MS): other clients are served while the flood is
-// still being handled. Before, a whole socket's worth of reads (up to 32 x 64 KiB in one
+// stop for the turn once it has spent READ_SLICE_MS in it over a few reads (and within one
+// read, checked every PUB_CHECK_EVERY messages, past PUB_SPLIT_MS): other clients are served
+// while the flood is still being handled. Before, a whole socket's worth of reads (up to 32 x 64 KiB in one
 // turn) was handled in one go.
 //
 // Asserted by ordering, not timing: the bystander subscribes to the flood's subjects and
