@@ -350,11 +350,11 @@ export class LocalCopies {
     tryAnswer();
   }
 
-  /** During a replay of the meta log: a later op gave the stream another group (or removed
-   *  it), so this op's copy is not the one to open. */
+  /** During a replay of the meta log: a later op gave the stream another group, took this
+   *  server out of it, or removed the stream, so this op's copy is not the one to open. */
   private superseded(sa: ClusterStreamAssignment): boolean {
     const cur = this.meta.state.stream(sa.config.name);
-    return cur === undefined || cur.group.name !== sa.group.name;
+    return cur === undefined || cur.group.name !== sa.group.name || !cur.group.peers.includes(this.self);
   }
 
   /** STREAM.UPDATE R1→R>1 on the server that holds the plain stream: the new config applied,

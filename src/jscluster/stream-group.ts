@@ -34,7 +34,7 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
-import { installStoreSnapshot, type LostState } from "./stream-catchup.js";
+import { CU_ACK, CU_OPEN, installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
 import { SeedSnapshot } from "./stream-seed.js";
@@ -67,6 +67,9 @@ import {
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
+/** A peer that asked for a catch-up (or acknowledged a chunk of one) this recently is still
+ *  catching up (it asks again within a second while unanswered). */
+const ASKING_MS = 1500;
 /** A batch is proposed once it holds this many bytes (else at the end of the job). */
 const MAX_BATCH_BYTES = 1024 * 1024;
 
@@ -96,14 +99,11 @@ export interface StreamGroupOptions {
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
   snapshotBytes?: number;
-  /** STREAM.UPDATE R1→R>1 on the server that held the plain stream: the group starts with
-   *  this server as its only voter and its store as the state (with these consumers); once
-   *  it leads, a snapshot of that state is taken, and only then does it take publishes and
-   *  add the other members, who get the snapshot and catch up the messages from a peer.
-   *  Once only: a group that has a snapshot already is not seeded again. */
+  /** R1→R>1 on the server that held the plain stream: it starts as the only voter, its store
+   *  (and these consumers) the state, snapshotted (stream-seed.ts) before it takes publishes
+   *  or adds members. Ignored once the group has a snapshot. */
   seed?: readonly ConsumerSeed[];
-  /** A new member of a running group: its Raft node starts with these voters (not itself),
-   *  so it campaigns only once the leader's log or snapshot makes it a voter. */
+  /** A new member of a running group: its Raft node starts with these voters (not itself). */
   joinVoters?: readonly string[];
 }
 
@@ -169,8 +169,9 @@ export class StreamGroup implements GroupApp {
   private closed = false;
   /** The members the meta group assigned and the Raft voters (stream-members.ts). */
   private readonly membership: GroupMembers;
-  /** Seeding (StreamGroupOptions.seed): no publishes, no members added, until the seed
-   *  snapshot is on disk. */
+  /** When each peer last asked this replica for a catch-up (monotonic ms). */
+  private readonly asking = new Map<string, number>();
+  /** Seeding: no publishes, no members added, until the seed snapshot is on disk. */
   private seeding = false;
   private readonly seed: SeedSnapshot;
   /** Entries applied since open (tests, logs). */
@@ -251,8 +252,7 @@ export class StreamGroup implements GroupApp {
     const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this);
     this.opening = false;
     if (o.seed !== undefined && node.snapshot === null) {
-      // Nothing was proposed in this group yet (publishes wait for the seed): the store's
-      // messages are the state, as if the log had applied them.
+      // The store's messages are the state, as if the log had applied them.
       this.seeding = true;
       this.applySeq = this.replayTo;
       this.consumers.seed(o.seed);
@@ -327,7 +327,7 @@ export class StreamGroup implements GroupApp {
   /** For tests and logs. */
   debugState(): Record<string, unknown> {
     const st = this.store.state();
-    return { applied: this.appliedIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.cu.minIndex, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
+    return { applied: this.appliedIndex, consumers: this.consumerIndex, applySeq: this.applySeq, replayTo: this.replayTo, skip: this.skipThrough, catchup: this.cu.minIndex, queued: this.queued.length, taking: this.taking, leader: this.leaderName, first: st.firstSeq, last: st.lastSeq, msgs: st.msgs };
   }
 
   /** Catching up from a peer after installing a state-only snapshot. */
@@ -705,6 +705,8 @@ export class StreamGroup implements GroupApp {
   // ---------- catch-up (stream-catchup-peer.ts) ----------
 
   onAppFrame(from: string, data: Buffer): void {
+    // A peer asking for messages is not current yet, whatever its log (STREAM.INFO).
+    if (data[0] === CU_OPEN || data[0] === CU_ACK) this.asking.set(from, this.o.clock.monoMs());
     this.cu.onFrame(from, data);
   }
 
@@ -827,6 +829,7 @@ export class StreamGroup implements GroupApp {
 
   /** nats-server's STREAM.INFO `cluster` block without `name`. */
   clusterInfo(): Record<string, unknown> {
-    return this.membership.clusterInfo(this.leaderName, this.leaderSinceMs, !this.cu.active);
+    const now = this.o.clock.monoMs();
+    return this.membership.clusterInfo(this.leaderName, this.leaderSinceMs, !this.cu.active, (p) => now - (this.asking.get(p) ?? -Infinity) < ASKING_MS);
   }
 }

@@ -209,8 +209,9 @@ export class GroupMembers {
   }
 
   /** nats-server's STREAM.INFO `cluster` block without `name`; `selfCurrent`: this replica's
-   *  store reflects what it applied (not catching up). */
-  clusterInfo(leader: string, leaderSinceMs: number, selfCurrent: boolean): Record<string, unknown> {
+   *  store reflects what it applied (not catching up); `catchingUp`: a peer still copying
+   *  messages (not current, whatever its log). */
+  clusterInfo(leader: string, leaderSinceMs: number, selfCurrent: boolean, catchingUp: (peer: string) => boolean = () => false): Record<string, unknown> {
     const h = this.h;
     const out: Record<string, unknown> = { raft_group: h.group };
     if (leader !== "") {
@@ -236,7 +237,7 @@ export class GroupMembers {
         r["active"] = ago < 0 ? 0 : Math.round(ago * 1_000_000);
         if (leading && st !== undefined) {
           const m = match.get(name) ?? 0;
-          r["current"] = ago >= 0 && ago < CURRENT_WINDOW_MS && m >= st.commit;
+          r["current"] = ago >= 0 && ago < CURRENT_WINDOW_MS && m >= st.commit && !catchingUp(name);
           if (st.commit > m) r["lag"] = st.commit - m;
         }
       }

@@ -44,6 +44,9 @@ export interface ParserHandler {
  *  clock read per message. */
 export const PUB_CHECK_EVERY = 64;
 
+const NO_BYTES = Buffer.alloc(0);
+const SUBJECT_CACHE_BYTES = 128;
+
 const S_CONTROL = 0;
 const S_PAYLOAD = 1;
 
@@ -326,14 +329,17 @@ export class Parser {
   // The last subject seen, as bytes and as a string: publishers usually repeat subjects,
   // and reusing the string also lets the sublist cache and per-subscription caches hit by
   // identity.
-  private readonly lastSubjectBytes = Buffer.alloc(128);
+  // The bytes are made on the first subject (a connection that never publishes has none;
+  // a zeroed buffer per accepted connection was an allocation of its own).
+  private lastSubjectBytes: Buffer = NO_BYTES;
   private lastSubjectLen = -1;
   private lastSubject = "";
 
   // A subject that is not the last one (fastPub compared that already); it becomes the last.
   private subjectString(buf: Buffer, s: number, e: number): string {
     const len = e - s;
-    const cache = this.lastSubjectBytes;
+    let cache = this.lastSubjectBytes;
+    if (cache === NO_BYTES) cache = this.lastSubjectBytes = Buffer.allocUnsafe(SUBJECT_CACHE_BYTES);
     const str = buf.toString("latin1", s, e);
     if (len <= cache.length) {
       for (let k = 0; k < len; k++) cache[k] = buf[s + k]!;

@@ -544,7 +544,7 @@ export class RaftNode {
         return;
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
-        this.repl.onHeartbeatResp(m.from, pr, m.rejectHint - 1);
+        this.repl.onHeartbeatResp(m.from, pr, m.index - 1);
         if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
           for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);
         }
@@ -678,7 +678,7 @@ export class RaftNode {
     r.context = m.context;
     // The end of our log + 1 (0: not said): a leader that counted more of it learns that we
     // lost what we acknowledged (a wiped disk) even when it has nothing new to send.
-    r.rejectHint = this.log.lastIndex() + 1;
+    r.index = this.log.lastIndex() + 1;
     this.send(r);
   }
 

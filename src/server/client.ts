@@ -44,6 +44,8 @@ export const API_OP_COST = 4;
 // under a millisecond).
 export const READ_SLICE_MS = 2;
 export const PUB_SPLIT_MS = 4;
+const NO_IDENTITIES: readonly string[] = Object.freeze([]);
+const NO_SUBS: Map<string, Subscription> = new Map();
 // Trace only: the longest unfinished line kept between reads to be redacted whole.
 const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
@@ -104,7 +106,8 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   /** Where messages it publishes come from (routeRange's one-hop rule). */
   readonly origin: OriginKind = Origin.Client;
   readonly parser: Parser;
-  readonly subs = new Map<string, Subscription>();
+  /** By sid; a connection that never subscribes shares one empty map (never written). */
+  subs: Map<string, Subscription> = NO_SUBS;
   readonly startMs: number;
   readonly host: string;
   readonly port: number;
@@ -125,7 +128,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   tlsVersion = "";
   tlsCipher = "";
   /** verify_and_map: the certificate's identities, in the order they are tried. */
-  certIdentities: string[] = [];
+  certIdentities: readonly string[] = NO_IDENTITIES;
   /** The nkey this client authenticated with ("" for other kinds of auth). */
   nkey = "";
   /** The challenge its INFO carried for nkey users to sign ("" when none was sent). */
@@ -448,6 +451,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     }
     const sub = new Subscription(this, subject, queue, sid);
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
+    if (this.subs === NO_SUBS) this.subs = new Map();
     this.subs.set(sid, sub);
     this.server.updateSub(sub, 1);
     if (this.verbose) this.queueRaw(OK);

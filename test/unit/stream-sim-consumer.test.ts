@@ -25,6 +25,10 @@ const REGRESSIONS: ConsumerSimOptions[] = [
   // redelivery taken for the current leader's (seed 1479: counted as staleRedeliveries).
   { seed: 1389, nodes: 3, storage: "memory", membership: true },
   { seed: 1479, nodes: 3, storage: "file", membership: true },
+  // The simulator's own mistake: a replica that caught up from a peer reported that peer's
+  // applied index before the CONSUMERS entry at it came through its log, and the copies were
+  // compared too early (they wait for the last consumer entry applied too now).
+  { seed: 958, nodes: 5, storage: "file", membership: false, stepMs: 10, faultMs: 1000, healMs: 1000 },
 ];
 
 function variant(s: number): Omit<ConsumerSimOptions, "seed"> {
