@@ -17,7 +17,9 @@
 //   DATA   [5][u32 crc32 of what follows][u32 request id][u32 chunk number][u8 flags][f64 to]
 //          then, flags 0: records [f64 seq][f64 ts][u32 ttl s][u16 subject][u32 header or
 //          0xffffffff][u32 data][subject][header][data]...; flags 1 (FINAL): [f64 index]
-//          [f64 apply seq][f64 first][f64 last][f64 last ts][u32 n][f64 deleted seq]*n.
+//          [f64 apply seq][f64 first][f64 last][f64 last ts][u32 n][f64 deleted seq]*n;
+//          flags 2 (DELETED): [u32 n][f64 deleted seq]*n, more of the FINAL frame's list
+//          (a long list goes in pieces of DELETED_PER_FRAME, right before the FINAL frame).
 //          `to`: the last sequence the chunk covers.
 //   ACK    [6][u32 request id][u32 chunks stored]
 //   LOST   [3][f64 index][f64 applySeq][f64 lastSeq][u64 lastTsNs] (below)
@@ -91,6 +93,10 @@ const ACK_LEN = 9;
 /** type, crc, request id, chunk, flags, to */
 const DATA_HDR = 1 + 4 + 4 + 4 + 1 + 8;
 const F_FINAL = 1;
+const F_DELETED = 2;
+/** Deleted sequences per frame (a KV stream may have millions: frames stay well below the
+ *  transport's frame bound). */
+export const DELETED_PER_FRAME = 65_536;
 const REC_FIXED = 8 + 8 + 4 + 2 + 4 + 4;
 const NO_HDR = 0xffffffff;
 const FINAL_FIXED = 5 * 8 + 4;
@@ -246,8 +252,16 @@ export class CatchupSender {
     if (!end) return;
     // The store's state now: the messages sent that it no longer holds, its range, the
     // applied position it is the state of.
-    const deleted: number[] = [];
+    let deleted: number[] = [];
     for (const d of store.deletedSeqs()) if (d <= this.maxSent) deleted.push(d);
+    while (deleted.length > DELETED_PER_FRAME) {
+      const piece = deleted.slice(0, DELETED_PER_FRAME);
+      deleted = deleted.slice(DELETED_PER_FRAME);
+      const d = Buffer.allocUnsafe(at + DATA_HDR + 4 + 8 * piece.length);
+      let r = d.writeUInt32LE(piece.length, at + DATA_HDR);
+      for (const x of piece) r = d.writeDoubleLE(x, r);
+      out.push(sealData(d, at, r, this.req.reqId, this.chunks++, F_DELETED, last));
+    }
     const f = Buffer.allocUnsafe(at + DATA_HDR + FINAL_FIXED + 8 * deleted.length);
     let q = at + DATA_HDR;
     q = f.writeDoubleLE(index, q);
@@ -274,6 +288,8 @@ export class CatchupReceiver {
   private last: number;
   /** Data chunks applied (tests, stats). */
   dataChunks = 0;
+  /** Deleted sequences of the DELETED frames so far (the FINAL frame adds its own). */
+  private readonly deleted: number[] = [];
 
   /** Chunks are kept while an earlier one is missing. */
   get waiting(): boolean {
@@ -313,6 +329,12 @@ export class CatchupReceiver {
     if (crc32(b, 5, b.length) >>> 0 !== b.readUInt32LE(1)) throw new Error("stream catch-up: chunk checksum mismatch");
     this.applied++;
     if ((b[13]! & F_FINAL) !== 0) return this.applyFinal(b);
+    if ((b[13]! & F_DELETED) !== 0) {
+      const n = b.length >= DATA_HDR + 4 ? b.readUInt32LE(DATA_HDR) : -1;
+      if (n < 0 || b.length !== DATA_HDR + 4 + 8 * n) throw new Error("stream catch-up: corrupt deleted frame");
+      for (let i = 0; i < n; i++) this.deleted.push(b.readDoubleLE(DATA_HDR + 4 + 8 * i));
+      return null;
+    }
     this.dataChunks++;
     const store = this.store;
     for (let p = DATA_HDR; p < b.length; ) {
@@ -340,7 +362,7 @@ export class CatchupReceiver {
   private applyFinal(b: Buffer): CatchupHeader {
     if (b.length < DATA_HDR + FINAL_FIXED) throw new Error("stream catch-up: short final frame");
     let q = DATA_HDR;
-    const h: CatchupHeader = { index: b.readDoubleLE(q), applySeq: b.readDoubleLE(q + 8), first: b.readDoubleLE(q + 16), last: b.readDoubleLE(q + 24), lastTs: b.readDoubleLE(q + 32), deleted: [] };
+    const h: CatchupHeader = { index: b.readDoubleLE(q), applySeq: b.readDoubleLE(q + 8), first: b.readDoubleLE(q + 16), last: b.readDoubleLE(q + 24), lastTs: b.readDoubleLE(q + 32), deleted: this.deleted };
     const n = b.readUInt32LE(q + 40);
     q += FINAL_FIXED;
     if (b.length !== q + 8 * n) throw new Error("stream catch-up: corrupt final frame");

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { StreamCluster } from "../helpers/streamcluster.js";
 import { decodeMsgOp, encodeMsgOp, decodePurgeOp, encodePurgeOp, decodeDeleteOp, encodeDeleteOp } from "../../src/jscluster/stream-codec.js";
 import { Rollup, StreamEntry } from "../../src/stream/entry.js";
-import { CatchupReceiver, CatchupSender, installStoreSnapshot } from "../../src/jscluster/stream-catchup.js";
+import { CatchupReceiver, CatchupSender, DELETED_PER_FRAME, installStoreSnapshot } from "../../src/jscluster/stream-catchup.js";
 import { MemoryStreamStore } from "../../src/storage/index.js";
 import { encodeStoreSnapshot, StoreSnapshotReader } from "../../src/storage/archive.js";
 import type { StreamStore } from "../../src/storage/types.js";
@@ -117,6 +117,32 @@ void test("store install: a prefix store is brought to the state of a later one 
     installStoreSnapshot(b, Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(src))]), false);
     assert.equal(dump(b), dump(src), `archive install from ${t}`);
   }
+});
+
+void test("store install: a long list of deleted sequences comes in pieces before the final frame", () => {
+  const n = DELETED_PER_FRAME * 2 + 10;
+  const src = new MemoryStreamStore(null, null);
+  fill(src, 1, n);
+  const a = new MemoryStreamStore(null, null);
+  fill(a, 1, n);
+  // Every other message deleted since the replica stored them all (a KV stream's overwrites).
+  for (let i = 2; i <= n; i += 2) src.removeMsg(i);
+  fill(src, n + 1, n + 3);
+  const tx = new CatchupSender({ reqId: 4, storeLast: n, minIndex: 0, creditBytes: 4096 }, src, 1024);
+  const frames: Buffer[] = [];
+  while (!tx.done) tx.build(9, n + 3, frames);
+  assert.ok(frames.length >= 3, `${frames.length} frames`);
+  assert.ok(frames.every((f) => f.length < 1024 * 1024), "no frame near the transport's bound");
+  const rx = new CatchupReceiver(4, a);
+  let h = null;
+  for (const f of frames) h = rx.push(f) ?? h;
+  assert.ok(h !== null);
+  assert.equal(h.deleted.length, Math.floor(n / 2));
+  const sa = a.state();
+  const ss = src.state();
+  assert.deepEqual([sa.firstSeq, sa.lastSeq, sa.msgs], [ss.firstSeq, ss.lastSeq, ss.msgs]);
+  assert.equal(a.loadMsg(2), null);
+  assert.equal(a.loadMsg(3)?.data.toString(), "m3");
 });
 
 for (const [storage, batch] of [
