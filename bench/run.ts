@@ -27,10 +27,12 @@ const USAGE = `usage: npm run bench -- <core|js|consume|kv|secure|hostile|cluste
   --rtt <n>        round trips for latency cases (default 10000, plus a 10% warm-up)
   --timeout <s>    bound for one case against one server (default 300)
   --only <name>    tsnats | nats-server
-  --cases <regex>  only the cases whose name matches (consume needs its "fill" cases)`;
+  --cases <regex>  only the cases whose name matches (consume needs its "fill" cases)
+  --catchup-mib <n>  cluster-js: MiB a stopped follower misses before it catches up
+                   (default 32, or TSNATS_BENCH_CATCHUP_MIB; the 1 GiB run: 1024)`;
 
 function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
-  const opts: BenchOptions = { durationS: 3, msgs: 1_000_000, rtt: 10_000, caseTimeoutS: 300, only: null, filter: null };
+  const opts: BenchOptions = { durationS: 3, msgs: 1_000_000, rtt: 10_000, caseTimeoutS: 300, only: null, filter: null, catchupMib: Number(process.env["TSNATS_BENCH_CATCHUP_MIB"] ?? 32) };
   const names: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -59,6 +61,9 @@ function parseArgs(argv: string[]): { suites: SuiteDef[]; opts: BenchOptions } {
         break;
       case "--cases":
         opts.filter = value();
+        break;
+      case "--catchup-mib":
+        opts.catchupMib = num();
         break;
       case "--only": {
         const v = value();

@@ -14,7 +14,8 @@ export type ServerName = (typeof SERVER_NAMES)[number];
 export const HOST = "127.0.0.1";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-const tsnatsBin = path.join(repoRoot, "dist", "src", "bin", "server.js");
+// TSNATS_BENCH_BIN: another build's server (a before/after comparison with this bench).
+const tsnatsBin = process.env["TSNATS_BENCH_BIN"] ?? path.join(repoRoot, "dist", "src", "bin", "server.js");
 
 /** The node flags package.json's "start" script runs tsnats with (`node <flags> dist/...`),
  *  so that the bench measures tsnats as `npm start` runs it. */

@@ -16,6 +16,8 @@ export interface BenchOptions {
   only: ServerName | null;
   /** Run only the cases whose name matches (e.g. "fill|push, ack none"). */
   filter: string | null;
+  /** cluster-js catch-up: MiB a stopped follower misses (--catchup-mib). */
+  catchupMib: number;
 }
 
 export interface MetricDef {

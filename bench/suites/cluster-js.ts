@@ -8,12 +8,13 @@
 //   - replicated consumers and KV (issue 18): pull consume with explicit acks (batch 500) from
 //     a durable with 3 replicas; KV put and get on an R3 bucket (p50/p99, one at a time); the
 //     servers' CPU with 1,000 idle R3 durables; catch-up MiB/s of a follower that was down
-//     while CATCHUP_MIB were published.
+//     while --catchup-mib MiB were published, with a publisher going on during the catch-up
+//     (its PubAck p99 before and during).
 //
 // Each case starts its own three servers and stops them after. A server that refuses R3 (or
 // has no clustered JetStream) shows up as an "error: ..." cell.
 
-import { RawConn, statusCode, TCP } from "../lib/conn.js";
+import { lastTokenNumber, RawConn, statusCode, TCP } from "../lib/conn.js";
 import { createConsumer, createStream, pubAckError, windowedRequests } from "../lib/js.js";
 import { deadlineAfter, latencyStats, nowNs, payloadOf, sleep, waitFor } from "../lib/load.js";
 import { newInboxPrefix, Requester } from "../lib/request.js";
@@ -37,14 +38,21 @@ const KV_METRICS: MetricDef[] = [
   { label: "get p99", unit: "µs", better: "lower" },
 ];
 const CPU_METRICS: MetricDef[] = [{ label: "CPU % of a core (3 servers)", unit: "%", better: "lower" }];
-const CATCHUP_METRICS: MetricDef[] = [{ label: "MiB/s", unit: "MiB/s", better: "higher" }];
+const CATCHUP_METRICS: MetricDef[] = [
+  { label: "MiB/s", unit: "MiB/s", better: "higher" },
+  { label: "pub p99 before", unit: "µs", better: "lower" },
+  { label: "pub p99 during", unit: "µs", better: "lower" },
+];
+/** The publisher that goes on during the catch-up: 1 KiB messages, this many PubAcks in flight. */
+const STEADY_WINDOW = 4;
+const STEADY_SIZE = 1024;
 const WINDOW = 256;
 const CONSUME_MSGS = 50_000;
 const BATCH = 500;
 const IDLE_CONSUMERS = 1000;
 const IDLE_SAMPLE_MS = 10_000;
-/** Size of what a stopped follower misses (TSNATS_BENCH_CATCHUP_MIB, default 256). */
-const CATCHUP_MIB = Number(process.env["TSNATS_BENCH_CATCHUP_MIB"] ?? 256);
+/** Idle R3 streams, each its own Raft group (quiet groups, coalesced heartbeats). */
+const IDLE_STREAMS = 200;
 const EMPTY = Buffer.alloc(0);
 const KILLS = 10;
 const STREAM = "BENCHR3";
@@ -61,25 +69,42 @@ function config(i: number, clusterPorts: number[], extra: string): string {
 
 interface MetaInfo {
   cluster?: { leader?: string; replicas?: Array<{ name: string; current: boolean }> };
-  state?: { last_seq: number };
+  state?: { last_seq: number; messages: number };
 }
 
 class JsTrio {
   private readonly conns: RawConn[] = [];
-  private constructor(readonly procs: ServerProc[]) {}
+  private constructor(
+    readonly procs: ServerProc[],
+    /** Monitoring ports (none unless asked for). */
+    readonly httpPorts: number[],
+  ) {}
 
-  static async start(ctx: CaseContext, extra: string): Promise<JsTrio> {
+  static async start(ctx: CaseContext, extra: string, monitor = false): Promise<JsTrio> {
     const clusterPorts = [await freePort(), await freePort(), await freePort()];
+    const httpPorts = monitor ? [await freePort(), await freePort(), await freePort()] : [];
     const procs: ServerProc[] = [];
     try {
       for (let i = 1; i <= 3; i++) {
-        procs.push(await ServerProc.start({ name: ctx.server.name, jetstream: true, config: config(i, clusterPorts, extra) }));
+        const http = monitor ? `http: "${HOST}:${httpPorts[i - 1]}"\n` : "";
+        procs.push(await ServerProc.start({ name: ctx.server.name, jetstream: true, config: config(i, clusterPorts, http + extra) }));
       }
     } catch (e) {
       await Promise.all(procs.map((p) => p.stop()));
       throw e;
     }
-    return new JsTrio(procs);
+    return new JsTrio(procs, httpPorts);
+  }
+
+  /** Messages in server's JetStream stores (/jsz), -1 while it does not answer. */
+  async storedMsgs(server: number): Promise<number> {
+    try {
+      const r = await fetch(`http://${HOST}:${this.httpPorts[server]}/jsz`, { signal: AbortSignal.timeout(2_000) });
+      const j = (await r.json()) as { messages?: number };
+      return j.messages ?? -1;
+    } catch {
+      return -1;
+    }
   }
 
   async connect(server: number): Promise<RawConn> {
@@ -142,8 +167,8 @@ async function waitCurrent(req: Requester, what: string): Promise<string> {
   }
 }
 
-async function withJsTrio<R>(ctx: CaseContext, extra: string, body: (t: JsTrio) => Promise<R>): Promise<R> {
-  const t = await JsTrio.start(ctx, extra);
+async function withJsTrio<R>(ctx: CaseContext, extra: string, body: (t: JsTrio) => Promise<R>, monitor = false): Promise<R> {
+  const t = await JsTrio.start(ctx, extra, monitor);
   try {
     return await body(t);
   } finally {
@@ -312,9 +337,102 @@ async function idleConsumers(t: JsTrio): Promise<Record<string, number>> {
   return { "CPU % of a core (3 servers)": (cpu * 1000 * 100) / (performance.now() - t0) };
 }
 
-/** A follower stopped while CATCHUP_MIB of 16 KiB messages are published, then launched
- *  again: MiB per second from its launch until every replica is current. */
-async function catchUp(t: JsTrio): Promise<Record<string, number>> {
+/**
+ * Publishes to the R3 stream with `window` PubAcks in flight until stop(); each PubAck's
+ * round trip is kept with the time it arrived, so a percentile can be taken over a period.
+ */
+class SteadyPublisher {
+  readonly at: number[] = [];
+  readonly lat: number[] = [];
+  private sent = 0;
+  private done = 0;
+  private going = true;
+  private failure: string | null = null;
+  private readonly sentAt: Float64Array;
+  private readonly inbox = newInboxPrefix();
+  private sid = 0;
+
+  constructor(
+    private readonly conn: RawConn,
+    private readonly window: number,
+    private readonly payload: Buffer,
+  ) {
+    this.sentAt = new Float64Array(window * 4);
+  }
+
+  async start(): Promise<void> {
+    const ring = this.sentAt.length;
+    this.sid = this.conn.sub(`${this.inbox}.*`, (subject, _reply, hdr, payload) => {
+      const t = nowNs();
+      const id = lastTokenNumber(subject);
+      this.at.push(t);
+      this.lat.push(t - this.sentAt[id % ring]!);
+      this.done++;
+      const err = pubAckError(hdr, payload);
+      if (err !== null && this.failure === null) this.failure = err;
+      if (this.going) this.sendOne();
+    });
+    this.conn.flush();
+    await this.conn.ping();
+    for (let k = 0; k < this.window; k++) this.sendOne();
+    this.conn.flush();
+  }
+
+  private sendOne(): void {
+    const id = this.sent++;
+    this.sentAt[id % this.sentAt.length] = nowNs();
+    this.conn.queuePub(SUBJECT, `${this.inbox}.${id}`, this.payload);
+  }
+
+  /** p99 (µs) of the PubAcks that arrived in [fromNs, toNs). */
+  p99(fromNs: number, toNs: number): number {
+    const xs: number[] = [];
+    for (let i = 0; i < this.at.length; i++) if (this.at[i]! >= fromNs && this.at[i]! < toNs) xs.push(this.lat[i]!);
+    if (xs.length === 0) throw new Error("no PubAck in the period");
+    return latencyStats(xs).p99;
+  }
+
+  async stop(): Promise<void> {
+    this.going = false;
+    await waitFor([this.conn], () => this.done >= this.sent, () => this.done, 15_000, "steady publisher's last PubAcks");
+    this.conn.unsub(this.sid);
+    this.conn.flush();
+    if (this.failure !== null) throw new Error(`steady publisher: ${this.failure}`);
+  }
+}
+
+/** CPU of the three servers over IDLE_SAMPLE_MS with IDLE_STREAMS idle R3 streams (a Raft
+ *  group each), after one publish to each. */
+async function idleStreams(t: JsTrio): Promise<Record<string, number>> {
+  const req = await t.requester(0);
+  await createR3(req);
+  for (let i = 0; i < IDLE_STREAMS; i += 10) {
+    const batch: Promise<unknown>[] = [];
+    for (let k = i; k < Math.min(IDLE_STREAMS, i + 10); k++) batch.push(createStream(req, { name: `IDLE${k}`, subjects: [`idle.${k}`], storage: "file", num_replicas: 3 }));
+    await Promise.all(batch);
+  }
+  const pub = await t.requester(0);
+  for (let k = 0; k < IDLE_STREAMS; k++) {
+    const end = performance.now() + 10_000;
+    for (;;) {
+      const r = await pub.request(`idle.${k}`, payloadOf(16), 2_000).catch(() => null);
+      if (r !== null && r.status === 0 && !r.payload.includes('"error"')) break;
+      if (performance.now() > end) throw new Error(`no PubAck from stream IDLE${k}`);
+      await sleep(100);
+    }
+  }
+  await sleep(5_000); // let the groups settle
+  const cpu0 = t.procs.reduce((a, p) => a + p.cpuSeconds(), 0);
+  const t0 = performance.now();
+  await sleep(IDLE_SAMPLE_MS);
+  const cpu = t.procs.reduce((a, p) => a + p.cpuSeconds(), 0) - cpu0;
+  return { "CPU % of a core (3 servers)": (cpu * 1000 * 100) / (performance.now() - t0) };
+}
+
+/** A follower stopped while `mib` MiB of 16 KiB messages are published, then launched again
+ *  while a publisher goes on: MiB per second from its launch until every replica is current,
+ *  and the publisher's PubAck p99 in the 3 s before the launch and during the catch-up. */
+async function catchUp(t: JsTrio, mib: number): Promise<Record<string, number>> {
   const admin = [await t.requester(0), await t.requester(1), await t.requester(2)];
   await createR3(admin[0]!);
   const leader = await waitCurrent(admin[0]!, "after create");
@@ -323,13 +441,29 @@ async function catchUp(t: JsTrio): Promise<Record<string, number>> {
   const survivor = (li + 2) % 3;
   await t.procs[victim]!.kill("SIGTERM"); // its store stays for the launch
   const size = 16 * 1024;
-  const n = Math.ceil((CATCHUP_MIB * 1024 * 1024) / size);
+  const n = Math.ceil((mib * 1024 * 1024) / size);
   const pub = await t.connect(survivor);
   await windowedRequests(pub, { subjects: [SUBJECT], payload: payloadOf(size), window: 64, maxMsgs: n, deadlineNs: Infinity, collectLatency: false, check: pubAckError });
+  const steady = new SteadyPublisher(await t.connect(li), STEADY_WINDOW, payloadOf(STEADY_SIZE));
+  await steady.start();
+  const b0 = nowNs();
+  await sleep(3_000);
+  // What the follower must hold: every message stored before its launch. (STREAM.INFO on the
+  // leader counts a follower current once its Raft log is, which may be before its store is.)
+  const target = (await info(admin[li]!)).state?.messages ?? 0;
   const t0 = performance.now();
+  const c0 = nowNs();
   await t.procs[victim]!.launch();
+  const end = t0 + 600_000;
+  while ((await t.storedMsgs(victim)) < target) {
+    if (performance.now() > end) throw new Error("the follower did not catch up in 600 s");
+    await sleep(50);
+  }
+  const secs = (performance.now() - t0) / 1000;
+  const c1 = nowNs();
   await waitCurrent(admin[survivor]!, "catch-up");
-  return { "MiB/s": CATCHUP_MIB / ((performance.now() - t0) / 1000) };
+  await steady.stop();
+  return { "MiB/s": mib / secs, "pub p99 before": steady.p99(b0, c0), "pub p99 during": steady.p99(c0, c1) };
 }
 
 export const clusterJsSuite: SuiteDef = {
@@ -342,10 +476,11 @@ export const clusterJsSuite: SuiteDef = {
     `consume: ${CONSUME_MSGS} stored 16 B messages pulled by a durable (num_replicas 3, max_ack_pending 20,000) with batches of ${BATCH}, two pulls in flight, every message acked; client on server 1.`,
     "KV: an R3 bucket's stream made as the clients make it (max_msgs_per_subject 1, allow_direct); puts one at a time from server 1 over 100 keys for half of --duration, then direct gets one at a time from server 2.",
     `idle consumers: ${IDLE_CONSUMERS} durable pull consumers with num_replicas 3 on the R3 stream, nothing published; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
-    `catch-up: a follower stopped, ${CATCHUP_MIB} MiB of 16 KiB messages published (TSNATS_BENCH_CATCHUP_MIB), the follower launched again; MiB/s from its launch until both followers report current.`,
+    `idle streams: ${IDLE_STREAMS} R3 file streams (a Raft group each), one publish to each, 5 s to settle; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
+    `catch-up: a follower stopped, --catchup-mib (default 32) MiB of 16 KiB messages published, the follower launched again; MiB/s from its launch until its /jsz counts every message stored before the launch. Meanwhile a publisher on the leader's server keeps ${STEADY_WINDOW} PubAcks of ${STEADY_SIZE} B in flight: its PubAck p99 in the 3 s before the launch and during the catch-up.`,
     `failover: ${KILLS} times, SIGKILL of the stream leader (from STREAM.INFO cluster.leader) with a publisher on another server retrying every 50 ms (500 ms per try); time from the kill to the next PubAck. The killed server restarts on its store and all replicas must be current before the next kill.`,
   ],
-  cases(_opts: BenchOptions): CaseDef[] {
+  cases(opts: BenchOptions): CaseDef[] {
     return [
       { name: "R3 async publish, 16 B", metrics: PUBLISH_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Publish(t, c.opts, 16)) },
       { name: "R3 async publish, 1 KiB", metrics: PUBLISH_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Publish(t, c.opts, 1024)) },
@@ -353,7 +488,8 @@ export const clusterJsSuite: SuiteDef = {
       { name: `R3 pull consume, explicit ack, batch ${BATCH}, 16 B`, metrics: RATE, run: (c) => withJsTrio(c, "", (t) => r3Consume(t)) },
       { name: "R3 KV put / get, 128 B", metrics: KV_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Kv(t, c.opts)) },
       { name: `${IDLE_CONSUMERS} idle R3 durables: CPU`, metrics: CPU_METRICS, run: (c) => withJsTrio(c, "", (t) => idleConsumers(t)) },
-      { name: `R3 follower catch-up, ${CATCHUP_MIB} MiB behind`, metrics: CATCHUP_METRICS, run: (c) => withJsTrio(c, "", (t) => catchUp(t)) },
+      { name: `${IDLE_STREAMS} idle R3 streams: CPU`, metrics: CPU_METRICS, run: (c) => withJsTrio(c, "", (t) => idleStreams(t)) },
+      { name: `R3 follower catch-up, ${opts.catchupMib} MiB behind`, metrics: CATCHUP_METRICS, run: (c) => withJsTrio(c, "", (t) => catchUp(t, c.opts.catchupMib), true) },
     ];
   },
 };

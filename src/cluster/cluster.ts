@@ -561,6 +561,19 @@ export class Cluster implements ClusterLike {
     return false;
   }
 
+  /** sendPeer of a batch of length-prefixed frames, written straight into the route's
+   *  outbound buffer (RoutePeerTransport). */
+  sendPeerFrames(name: string, subject: string, frames: readonly Uint8Array[], from: number, to: number, size: number): boolean {
+    for (const p of this.registry.peers.values()) {
+      if (p.name !== name || p.info.tsnats_peer !== PEER_PROTOCOL) continue;
+      const r = this.registry.systemRoute(p);
+      if (r === null) return false;
+      r.sendSystemFrames(subject, frames, from, to, size);
+      return true;
+    }
+    return false;
+  }
+
   setPeerListener(l: PeerListener | null): void {
     this.peerListener = l;
   }

@@ -168,7 +168,9 @@ export class Interest {
       const name = members[0]!.queue;
       const remote = rqs.length > 0 ? findGroup(rqs, name) : null;
       const w = remote === null ? 0 : weightOf(remote);
-      const pick = this.random.int(n + w);
+      // A preferLocal group (the clustered $JS.API) takes its local member first; a route's
+      // only if none here can take it.
+      const pick = members[0]!.preferLocal ? 0 : this.random.int(n + w);
       if (pick < n || w === 0) {
         if (this.deliverQueueLocal(members, pick < n ? pick : 0, fromCid, noEcho, subject, shown, reply, hdr, buf, start, end, ack)) {
           delivered++;

@@ -20,6 +20,9 @@ export const MAX_PEER_FRAME_BYTES = 32 * 1024 * 1024;
 export interface PeerRoutes {
   peerNames(): string[];
   sendPeer(name: string, subject: string, payload: Buffer): boolean;
+  /** sendPeer of the batch [u32 BE length][frame]... of frames[from, to) (size bytes), written
+   *  without an intermediate buffer; optional. */
+  sendPeerFrames?(name: string, subject: string, frames: readonly Uint8Array[], from: number, to: number, size: number): boolean;
   setPeerListener(l: PeerListener | null): void;
   /** Route peers connected now without JetStream. */
   nonJetStreamPeers?(): string[];
@@ -106,6 +109,14 @@ export class RoutePeerTransport implements PeerListener {
         let j = i;
         do size += 4 + frames[j++]!.length;
         while (j < frames.length && size + 4 + frames[j]!.length <= MAX_BATCH_BYTES);
+        if (this.routes.sendPeerFrames !== undefined) {
+          if (this.routes.sendPeerFrames(peer, PEER_BATCH_SUBJECT, frames, i, j, size)) {
+            this.stats.batchesOut++;
+            this.stats.framesOut += j - i;
+          } else this.stats.dropped += j - i;
+          i = j;
+          continue;
+        }
         const buf = Buffer.allocUnsafe(size);
         let p = 0;
         for (let k = i; k < j; k++) {

@@ -351,6 +351,29 @@ export class Route extends Conn implements RouteParserHandler {
     if (p + this.socket.writableLength > this.cluster.maxPendingBytes) this.cluster.closeRoute(this, "Slow Consumer (Pending Bytes)", "slow route: pending bytes over max_pending");
   }
 
+  /** sendSystem of the batch [u32 BE length][frame]... of frames[from, to) (size bytes in
+   *  all), written straight into the outbound buffer (no batch buffer in between). */
+  sendSystemFrames(subject: string, frames: readonly Uint8Array[], from: number, to: number, size: number): void {
+    if (this.closed) return;
+    const line = this.account === "" ? `RMSG ${SYSTEM_ACCOUNT} ${subject} ${size}\r\n` : `RMSG ${subject} ${size}\r\n`;
+    const need = line.length + size + 2;
+    if (this.outLen + need > this.out.length) this.grow(need);
+    const out = this.out;
+    let p = this.outLen;
+    p += out.write(line, p, "latin1");
+    for (let k = from; k < to; k++) {
+      const f = frames[k]!;
+      out.writeUInt32BE(f.length, p);
+      out.set(f, p + 4);
+      p += 4 + f.length;
+    }
+    out[p++] = 13;
+    out[p++] = 10;
+    this.outLen = p;
+    this.markDirty();
+    if (p + this.socket.writableLength > this.cluster.maxPendingBytes) this.cluster.closeRoute(this, "Slow Consumer (Pending Bytes)", "slow route: pending bytes over max_pending");
+  }
+
   override queueString(s: string): void {
     if (this.cluster.traceEnabled) this.cluster.log.trace(`${this.label()} - ->> [${s.trimEnd().slice(0, 200)}]`);
     this.queueRaw(Buffer.from(s, "utf8"));

@@ -29,7 +29,7 @@ export interface InternalSubscription {
 /** How an internal subscription takes part in the cluster. */
 export interface BusSubscribeOptions {
   /** false (the default): local only. Routes never hear of the subscription and a message
-   *  that came over a route never reaches it (the $JS.API handlers must stay local).
+   *  that came over a route never reaches it.
    *  true: announced to routes exactly like a client's subscription (RS+ when the subject
    *  or queue group gains it, RS- when it goes; counted together with clients' on the same
    *  subject / queue), so a publish by a client on any server of the cluster reaches it, and
@@ -38,6 +38,11 @@ export interface BusSubscribeOptions {
    *  on to another route. Fixed at subscribe time. (Stable API: replicated JetStream's
    *  stream-leader ingest, ack, flow-control and deliver-side subscriptions use it.) */
   cluster?: boolean;
+  /** With `cluster` and a queue: a message published on this server goes to this server's
+   *  member of the group whenever it has one, never to a route's (the clustered $JS.API
+   *  handlers: any JetStream server can take a request, so the nearest one does; routes
+   *  carry only what servers without a member, e.g. without JetStream, publish). */
+  preferLocal?: boolean;
 }
 
 export interface Bus {

@@ -86,6 +86,18 @@ export interface CommitWaiter {
   dropped(): void;
 }
 
+/** A consumer as a stream that changes kind (STREAM.UPDATE of its replicas) hands it over:
+ *  its config (wire JSON), creation time, ledger knobs and state. */
+export interface ConsumerSeed {
+  name: string;
+  config: string;
+  createdNs: number;
+  ackPolicy: "none" | "all" | "explicit";
+  maxDeliver: number;
+  maxAckPending: number;
+  state: ConsumerState;
+}
+
 /** What a replicated stream keeps of its consumers (src/jscluster/consumer-repl.ts): the
  *  stream leader's consumers report every ledger operation here, in the order they applied
  *  them; the operations travel in the stream's Raft log and every replica applies them to

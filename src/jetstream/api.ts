@@ -33,10 +33,10 @@ import { Snapshots, snapshotSizes } from "./snapshot.js";
 import { JS_API_LEVEL } from "../version.js";
 import { DEFAULT_OVERLAP_BUDGET, findOverlap, OverlapBudgetExceeded, OverlapSearch, type OverlapPair } from "../subjects/overlap.js";
 import type { JetStreamCore } from "./core.js";
-import { rfc3339Ns } from "../stream/time.js";
 import { Pacer } from "./pacer.js";
 import { ERROR_EXTRAS, Fail, fail, optBool, optInt, optStr, parseBody, RawBody, responseType, type Body } from "./api-body.js";
-import { isInfoRequest, RequestQueue } from "./queue.js";
+import { isInfoRequest, RequestQueue, type QueuedRequest } from "./queue.js";
+import { StreamInfoText } from "./info-json.js";
 import type { ClusterApiHooks } from "./cluster-types.js";
 import { domainMapped, STREAM_PATTERNS } from "./api-subjects.js";
 
@@ -45,24 +45,22 @@ export { domainMapped };
 const NAMES_LIMIT = 1024;
 const LIST_LIMIT = 256;
 const MAX_SUBJECT_DETAILS = 100_000;
+/** The queue group of a clustered server's $JS.API subscriptions. */
+const API_QUEUE = "_tsnats_jsapi";
 const API_PREFIX = "$JS.API.";
+const AUDIT_SUBJECT = "$JS.EVENT.ADVISORY.API";
 const EMPTY = Buffer.alloc(0);
 /** nats-server JSDefaultRequestQueueLimit: queued API requests before they are dropped. */
 export const DEFAULT_REQUEST_QUEUE_LIMIT = 10_000;
 /** Work the queues for at most this many requests per turn of the loop (and at most the
  *  pacer's slice of time). */
 const API_PER_TURN = 256;
+/** ... and yield once the replies published in the turn pass this many bytes: they are
+ *  written to the requesters' sockets when the turn's work is done (thousands of
+ *  STREAM.INFO replies of a few KiB each made multi-megabyte writes). */
+const API_REPLY_BYTES_PER_TURN = 256 * 1024;
 /** Node pairs of an overlap search per step (well under a slice). */
 const OVERLAP_STEP_UNITS = 2048;
-
-/** A stream's config as JSON text and its created time, for as long as its config object
- *  is the same (an update replaces it). STREAM.INFO bursts then cost the state, not the
- *  config (thousands of subjects) each time. */
-interface WireCache {
-  cfg: StreamConfig;
-  config: string;
-  created: string;
-}
 
 /** The stream's own subjects need a search that has not been done (checkConfig). */
 class NeedOverlapSearch extends Error {
@@ -75,7 +73,9 @@ export class ApiRouter {
   private readonly queue = new RequestQueue("JetStream API queue");
   private readonly infoQueue = new RequestQueue("JetStream API info queue");
   readonly pacer: Pacer;
-  private readonly wireCache = new WeakMap<Stream, WireCache>();
+  private readonly infoText: StreamInfoText;
+  /** Reply bytes published by the queue's requests in this turn (drain). */
+  private turnReplyBytes = 0;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   /** Requests dropped because the queue reached its limit, since start. */
@@ -92,6 +92,14 @@ export class ApiRouter {
   constructor(private readonly svc: JetStreamCore) {
     const d = svc.deps;
     this.pacer = new Pacer(d.clock, d.sched);
+    this.infoText = new StreamInfoText({
+      domain: () => svc.domain,
+      serverName: () => d.serverName,
+      clusterBlock: (name) => (this.cluster !== null ? this.cluster.clusterBlock(name) : undefined),
+      mirrorInfo: (st) => svc.sourcing.mirrorInfo(st),
+      sourcesInfo: (st) => svc.sourcing.sourcesInfo(st),
+      nowNs: () => d.clock.nowNs(),
+    });
     this.ctx = {
       bus: d.bus,
       clock: d.clock,
@@ -149,9 +157,17 @@ export class ApiRouter {
     this.recoverConsumersFn = recoverConsumers;
   }
 
+  /** The API's subscriptions. Clustered, they form one queue group announced over routes,
+   *  so a server without JetStream (or a nats-server peer) routes its clients' requests to
+   *  a JetStream server, as nats-server's JetStream servers' API subscriptions do; a request
+   *  made on a JetStream server is taken by that server (preferLocal), and whichever server
+   *  takes it routes it on to the one that answers (cluster-api.ts). */
   subscribe(): InternalSubscription[] {
     const bus = this.svc.deps.bus;
     const subs: InternalSubscription[] = [];
+    const clustered = this.cluster !== null;
+    const queue = clustered ? API_QUEUE : "";
+    const opts = clustered ? { cluster: true, preferLocal: true } : undefined;
     for (const pat of STREAM_PATTERNS) {
       // Borrowing: enqueue copies what it keeps.
       subs.push(
@@ -160,8 +176,9 @@ export class ApiRouter {
           (subject, reply, hdr, payload) => {
             if (this.cluster?.intercept(subject, reply, hdr, payload) !== true) this.enqueue(API_PREFIX, subject, reply, hdr, payload);
           },
-          "",
+          queue,
           true,
+          opts,
         ),
       );
     }
@@ -236,14 +253,17 @@ export class ApiRouter {
     const pacer = this.pacer;
     pacer.begin();
     let n = 0;
+    this.turnReplyBytes = 0;
     while (this.pending > 0) {
-      if (n >= API_PER_TURN || pacer.due) {
+      if (n >= API_PER_TURN || this.turnReplyBytes >= API_REPLY_BYTES_PER_TURN || pacer.due) {
         await pacer.nextTurn();
         n = 0;
+        this.turnReplyBytes = 0;
         continue;
       }
       const r = this.queue.shift() ?? this.infoQueue.shift()!;
       n++;
+      if (this.plainStreamInfo(r)) continue;
       try {
         await this.dispatch(r.rest.split("."), r.reply, r.hdr, r.payload, r.local === true);
       } catch (e) {
@@ -256,12 +276,30 @@ export class ApiRouter {
     for (const f of w) f();
   }
 
+  /** STREAM.INFO without a body or headers on a local stream, the common burst: answered
+   *  here and now from the cached reply head (StreamInfoText.infoReply), without a promise
+   *  per request; false for anything else (dispatch's way). */
+  private plainStreamInfo(r: QueuedRequest): boolean {
+    if (r.payload.length !== 0 || r.hdr !== null || this.cluster !== null || r.reply === "" || !r.rest.startsWith("STREAM.INFO.")) return false;
+    const name = r.rest.slice(12);
+    const st = name.indexOf(".") < 0 ? this.svc.streams.get(name) : undefined;
+    if (st === undefined) return false;
+    this.svc.apiStats.total++;
+    const bytes = this.infoText.infoReply(st);
+    this.turnReplyBytes += bytes.length;
+    this.svc.deps.bus.publish(r.reply, "", null, bytes);
+    if (this.svc.deps.bus.hasInterest(AUDIT_SUBJECT)) this.audit(r.rest.split("."), r.payload, bytes.toString("utf8"));
+    return true;
+  }
+
   respond(reply: string, obj: unknown): void {
     if (typeof obj === "object" && obj !== null && (obj as { error?: unknown }).error !== undefined) {
       this.svc.apiStats.errors++;
     }
     if (reply === "") return;
-    this.svc.deps.bus.publish(reply, "", null, Buffer.from(JSON.stringify(obj)));
+    const bytes = Buffer.from(JSON.stringify(obj));
+    this.turnReplyBytes += bytes.length;
+    this.svc.deps.bus.publish(reply, "", null, bytes);
   }
 
   /** Nats-Required-Api-Level above ours: 10185 (JSON) or status 412 (direct get). */
@@ -295,7 +333,11 @@ export class ApiRouter {
       const out = c === undefined ? await this.stream(t, payload) : typeof c["raw"] === "string" ? new RawBody(c["raw"]) : (c as Record<string, unknown>);
       if (out instanceof RawBody) {
         const text = `{"type":${JSON.stringify(type)},${out.json.slice(1)}`;
-        if (reply !== "") this.svc.deps.bus.publish(reply, "", null, Buffer.from(text));
+        if (reply !== "") {
+          const bytes = Buffer.from(text);
+          this.turnReplyBytes += bytes.length;
+          this.svc.deps.bus.publish(reply, "", null, bytes);
+        }
         this.audit(t, payload, text);
         return;
       }
@@ -309,40 +351,19 @@ export class ApiRouter {
     this.audit(t, payload, resp);
   }
 
-  /** The cached wire config and created time of a stream (see WireCache). */
-  private wire(st: Stream): WireCache {
-    const c = this.wireCache.get(st);
-    if (c !== undefined && c.cfg === st.cfg) return c;
-    const n: WireCache = { cfg: st.cfg, config: JSON.stringify(st.wireConfig()), created: JSON.stringify(rfc3339Ns(st.createdNs)) };
-    this.wireCache.set(st, n);
-    return n;
-  }
-
-  /** info(st, opts) as JSON text, the same fields in the same order, after `head` (fields
-   *  with their trailing comma, or "") and before `tail` (fields, each after a comma).
-   *  withCluster false: without the cluster block (create and update replies). */
   /** A local stream's info as STREAM.LIST shows it (JSON text). */
   listInfoJson(st: Stream): string {
-    return this.infoJson(st, "");
+    return this.infoText.json(st, "");
   }
 
   private infoJson(st: Stream, head: string, opts?: { deletedDetails?: boolean }, withCluster = true, tail = ""): string {
-    const w = this.wire(st);
-    let s = `{${head}"config":${w.config},"created":${w.created},"state":${JSON.stringify(st.state(opts))}`;
-    if (this.svc.domain !== "") s += `,"domain":${JSON.stringify(this.svc.domain)}`;
-    if (withCluster) s += `,"cluster":${this.cluster !== null ? JSON.stringify(this.cluster.clusterBlock(st.name)) : `{"leader":${JSON.stringify(this.svc.deps.serverName)}}`}`;
-    const mirror = this.svc.sourcing.mirrorInfo(st);
-    if (mirror) s += `,"mirror":${JSON.stringify(mirror)}`;
-    const sources = this.svc.sourcing.sourcesInfo(st);
-    if (sources) s += `,"sources":${JSON.stringify(sources)}`;
-    return s + `,"ts":${JSON.stringify(rfc3339Ns(this.svc.deps.clock.nowNs()))}${tail}}`;
+    return this.infoText.json(st, head, opts, withCluster, tail);
   }
 
   /** $JS.EVENT.ADVISORY.API, only built when someone listens. */
   private audit(t: string[], payload: Buffer, resp: Record<string, unknown> | string): void {
-    const subject = "$JS.EVENT.ADVISORY.API";
-    if (!this.svc.deps.bus.hasInterest(subject)) return;
-    this.svc.advisory(subject, {
+    if (!this.svc.deps.bus.hasInterest(AUDIT_SUBJECT)) return;
+    this.svc.advisory(AUDIT_SUBJECT, {
       type: ApiType.ApiAudit,
       server: this.svc.deps.serverName,
       client: {},

@@ -21,6 +21,7 @@ import { JS_API_LEVEL } from "../version.js";
 import type { ApiRouter } from "./api.js";
 import { parseBody, responseType } from "./api-body.js";
 import { type ClusterServiceHost, configOf, LocalCopies, PROPOSE_SUBJECT, PROPOSE_TIMEOUT_MS, type LocalCopy } from "./cluster-local.js";
+import { shrinkPeers } from "./scale.js";
 export type { ClusterServiceHost } from "./cluster-local.js";
 import type {
   ClusterApiHooks,
@@ -375,13 +376,59 @@ export class JsCluster implements ClusterApiHooks {
     // checkStreamUpdate refuses replicas > 1 (a single server's rule): checked with 1 here.
     const cfg = checkStreamUpdate({ ...configOf(cur), num_replicas: 1 }, { ...checked, num_replicas: 1 });
     cfg.num_replicas = checked.num_replicas;
-    // Against the configured replicas, not the group's size (a peer removal may have shrunk it).
-    if (Math.max(1, cfg.num_replicas) !== Math.max(1, Number(cur.config["num_replicas"] ?? 1))) fail("JSStreamReplicasNotUpdatableErr");
     setStaticMetadata(cfg);
     if (this.overlapsOthers(cfg)) fail("JSStreamSubjectOverlapErr");
-    const sa: ClusterStreamAssignment = { ...cur, config: configToWire(cfg, false) as ClusterStreamAssignment["config"], reply };
+    // Against the configured replicas, not the group's size (a peer removal may have shrunk it).
+    const want = Math.max(1, cfg.num_replicas);
+    const group = want !== Math.max(1, Number(cur.config["num_replicas"] ?? 1)) ? await this.scaledGroup(cur, cfg, want) : cur.group;
+    const sa: ClusterStreamAssignment = { ...cur, group, config: configToWire(cfg, false) as ClusterStreamAssignment["config"], reply };
     this.changeError(await this.meta.proposeWait({ op: "update_stream", sa }, PROPOSE_TIMEOUT_MS));
     return null;
+  }
+
+  /**
+   * STREAM.UPDATE of num_replicas (nats-server 2.10+): the stream's members after the change.
+   * Up: placement adds servers after the current ones (R1→R>1 is a new Raft group, seeded by
+   * the server holding the plain stream; R>1 grows the same group). Down: the stream's leader
+   * is kept first (asked of it when this server does not hold a copy), then the others in
+   * order; R>1→R1 gets a new group name (a plain copy has no Raft group, and a later scale-up
+   * must start a fresh one).
+   */
+  private async scaledGroup(cur: ClusterStreamAssignment, cfg: StreamConfig, want: number): Promise<ClusterStreamAssignment["group"]> {
+    if (want > 1 && this.meta.openStreamGroup === undefined) fail("JSStreamReplicasNotSupportedErr");
+    const peers = cur.group.peers;
+    const where = { storage: cfg.storage, maxBytes: cfg.max_bytes, cluster: cfg.placement?.cluster ?? cur.group.cluster ?? "", tags: cfg.placement?.tags ?? [] };
+    if (want > peers.length) {
+      const placed = this.meta.placeStream({ ...where, replicas: want, existing: peers });
+      if (!placed.ok) fail("JSClusterNoPeersErrF", { err: placed.error });
+      if (placed.group.peers.length < want) fail("JSInsufficientResourcesErr");
+      if (peers.length === 1) return { ...placed.group, preferred: peers[0]! };
+      return { ...cur.group, peers: placed.group.peers };
+    }
+    const kept = shrinkPeers(peers, await this.leaderOf(cur), want);
+    if (want === 1) {
+      const placed = this.meta.placeStream({ ...where, replicas: 1, existing: kept });
+      if (!placed.ok) fail("JSInsufficientResourcesErr");
+      return { ...placed.group, peers: kept, preferred: kept[0]! };
+    }
+    const group = { ...cur.group, peers: kept };
+    if (group.preferred !== undefined && !kept.includes(group.preferred)) delete group.preferred;
+    return group;
+  }
+
+  /** The stream's leader as its group says ("" unknown): this server's copy, else asked of a
+   *  member (its info's cluster block, bounded). */
+  private async leaderOf(sa: ClusterStreamAssignment): Promise<string> {
+    const local = this.copies.get(sa.config.name)?.group;
+    if (local != null) return local.leader;
+    const json = await this.infoOf(sa.config.name);
+    if (json === null) return "";
+    try {
+      const l = (JSON.parse(json) as { cluster?: { leader?: unknown } }).cluster?.leader;
+      return typeof l === "string" ? l : "";
+    } catch {
+      return "";
+    }
   }
 
   private async remove(name: string): Promise<Body> {

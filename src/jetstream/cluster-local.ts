@@ -13,8 +13,10 @@ import type { Stream } from "../stream/stream.js";
 import type { ApiRouter } from "./api.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
-import { dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
+import { consumerSeeds, dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
 import type { ClusterChange, ClusterMeta, ClusterOp, ClusterStreamAssignment, ClusterStreamGroup } from "./cluster-types.js";
+import type { ConsumerSeed } from "../contracts/jetstream.js";
+import { joinVoters, scaleStep, updateAnswerer } from "./scale.js";
 
 /** How long the meta leader waits for its proposal to apply before giving up on the reply. */
 export const PROPOSE_TIMEOUT_MS = 5000;
@@ -26,6 +28,8 @@ const LEAVE_BOUND_MS = 5000;
 /** What the clustered side needs of the JetStream service beyond JetStreamCore. */
 export interface ClusterServiceHost extends JetStreamCore {
   createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
+  /** The same store under a new Stream: with a group's proposer, or plain (none). */
+  rewrapStream(old: Stream, proposer?: (applier: EntryApplier) => Proposer): Stream;
   openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
   deleteStream(st: Stream, pacer?: Pacer, quiet?: boolean): Promise<void>;
   updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet?: boolean): Promise<void>;
@@ -40,6 +44,13 @@ export interface LocalCopy {
   consumersUp: boolean;
 }
 
+/** A create or update answered once the stream's (new) leader takes publishes. */
+interface PendingAnswer {
+  reply: string;
+  type: string;
+  didCreate: boolean;
+}
+
 export function configOf(sa: ClusterStreamAssignment): StreamConfig {
   return decodeStreamConfig(sa.config);
 }
@@ -50,7 +61,7 @@ export class LocalCopies {
   readonly copies = new Map<string, LocalCopy>();
   /** Replicated streams created by a live op whose reply waits for the first leader: the
    *  member that becomes leader answers. */
-  private readonly pendingCreate = new Map<string, { reply: string; type: string; didCreate: boolean }>();
+  private readonly pendingCreate = new Map<string, PendingAnswer>();
   stopped = false;
 
   constructor(
@@ -137,6 +148,9 @@ export class LocalCopies {
         const sa = change.sa;
         if (!sa.group.peers.includes(this.self)) break;
         this.later(async () => {
+          // A restart replaying the meta log: a later op of this replay opens the copy as it is
+          // now (a plain copy opened here could take publishes before it became replicated).
+          if (!live && this.superseded(sa)) return;
           const replicated = sa.group.peers.length > 1;
           const answer = live && sa.reply !== undefined && sa.reply !== "" && (replicated || this.responder(sa) === this.self);
           try {
@@ -156,34 +170,41 @@ export class LocalCopies {
         const { sa, before } = change;
         const mine = sa.group.peers.includes(this.self);
         if (!mine && !before.group.peers.includes(this.self)) break;
+        const step = scaleStep(before.group.peers, sa.group.peers, this.self);
         this.later(async () => {
-          const st = this.svc.streams.get(sa.config.name);
-          const g0 = this.copies.get(sa.config.name)?.group;
+          const name = sa.config.name;
+          const st = this.svc.streams.get(name);
+          const copy0 = this.copies.get(name);
+          const g0 = copy0?.group ?? null;
+          const leader0 = g0 !== null ? g0.leader : "";
           // Every replica learns the new members; the group's leader changes the voters.
           g0?.setPeers?.(sa.group.peers);
           if (!mine) {
             // Removed from the group: a leader hands over first (bounded), then the copy goes.
-            if (g0 != null && g0.leave !== undefined) await g0.leave(LEAVE_BOUND_MS);
+            if (g0 !== null && g0.leave !== undefined) await g0.leave(LEAVE_BOUND_MS);
             // The new assignment decides who announces (not this server: no delete advisory).
-            const c0 = this.copies.get(sa.config.name);
+            const c0 = this.copies.get(name);
             if (c0 !== undefined) c0.sa = sa;
-            if (st !== undefined) await this.removeLocal(sa.config.name);
+            if (st !== undefined) await this.removeLocal(name);
             return;
           }
-          const copy0 = this.copies.get(sa.config.name);
+          if (!live && this.superseded(sa)) return;
+          const answerer = g0 !== null ? updateAnswerer(leader0, sa.group.peers) : this.responder(sa);
+          const answer = live && sa.reply !== undefined && sa.reply !== "" && answerer === this.self && step !== "join";
+          if (step === "seed" && st !== undefined && copy0 !== undefined && g0 === null) return this.toGroup(sa, st, answer);
+          if (step === "unseed" && g0 !== null) return this.awaitSole(name, sa, answer);
           if (copy0 !== undefined && st !== undefined && JSON.stringify(before.config) === JSON.stringify(sa.config)) {
             // Only the members changed (peer removal).
             copy0.sa = sa;
             return;
           }
-          const who = copy0?.group != null && copy0.group.leader !== "" ? copy0.group.leader : this.responder(sa);
-          const answer = live && sa.reply !== undefined && sa.reply !== "" && who === this.self;
           try {
             let out: Stream;
-            if (st === undefined) out = await this.openLocal(sa);
-            else {
+            if (st === undefined) {
+              out = await this.openLocal(sa, { join: joinVoters(before.group.peers, this.self), seed: step === "seed" });
+            } else {
               const cfg = checkStreamConfig(configOf(sa), this.localOthers(st.name), false);
-              await this.svc.updateStream(st, cfg, undefined, who !== this.self);
+              await this.svc.updateStream(st, cfg, undefined, !answer);
               const copy = this.copies.get(st.name);
               if (copy !== undefined) copy.sa = sa;
               out = st;
@@ -230,7 +251,7 @@ export class LocalCopies {
 
   /** This server's copy of an assigned stream: the open one, else its directory opened as a
    *  restart would (a copy from before), else a new one. */
-  private async openLocal(sa: ClusterStreamAssignment): Promise<Stream> {
+  private async openLocal(sa: ClusterStreamAssignment, how: { join?: string[]; seed?: boolean } = {}): Promise<Stream> {
     const name = sa.config.name;
     const open = this.svc.streams.get(name);
     if (open !== undefined) return open;
@@ -254,6 +275,10 @@ export class LocalCopies {
         group: sa.group,
         open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
         onLeaderChange: (leader) => this.groupLeader(name, leader),
+        // A restart between a scale-up and its seed snapshot seeds again (once it has one, a
+        // seed is ignored); its consumers were not opened here: none.
+        ...(how.seed === true ? { seed: [] } : {}),
+        ...(how.join !== undefined && how.join.length > 0 ? { joinVoters: how.join } : {}),
       });
       this.copies.set(name, { sa, group, consumersUp: false });
       st = group.stream;
@@ -291,6 +316,7 @@ export class LocalCopies {
           }
         }
         copy.consumersUp = true;
+        this.syncDurables(copy);
       } else if (leader !== this.self && copy.consumersUp) {
         copy.consumersUp = false;
         await st.stopConsumers(false);
@@ -303,9 +329,10 @@ export class LocalCopies {
     }
   }
 
-  /** Answer a replicated stream's create once this replica leads and takes publishes (so a
-   *  publish right after the reply finds the stream), within a bound. */
-  private answerWhenTaking(name: string, p: { reply: string; type: string; didCreate: boolean }): void {
+  /** Answer a replicated stream's create (or a scale-up's update) once this replica leads
+   *  and takes publishes (so a publish right after the reply finds the stream), within a
+   *  bound. */
+  private answerWhenTaking(name: string, p: PendingAnswer): void {
     const end = this.svc.deps.clock.monoMs() + 2000;
     const tryAnswer = (): void => {
       const copy = this.copies.get(name);
@@ -315,12 +342,90 @@ export class LocalCopies {
       if (taking || this.svc.deps.clock.monoMs() >= end) {
         this.router.replyInfo(p.reply, p.type, st, p.didCreate);
         // A replica's copy is opened without the create advisory: the first leader sends it.
-        this.svc.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${name}`, { type: ApiType.StreamAction, stream: name, action: "create" });
+        if (p.didCreate) this.svc.advisory(`$JS.EVENT.ADVISORY.STREAM.CREATED.${name}`, { type: ApiType.StreamAction, stream: name, action: "create" });
         return;
       }
       this.svc.deps.clock.setTimer(tryAnswer, 10);
     };
     tryAnswer();
+  }
+
+  /** During a replay of the meta log: a later op gave the stream another group, took this
+   *  server out of it, or removed the stream, so this op's copy is not the one to open. */
+  private superseded(sa: ClusterStreamAssignment): boolean {
+    const cur = this.meta.state.stream(sa.config.name);
+    return cur === undefined || cur.group.name !== sa.group.name || !cur.group.peers.includes(this.self);
+  }
+
+  /** STREAM.UPDATE R1→R>1 on the server that holds the plain stream: the new config applied,
+   *  then the same store under the new Raft group, seeded with its state and its consumers'
+   *  (StreamGroupOptions.seed); the new members join once the seed snapshot is on disk.
+   *  Answered once the group takes publishes. */
+  private async toGroup(sa: ClusterStreamAssignment, st: Stream, answer: boolean): Promise<void> {
+    const name = sa.config.name;
+    if (this.meta.openStreamGroup === undefined) throw new Error("replicated streams are not available on this server");
+    const cfg = checkStreamConfig(configOf(sa), this.localOthers(name), false);
+    await this.svc.updateStream(st, cfg, undefined, !answer);
+    // No publishes while it changes hands (clients see no responders and retry); the ones
+    // taken are answered, the consumers stop with their state written.
+    st.setIngest(false);
+    await st.drainAcks();
+    const seeds = consumerSeeds(this.router.ctx, st);
+    await st.stopConsumers(false);
+    const group = this.meta.openStreamGroup<Stream>({
+      group: sa.group,
+      open: (proposer) => this.svc.rewrapStream(st, proposer as (applier: EntryApplier) => Proposer),
+      onLeaderChange: (leader) => this.groupLeader(name, leader),
+      seed: seeds,
+    });
+    this.copies.set(name, { sa, group, consumersUp: false });
+    holdConsumers(this.router.ctx, group.stream);
+    this.svc.deps.log.info(`JetStream stream '$G > ${name}' is now replicated (${sa.group.peers.length} replicas, group ${sa.group.name})`);
+    if (answer) this.answerWhenTaking(name, { reply: sa.reply!, type: ApiType.StreamUpdate, didCreate: false });
+  }
+
+  /** STREAM.UPDATE R>1→R1 on the member kept: the group's leader shrinks the voters to this
+   *  server (the others hand over and delete their copies); once it is the only voter and
+   *  leads, everything committed is applied here and the copy becomes a plain stream
+   *  (toPlain). Checked every 50 ms, without holding up the other local work. */
+  private awaitSole(name: string, sa: ClusterStreamAssignment, answer: boolean): void {
+    const check = (): void => {
+      const copy = this.copies.get(name);
+      const cur = this.meta.state.stream(name);
+      if (this.stopped || copy === undefined || copy.group === null || cur === undefined || cur.group.name !== sa.group.name) return;
+      const g = copy.group;
+      const v = g.voters ?? [];
+      if (v.length === 1 && v[0] === this.self && g.isTakingPublishes === true) {
+        this.later(() => this.toPlain(name, sa, answer));
+        return;
+      }
+      this.svc.deps.clock.setTimer(check, 50);
+    };
+    check();
+  }
+
+  /** The kept member of a group shrunk to it: the same store as a plain stream, its
+   *  consumers made from the group's agreed state (an operation not committed yet is lost:
+   *  a delivery then happens again). */
+  private async toPlain(name: string, sa: ClusterStreamAssignment, answer: boolean): Promise<void> {
+    const copy = this.copies.get(name);
+    const st = this.svc.streams.get(name);
+    if (copy === undefined || copy.group === null || st === undefined) return;
+    const g = copy.group;
+    const seeds: ConsumerSeed[] = g.consumerSeeds?.() ?? [];
+    copy.consumersUp = false;
+    await g.close();
+    await st.drainAcks();
+    await st.stopConsumers(false);
+    const plain = this.svc.rewrapStream(st);
+    this.copies.set(name, { sa, group: null, consumersUp: true });
+    restoreConsumers(this.router.ctx, plain, seeds);
+    const cfg = checkStreamConfig(configOf(sa), this.localOthers(name), false);
+    await this.svc.updateStream(plain, cfg, undefined, !answer);
+    this.svc.deps.log.info(`JetStream stream '$G > ${name}' is no longer replicated`);
+    if (answer) this.router.replyInfo(sa.reply!, ApiType.StreamUpdate, plain, false);
+    // A plain stream's consumers are its own: the meta state does not list them.
+    for (const c of this.meta.state.consumerNames(name)) this.proposeToMeta({ op: "remove_consumer", stream: name, name: c });
   }
 
   private async removeLocal(name: string): Promise<void> {

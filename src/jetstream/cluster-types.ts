@@ -3,7 +3,7 @@
 // jscluster/, the composition root hands the meta group over (JetStreamService
 // .attachClusterMeta). The shapes follow src/jscluster/meta.ts.
 
-import type { ForwardedRequest } from "../contracts/jetstream.js";
+import type { ConsumerSeed, ForwardedRequest } from "../contracts/jetstream.js";
 
 /** A Raft group: name, peers (server names), store; the preferred peer answers a create. */
 export interface ClusterGroup {
@@ -72,6 +72,12 @@ export interface ClusterStreamGroup<S> {
   /** This server was removed: resolves once a leader here handed over (bounded). */
   leave?(boundMs: number): Promise<void>;
   close(): Promise<void> | void;
+  /** The Raft voters now. */
+  readonly voters?: string[];
+  /** Leading and taking publishes (its term's no-op applied, not catching up). */
+  readonly isTakingPublishes?: boolean;
+  /** The agreed state of the stream's consumers (a stream becoming plain keeps them). */
+  consumerSeeds?(): ConsumerSeed[];
   /** Resolves once a quorum confirmed this replica still leads and it applied what was
    *  committed then (ReadIndex); rejects otherwise. Absent: reads are answered at once. */
   confirmRead?(): Promise<void>;
@@ -94,7 +100,8 @@ export interface ClusterMeta {
     consumerNames(stream: string): string[];
   };
   proposeWait(op: ClusterOp, timeoutMs: number): Promise<ClusterChange | null>;
-  placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { ok: true; group: ClusterGroup } | { ok: false; error: string };
+  /** existing: members kept from the current placement (scaling up), first. */
+  placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[]; existing?: readonly string[] }): { ok: true; group: ClusterGroup } | { ok: false; error: string };
   forward(peer: string, req: ClusterForward): boolean;
   /** /healthz: "" when the meta group has a leader and this server is current with it. */
   healthError?(): string;
@@ -123,6 +130,10 @@ export interface ClusterMeta {
     group: ClusterGroup;
     open: (proposer: unknown) => S;
     onLeaderChange?: (leader: string) => void;
+    /** The plain stream becomes this group (R1→R>1) with these consumers. */
+    seed?: readonly ConsumerSeed[];
+    /** A new member joining a running group: its Raft node starts with these voters. */
+    joinVoters?: readonly string[];
   }): ClusterStreamGroup<S>;
   jszInfo(): Record<string, unknown>;
   close(): void;

@@ -8,13 +8,13 @@
 import { dirname, join } from "node:path";
 import { randomName } from "./ids.js";
 import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
-import type { StreamHandle } from "../contracts/jetstream.js";
+import type { ConsumerSeed, StreamHandle } from "../contracts/jetstream.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
 import { ApiType } from "../contracts/wire.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { JS_API_LEVEL } from "../version.js";
 import { FileConsumerStore } from "../storage/index.js";
-import type { ConsumerStore } from "../storage/types.js";
+import type { ConsumerState, ConsumerStore } from "../storage/types.js";
 import { rfc3339Ns, parseRfc3339Ns } from "../stream/time.js";
 import {
   checkConsumerConfig,
@@ -545,9 +545,16 @@ export function durableConfigs(st: StreamHandle): Array<{ name: string; config: 
 export function restoreReplicatedConsumers(ctx: ConsumerApiContext, st: StreamHandle): number {
   const repl = st.consumerRepl ?? null;
   if (repl === null) return 0;
+  return restoreConsumers(ctx, st, repl.consumers());
+}
+
+/** Make these consumers on the stream (the ones it has by name are left alone), each from
+ *  its config, creation time and state; its store (file) is written that state. Lazy
+ *  recovery from obs/ is off for the stream from now on. Returns how many were made. */
+export function restoreConsumers(ctx: ConsumerApiContext, st: StreamHandle, list: ReadonlyArray<{ name: string; config: string; createdNs: number; state: ConsumerState }>): number {
   stateOf(ctx).recovered.add(st);
   let n = 0;
-  for (const r of repl.consumers()) {
+  for (const r of list) {
     if (findConsumer(st, r.name) !== undefined) continue;
     try {
       let cfg = decodeConsumerConfig(JSON.parse(r.config));
@@ -560,14 +567,30 @@ export function restoreReplicatedConsumers(ctx: ConsumerApiContext, st: StreamHa
       const c = new Consumer(envFor(ctx), st, cfg, r.createdNs, store, r.state);
       st.addConsumer(c);
       writeConfig(store, c);
+      c.persist();
       c.start();
       serveNext(ctx, c);
       n++;
     } catch (e) {
-      ctx.log.error(`JetStream could not start consumer '${st.name} > ${r.name}' on the new stream leader: ${(e as Error).message}`);
+      ctx.log.error(`JetStream could not start consumer '${st.name} > ${r.name}': ${(e as Error).message}`);
     }
   }
   return n;
+}
+
+/** Every consumer of a plain stream (its durables recovered from obs/ first) with its config,
+ *  creation time, ledger knobs and state: what a stream that becomes replicated hands over. */
+export function consumerSeeds(ctx: ConsumerApiContext, st: StreamHandle): ConsumerSeed[] {
+  recoverConsumers(ctx, st);
+  return consumersOf(st).map((c) => ({
+    name: c.name,
+    config: JSON.stringify(consumerConfigToWire(c.cfg, false)),
+    createdNs: c.createdNs,
+    ackPolicy: c.cfg.ack_policy,
+    maxDeliver: c.cfg.max_deliver,
+    maxAckPending: c.cfg.max_ack_pending,
+    state: c.ledger.state,
+  }));
 }
 
 /** Make a durable consumer from its recorded config when the stream has none by that name

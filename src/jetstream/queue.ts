@@ -56,11 +56,16 @@ export class RequestQueue {
  *  CONSUMER.INFO.*.*. Decided on the string (a queued request keeps no token array). */
 export function isInfoRequest(rest: string): boolean {
   if (rest === "INFO" || rest === "STREAM.NAMES" || rest === "STREAM.LIST") return true;
-  const tail = (prefix: string): string | null => (rest.startsWith(prefix) ? rest.slice(prefix.length) : null);
-  const one = (t: string | null): boolean => t !== null && t.length > 0 && t.indexOf(".") < 0;
-  if (one(tail("STREAM.INFO.")) || one(tail("CONSUMER.NAMES.")) || one(tail("CONSUMER.LIST."))) return true;
-  const t = tail("CONSUMER.INFO.");
-  if (t === null) return false;
-  const dot = t.indexOf(".");
-  return dot > 0 && dot < t.length - 1 && t.indexOf(".", dot + 1) < 0;
+  // One token after the prefix (no string or closure made: a burst calls this per request).
+  if (rest.startsWith("STREAM.INFO.")) return oneToken(rest, 12);
+  if (rest.startsWith("CONSUMER.NAMES.")) return oneToken(rest, 15);
+  if (rest.startsWith("CONSUMER.LIST.")) return oneToken(rest, 14);
+  if (!rest.startsWith("CONSUMER.INFO.")) return false;
+  const dot = rest.indexOf(".", 14);
+  return dot > 14 && dot < rest.length - 1 && rest.indexOf(".", dot + 1) < 0;
+}
+
+/** rest[from..] is one non-empty token. */
+function oneToken(rest: string, from: number): boolean {
+  return rest.length > from && rest.indexOf(".", from) < 0;
 }

@@ -56,6 +56,8 @@ export class JetStreamService {
   private readonly diskFs: Fs;
   private readonly crypt: CryptFs | null;
   readonly streams = new Map<string, Stream>();
+  /** Each open store's hold (rewrapStream points its callbacks at the new Stream). */
+  private readonly holds = new WeakMap<StreamStore, StoreHold>();
   readonly sourcing: Sourcing;
   readonly apiStats = { total: 0, errors: 0 };
   private readonly router: ApiRouter;
@@ -157,6 +159,12 @@ export class JetStreamService {
     this.streamBus = clusterBus(this.deps.bus);
     this.router.useBus(this.streamBus);
     this.cluster = new JsCluster(this, this.router, m);
+    // Subscribed already (JetStream started before the cluster): again, as the clustered
+    // API's queue group.
+    if (this.apiSubs.length > 0) {
+      for (const s of this.apiSubs) s.unsubscribe();
+      this.apiSubs = this.router.subscribe();
+    }
   }
 
   /** Close a stream without deleting anything (clustered: not assigned here, or a restart
@@ -359,17 +367,34 @@ export class JetStreamService {
     const callbacks = {
       onLimitRemove: (seq: number, subject: string): void => hold.stream?.onLimitRemove(seq, subject),
     };
-    if (cfg.storage === "file" && dir !== null) {
-      return new FileStreamStore({
-        dir: join(dir, "msgs"),
-        fs: this.fs,
-        clock: this.deps.clock,
-        limits: Stream.storeLimits(cfg),
-        callbacks,
-        syncIntervalMs: this.syncIntervalMs(),
-      });
-    }
-    return createMemoryStreamStore(Stream.storeLimits(cfg), callbacks);
+    const store =
+      cfg.storage === "file" && dir !== null
+        ? new FileStreamStore({
+            dir: join(dir, "msgs"),
+            fs: this.fs,
+            clock: this.deps.clock,
+            limits: Stream.storeLimits(cfg),
+            callbacks,
+            syncIntervalMs: this.syncIntervalMs(),
+          })
+        : createMemoryStreamStore(Stream.storeLimits(cfg), callbacks);
+    this.holds.set(store, hold);
+    return store;
+  }
+
+  /** Clustered, STREAM.UPDATE of the replicas: the same store under a new Stream, with a
+   *  Raft group's proposer (a plain stream becoming replicated) or none (a replicated one
+   *  becoming plain). The old Stream stops (ingest, direct gets, sourcing, timers); its
+   *  consumers and queued PubAcks are the caller's to stop first. Nothing stored changes. */
+  rewrapStream(old: Stream, proposer?: (applier: EntryApplier) => Proposer): Stream {
+    if (this.streams.get(old.name) === old) this.streams.delete(old.name);
+    this.removeDirect(old.name);
+    this.sourcing.detach(old);
+    old.detach();
+    const hold = this.holds.get(old.store) ?? { stream: null };
+    const st = this.finishOpen(old.cfg, old.store, hold, old.createdNs, old.dir, true, false, proposer);
+    st.rebuildDedup();
+    return st;
   }
 
   /** sliced: the stream's subjects are subscribed by the caller (syncSubscriptions). */

@@ -24,7 +24,7 @@
 //   4 OP    u8 kind (LedgerKind), f64 a, f64 b, f64 c, f64 d
 //   5 GONE  u32 count, count × f64 sequence
 
-import { LedgerKind, type CommitWaiter, type ConsumerReplicator } from "../contracts/jetstream.js";
+import { LedgerKind, type CommitWaiter, type ConsumerReplicator, type ConsumerSeed } from "../contracts/jetstream.js";
 import { ConsumerLedger, type LedgerOp, type LedgerAckPolicy } from "../consumer/ledger.js";
 import { decodeConsumerState, encodeConsumerState } from "../storage/file/consumer.js";
 import type { ConsumerState } from "../storage/types.js";
@@ -431,6 +431,26 @@ export class ConsumerRepl implements ConsumerReplicator {
       }
     }
     if (replies !== null) for (let i = 0; i < replies.length; i++) this.host.publishReply(replies[i]!);
+  }
+
+  /** A plain stream becomes replicated (STREAM.UPDATE to R>1): its consumers, as they were
+   *  there, are the group's first copies (they go into its seed snapshot). */
+  seed(list: readonly ConsumerSeed[]): void {
+    for (const c of list) {
+      const ledger = new ConsumerLedger(cloneState(c.state));
+      ledger.configure(c.ackPolicy, c.maxDeliver, c.maxAckPending);
+      this.shadows.set(c.name, { ledger, policy: c.ackPolicy, maxDeliver: c.maxDeliver, maxAckPending: c.maxAckPending, config: c.config, createdNs: c.createdNs });
+    }
+  }
+
+  /** Every consumer's agreed state with its ledger knobs (a replicated stream that becomes a
+   *  plain one keeps its consumers from these). */
+  seeds(): ConsumerSeed[] {
+    const out: ConsumerSeed[] = [];
+    for (const [name, s] of this.shadows) {
+      out.push({ name, config: s.config, createdNs: s.createdNs, ackPolicy: s.policy, maxDeliver: s.maxDeliver, maxAckPending: s.maxAckPending, state: cloneState(s.ledger.state) });
+    }
+    return out;
   }
 
   // ---------- snapshot ----------

@@ -35,6 +35,7 @@ import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp, ty
 import { groupName, selectPeers, type PeerInfo } from "./placement.js";
 import type { EntryApplier, Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
+import type { ConsumerSeed } from "../contracts/jetstream.js";
 
 export const META_GROUP = "_meta_";
 const PEERS_FILE = "meta-peers.json";
@@ -207,9 +208,14 @@ export class MetaGroup implements GroupApp {
       peerUp: (name) => {
         this.connected.add(name);
         this.sendHello(name);
+        // Quiet groups it votes in wake: it hears from their leaders at once.
+        this.host.peerUp(name);
       },
       peerDown: (name) => {
         this.connected.delete(name);
+        // The other groups it leads here campaign within ~300 ms (RaftHost.peerDown); the
+        // meta group staggers its own campaign below.
+        if (!this.closed) this.host.peerDown(name, META_GROUP);
         // The route to the leader closed: do not wait out the election timeout. The first by
         // name of the servers still connected campaigns at once (a pre-vote first, so a leader
         // still reachable by the others keeps its term); the others a moment later. The
@@ -409,9 +415,9 @@ export class MetaGroup implements GroupApp {
 
   /** Place a new stream's replicas (nats-server selectPeerGroup): its Raft group, or the
    *  10005 text. The first peer is the preferred one (it answers the create). */
-  placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[] }): { ok: true; group: RaftGroupInfo } | { ok: false; error: string } {
+  placeStream(req: { replicas: number; storage: "file" | "memory"; maxBytes: number; cluster: string; tags: readonly string[]; existing?: readonly string[] }): { ok: true; group: RaftGroupInfo } | { ok: false; error: string } {
     const r = selectPeers(
-      { replicas: req.replicas, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, tags: req.tags, storage: req.storage, maxBytes: req.maxBytes },
+      { replicas: req.replicas, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, tags: req.tags, storage: req.storage, maxBytes: req.maxBytes, existing: req.existing ?? [] },
       this.placementPeers(),
       this.state.load(),
       this.o.random,
@@ -509,7 +515,13 @@ export class MetaGroup implements GroupApp {
 
   /** Opens a replicated stream's Raft group on this server's RaftHost (stream-groups.ts sets
    *  it: this file does not import the stream group, which imports serverHash from here). */
-  openStreamGroup?: (o: { group: RaftGroupInfo; open: (proposer: (applier: EntryApplier) => Proposer) => Stream; onLeaderChange?: (leader: string) => void }) => unknown;
+  openStreamGroup?: (o: {
+    group: RaftGroupInfo;
+    open: (proposer: (applier: EntryApplier) => Proposer) => Stream;
+    onLeaderChange?: (leader: string) => void;
+    seed?: readonly ConsumerSeed[];
+    joinVoters?: readonly string[];
+  }) => unknown;
 
   /** Send a request to another server (false when it cannot be reached now). */
   forward(peer: string, req: ForwardedRequest): boolean {

@@ -146,3 +146,17 @@ export function decodeConfigOp(data: Uint8Array): StreamConfig {
   return JSON.parse(b.toString("utf8", 1)) as StreamConfig;
 }
 
+
+/** Calls fn with the bounds of each MSG entry of a BATCH entry. */
+export function forEachBatchMsg(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
+  const b = asBuffer(data);
+  const n = b.readUInt16LE(1);
+  let p = BATCH_HDR;
+  for (let k = 0; k < n; k++) {
+    const len = b.readUInt32LE(p);
+    p += 4;
+    if (p + len > b.length) throw new Error("corrupt batch entry");
+    fn(p, p + len, k);
+    p += len;
+  }
+}

@@ -34,26 +34,25 @@ import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
-import { installStoreSnapshot, type LostState } from "./stream-catchup.js";
+import { CU_ACK, CU_OPEN, installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
 import { GroupMembers } from "./stream-members.js";
+import { SeedSnapshot } from "./stream-seed.js";
 import { LeaderReads, notLeader } from "./stream-reads.js";
 import { AckKeys, KEY_SPAN } from "./stream-acks.js";
+import { PublishBatch } from "./stream-batch.js";
 import type { StreamConfig } from "../contracts/wire.js";
+import type { ConsumerSeed } from "../contracts/jetstream.js";
 import {
   asBuffer,
   BATCH_HDR,
-  MAX_BATCH_MSGS,
-  msgOpSize,
   OP_BATCH,
-  writeMsgOp,
   decodeConfigOp,
   decodeDeleteOp,
   decodeMsgOp,
   decodePurgeOp,
   encodeConfigOp,
   encodeDeleteOp,
-  encodeMsgOp,
   encodePurgeOp,
   OP_CONFIG,
   OP_DELETE,
@@ -64,8 +63,9 @@ import {
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
-/** A batch is proposed once it holds this many bytes (else at the end of the job). */
-const MAX_BATCH_BYTES = 1024 * 1024;
+/** A peer that asked for a catch-up (or acknowledged a chunk of one) this recently is still
+ *  catching up (it asks again within a second while unanswered). */
+const ASKING_MS = 1500;
 
 export interface StreamGroupOptions {
   /** Raft group name, e.g. "S-R3F-abcd1234". */
@@ -83,7 +83,7 @@ export interface StreamGroupOptions {
    *  as one Raft entry, at the job's end (a microtask); without, each is its own entry. */
   sched?: Scheduler;
   onLeaderChange?(leader: string): void;
-  /** Catch-up window in bytes (default 8 MiB). */
+  /** Catch-up credit in bytes: chunks a responder may have unacknowledged (default 8 MiB). */
   catchupWindowBytes?: number;
   /** The cluster's name (the `cluster` blocks of CONSUMER.INFO). */
   clusterName?: string;
@@ -93,6 +93,12 @@ export interface StreamGroupOptions {
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
   snapshotBytes?: number;
+  /** R1→R>1 on the server that held the plain stream: it starts as the only voter, its store
+   *  (and these consumers) the state, snapshotted (stream-seed.ts) before it takes publishes
+   *  or adds members. Ignored once the group has a snapshot. */
+  seed?: readonly ConsumerSeed[];
+  /** A new member of a running group: its Raft node starts with these voters (not itself). */
+  joinVoters?: readonly string[];
 }
 
 interface PendingOp {
@@ -136,11 +142,8 @@ export class StreamGroup implements GroupApp {
   private readonly acks = new AckKeys();
   private readonly ops = new Map<number, PendingOp>();
   private readonly scratch = new StreamEntry();
-  /** Publishes taken in this job, not proposed yet: [BATCH header][u32 len, MSG entry]... */
-  private batchBuf: Buffer = Buffer.allocUnsafe(64 * 1024);
-  private batchLen = BATCH_HDR;
-  private batchReplies: string[] = [];
-  private flushQueued = false;
+  /** Publishes taken, proposed one by one or batched per job (stream-batch.ts). */
+  private readonly batch: PublishBatch;
   private sinceSnapEntries = 0;
   private sinceSnapBytes = 0;
   private snapTimer: TimerHandle | null = null;
@@ -157,6 +160,11 @@ export class StreamGroup implements GroupApp {
   private closed = false;
   /** The members the meta group assigned and the Raft voters (stream-members.ts). */
   private readonly membership: GroupMembers;
+  /** When each peer last asked this replica for a catch-up (monotonic ms). */
+  private readonly asking = new Map<string, number>();
+  /** Seeding: no publishes, no members added, until the seed snapshot is on disk. */
+  private seeding = false;
+  private readonly seed: SeedSnapshot;
   /** Entries applied since open (tests, logs). */
   applied = 0;
   /** Snapshots restored since open (tests). */
@@ -168,7 +176,7 @@ export class StreamGroup implements GroupApp {
   get catchupsServed(): number {
     return this.cu.served;
   }
-  /** Catch-up windows received that were not the last of their catch-up (tests). */
+  /** Catch-up data chunks received (tests). */
   get catchupWindows(): number {
     return this.cu.windows;
   }
@@ -180,7 +188,7 @@ export class StreamGroup implements GroupApp {
   private constructor(o: StreamGroupOptions) {
     this.o = o;
     this.name = o.group;
-    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed }, o.peers);
+    this.membership = new GroupMembers({ host: o.host, clock: o.clock, log: o.log, group: o.group, self: o.self, closed: () => this.closed, canChange: () => !this.seeding }, o.peers);
     this.reads = new LeaderReads({ clock: o.clock, leading: () => this.taking && !this.closed, appliedIndex: () => this.appliedIndex, readIndex: (ctx) => o.host.readIndex(this.name, ctx) });
     this.snapEntries = o.snapshotEntries ?? DEFAULT_SNAPSHOT_ENTRIES;
     this.snapBytes = o.snapshotBytes ?? DEFAULT_SNAPSHOT_BYTES;
@@ -201,6 +209,7 @@ export class StreamGroup implements GroupApp {
     // leader that does not know it yet must not answer from its stale state).
     this.stream.confirmLeader = () => this.confirmRead();
     this.store = this.stream.store;
+    this.batch = new PublishBatch({ host: o.host, group: o.group, sched: o.sched, stream: this.stream, acks: this.acks, scratch: this.scratch, closed: () => this.closed });
     this.cu = new CatchupPeer({
       host: o.host,
       clock: o.clock,
@@ -216,10 +225,31 @@ export class StreamGroup implements GroupApp {
       installed: (index, applySeq) => this.caughtUp(index, applySeq),
       resetLost: (at) => this.resetLost(at),
     });
+    this.seed = new SeedSnapshot({
+      host: o.host,
+      clock: o.clock,
+      log: o.log,
+      group: o.group,
+      store: this.store,
+      closed: () => this.closed,
+      capture: () => ({ index: this.appliedIndex, data: this.snapshot() }),
+      done: () => {
+        this.seeding = false;
+        this.maybeStartTaking();
+      },
+    });
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
-    o.host.addGroup(o.group, o.peers, this);
+    const join = o.joinVoters !== undefined && o.joinVoters.length > 0 ? [...o.joinVoters] : null;
+    const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this);
     this.opening = false;
+    if (o.seed !== undefined && node.snapshot === null) {
+      // The store's messages are the state, as if the log had applied them.
+      this.seeding = true;
+      this.applySeq = this.replayTo;
+      this.consumers.seed(o.seed);
+      o.host.campaign(o.group);
+    }
     // Resumed in this process while leading, its term's no-op applied already (perhaps under
     // a snapshot): take publishes now.
     this.maybeStartTaking();
@@ -237,7 +267,10 @@ export class StreamGroup implements GroupApp {
     const node = this.o.host.node(this.name);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     const i = this.appliedIndex;
-    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) this.startTaking(node.term);
+    if (i > 0 && node.log.term(i) === node.term && node.log.lastIndex() <= i) {
+      if (this.seeding) this.seed.run();
+      else this.startTaking(node.term);
+    }
   }
 
   // ---------- membership (STREAM.PEER.REMOVE, SERVER.REMOVE) ----------
@@ -245,6 +278,11 @@ export class StreamGroup implements GroupApp {
   /** The meta group assigned these members (every replica hears it; the leader acts). */
   setPeers(peers: readonly string[]): void {
     this.membership.assign(peers);
+  }
+
+  /** The consumers' agreed state (the stream becoming plain again keeps them). */
+  consumerSeeds(): ConsumerSeed[] {
+    return this.consumers.seeds();
   }
 
   /** The assigned members. */
@@ -310,98 +348,14 @@ export class StreamGroup implements GroupApp {
       this.stream.proposalDropped(e);
       return;
     }
-    const sched = this.o.sched;
-    if (sched === undefined) {
-      let index: number;
-      try {
-        index = this.o.host.propose(this.name, encodeMsgOp(e));
-      } catch (err) {
-        // Leadership is moving (a transfer) or was lost: no PubAck, the client retries.
-        this.stream.proposalDropped(e);
-        if (!(err instanceof RaftError)) throw err;
-        return;
-      }
-      if (e.reply !== "") this.acks.add(index * KEY_SPAN, e.reply);
-      return;
-    }
-    const size = msgOpSize(e);
-    const n = this.batchReplies.length;
-    if (n > 0 && (n >= MAX_BATCH_MSGS || this.batchLen + 4 + size > MAX_BATCH_BYTES)) this.flushBatch();
-    const need = this.batchLen + 4 + size;
-    if (need > this.batchBuf.length) {
-      const b = Buffer.allocUnsafe(Math.max(need, this.batchBuf.length * 2));
-      this.batchBuf.copy(b, 0, 0, this.batchLen);
-      this.batchBuf = b;
-    }
-    this.batchBuf.writeUInt32LE(size, this.batchLen);
-    this.batchLen = writeMsgOp(this.batchBuf, this.batchLen + 4, e);
-    this.batchReplies.push(e.reply);
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      sched.microtask(this.flushFn);
-    }
-  }
-
-  private readonly flushFn = (): void => {
-    this.flushQueued = false;
-    this.flushBatch();
-  };
-
-  /** Propose the publishes gathered in this job: one as a MSG entry, more as a BATCH. */
-  private flushBatch(): void {
-    const replies = this.batchReplies;
-    const n = replies.length;
-    if (n === 0 || this.closed) return;
-    const b = this.batchBuf;
-    let data: Buffer;
-    if (n === 1) data = Buffer.from(b.subarray(BATCH_HDR + 4, this.batchLen));
-    else {
-      b[0] = OP_BATCH;
-      b.writeUInt16LE(n, 1);
-      if (this.batchLen * 2 >= b.length) {
-        // Mostly full: the entry keeps this buffer and the next batch gets a new one (no copy).
-        data = b.subarray(0, this.batchLen);
-        this.batchBuf = Buffer.allocUnsafe(b.length);
-      } else data = Buffer.from(b.subarray(0, this.batchLen));
-    }
-    this.batchLen = BATCH_HDR;
-    this.batchReplies = [];
-    let index: number;
-    try {
-      index = this.o.host.propose(this.name, data);
-    } catch (err) {
-      // Leadership is moving or was lost: none of them is in flight, none gets a PubAck.
-      if (n === 1) this.stream.proposalDropped(decodeMsgOp(data, this.scratch));
-      else this.forBatch(data, (start, end) => this.stream.proposalDropped(decodeMsgOp(data, this.scratch, start, end)));
-      if (!(err instanceof RaftError)) throw err;
-      return;
-    }
-    const base = index * KEY_SPAN;
-    for (let k = 0; k < n; k++) {
-      const r = replies[k]!;
-      if (r !== "") this.acks.add(base + k, r);
-    }
-  }
-
-  /** Calls fn with the bounds of each MSG entry of a BATCH entry. */
-  private forBatch(data: Uint8Array, fn: (start: number, end: number, k: number) => void): void {
-    const b = asBuffer(data);
-    const n = b.readUInt16LE(1);
-    let p = BATCH_HDR;
-    for (let k = 0; k < n; k++) {
-      const len = b.readUInt32LE(p);
-      p += 4;
-      if (p + len > b.length) throw new Error(`stream group ${this.name}: corrupt batch entry`);
-      fn(p, p + len, k);
-      p += len;
-    }
+    this.batch.add(e);
   }
 
   private proposeOp(data: Uint8Array): Promise<number | boolean | undefined> {
     if (!this.isLeader || this.closed) return Promise.reject(notLeader());
     // Publishes and consumer operations taken before this request go first, as they would on
     // a single server.
-    this.flushBatch();
+    this.batch.flush();
     this.consumers.flush();
     let index: number;
     try {
@@ -444,9 +398,11 @@ export class StreamGroup implements GroupApp {
     this.membership.close();
     this.stopLeading("stream group closed");
     this.cu.stop();
+    this.cu.stopServing();
     this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
+    this.seed.stop();
   }
 
   // ---------- linearizable reads ----------
@@ -657,6 +613,8 @@ export class StreamGroup implements GroupApp {
   // ---------- catch-up (stream-catchup-peer.ts) ----------
 
   onAppFrame(from: string, data: Buffer): void {
+    // A peer asking for messages is not current yet, whatever its log (STREAM.INFO).
+    if (data[0] === CU_OPEN || data[0] === CU_ACK) this.asking.set(from, this.o.clock.monoMs());
     this.cu.onFrame(from, data);
   }
 
@@ -708,8 +666,10 @@ export class StreamGroup implements GroupApp {
           // (they report nothing to the log any more: ConsumerReplicator.bind).
           this.o.onLeaderChange?.("");
         }
-        // Publishes wait for this term's no-op (apply → startTaking).
+        // Publishes wait for this term's no-op (apply → startTaking); a stream reopened while
+        // leading may have applied it and everything after already.
         this.leadTerm = term;
+        this.maybeStartTaking();
       }
     } else {
       if (this.leadTerm !== 0) this.stopLeading("not the stream leader any more");
@@ -730,8 +690,7 @@ export class StreamGroup implements GroupApp {
       this.leaderSinceMs = this.o.clock.nowMs();
     }
     this.acks.clear();
-    this.batchLen = BATCH_HDR;
-    this.batchReplies = [];
+    this.batch.reset();
     this.stream.clearInflight();
     this.taking = true;
     this.consumers.setLeading(true);
@@ -749,8 +708,7 @@ export class StreamGroup implements GroupApp {
     this.stream.setIngest(false);
     // Proposed entries may still commit under the next leader; they apply then, unanswered.
     this.stream.clearInflight();
-    this.batchLen = BATCH_HDR;
-    this.batchReplies = [];
+    this.batch.reset();
     this.acks.clear();
     if (this.ops.size > 0) {
       const err = notLeader();
@@ -783,6 +741,7 @@ export class StreamGroup implements GroupApp {
 
   /** nats-server's STREAM.INFO `cluster` block without `name`. */
   clusterInfo(): Record<string, unknown> {
-    return this.membership.clusterInfo(this.leaderName, this.leaderSinceMs, !this.cu.active);
+    const now = this.o.clock.monoMs();
+    return this.membership.clusterInfo(this.leaderName, this.leaderSinceMs, !this.cu.active, (p) => now - (this.asking.get(p) ?? -Infinity) < ASKING_MS);
   }
 }

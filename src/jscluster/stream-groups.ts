@@ -18,6 +18,8 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
       log,
       ...(sched !== undefined ? { sched } : {}),
       ...(o.onLeaderChange !== undefined ? { onLeaderChange: o.onLeaderChange } : {}),
+      ...(o.seed !== undefined ? { seed: o.seed } : {}),
+      ...(o.joinVoters !== undefined ? { joinVoters: o.joinVoters } : {}),
     });
   };
 }

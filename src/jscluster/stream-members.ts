@@ -4,7 +4,7 @@
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost } from "../raft/host.js";
-import { RaftError, Role } from "../raft/types.js";
+import { NONE, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
 import { serverHash } from "./meta-group.js";
@@ -33,6 +33,8 @@ export interface MembersHost {
   /** This server's peer id. */
   readonly self: string;
   closed(): boolean;
+  /** False while the voters must not change yet (a group still being seeded). */
+  canChange?(): boolean;
 }
 
 export class GroupMembers {
@@ -76,7 +78,7 @@ export class GroupMembers {
    */
   reconcile(): void {
     const h = this.h;
-    if (h.closed() || this.timer !== null) return;
+    if (h.closed() || this.timer !== null || h.canChange?.() === false) return;
     const node = h.host.node(h.group);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     const voters = node.voters;
@@ -129,11 +131,25 @@ export class GroupMembers {
     return this.whileLeading(now + boundMs, 10, null);
   }
 
-  /** This server is no longer assigned: resolves at once on a follower; on the leader once
-   *  its own removal committed and it handed leadership over (bounded by boundMs), so the
-   *  others need not wait out an election timeout. */
+  /** This server is no longer assigned: resolves on the leader once its own removal
+   *  committed and it handed leadership over, so the others need not wait out an election
+   *  timeout; on a follower once the leader stopped replicating to it (it lost its leader)
+   *  or its log says it is not a voter, since until then the leader may need its
+   *  acknowledgement to commit the change that removes another (R3→R1: [A,B,S]→[B,S] needs
+   *  B). Bounded by boundMs. */
   leave(boundMs: number): Promise<void> {
-    return this.whileLeading(this.h.clock.monoMs() + boundMs, 20, () => this.reconcile());
+    const h = this.h;
+    const end = h.clock.monoMs() + boundMs;
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const n = h.host.node(h.group);
+        if (h.closed() || n === undefined || n.failed !== null || h.clock.monoMs() >= end) return resolve();
+        if (n.role === Role.Leader) this.reconcile();
+        else if (n.lead === NONE || !n.voters.includes(h.self)) return resolve();
+        h.clock.setTimer(check, 20);
+      };
+      check();
+    });
   }
 
   /** Heard from the group's leader within the window nats-server calls current. */
@@ -193,8 +209,9 @@ export class GroupMembers {
   }
 
   /** nats-server's STREAM.INFO `cluster` block without `name`; `selfCurrent`: this replica's
-   *  store reflects what it applied (not catching up). */
-  clusterInfo(leader: string, leaderSinceMs: number, selfCurrent: boolean): Record<string, unknown> {
+   *  store reflects what it applied (not catching up); `catchingUp`: a peer still copying
+   *  messages (not current, whatever its log). */
+  clusterInfo(leader: string, leaderSinceMs: number, selfCurrent: boolean, catchingUp: (peer: string) => boolean = () => false): Record<string, unknown> {
     const h = this.h;
     const out: Record<string, unknown> = { raft_group: h.group };
     if (leader !== "") {
@@ -220,7 +237,7 @@ export class GroupMembers {
         r["active"] = ago < 0 ? 0 : Math.round(ago * 1_000_000);
         if (leading && st !== undefined) {
           const m = match.get(name) ?? 0;
-          r["current"] = ago >= 0 && ago < CURRENT_WINDOW_MS && m >= st.commit;
+          r["current"] = ago >= 0 && ago < CURRENT_WINDOW_MS && m >= st.commit && !catchingUp(name);
           if (st.commit > m) r["lag"] = st.commit - m;
         }
       }

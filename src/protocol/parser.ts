@@ -29,6 +29,9 @@ export interface ParserHandler {
   processUnsub(sid: string, max: number): void;
   processPing(): void;
   processPong(): void;
+  /** Optional: called after every PUB_CHECK_EVERY published messages (PUB, HPUB, acks), so
+   *  the handler can bound the time one read spends on them (it may yieldTurn()). */
+  pubsRead?(): void;
   /** Optional: while awaitingConnect, the first byte of an operation is not a 'C'. true = the
    *  handler let the connection in without CONNECT (and cleared awaitingConnect); false or
    *  absent = protocolError(NotConnected). */
@@ -36,6 +39,13 @@ export interface ParserHandler {
   /** The connection must be closed; nothing more is parsed. */
   protocolError(kind: ProtoErrorKind, detail: string): void;
 }
+
+/** Published messages between two pubsRead() calls: a counter on the PUB path instead of a
+ *  clock read per message. */
+export const PUB_CHECK_EVERY = 64;
+
+const NO_BYTES = Buffer.alloc(0);
+const SUBJECT_CACHE_BYTES = 128;
 
 const S_CONTROL = 0;
 const S_PAYLOAD = 1;
@@ -64,6 +74,8 @@ export class Parser {
    *  read (and whatever arrives until resume()) waits in `rest`. */
   private yielded = false;
   private rest: Buffer | null = null;
+  /** Published messages left before the next pubsRead(). */
+  private pubCredit = PUB_CHECK_EVERY;
   /** Set true once CONNECT negotiated headers. */
   headers = false;
   /** Set while the connection must authenticate before anything else: then every operation
@@ -298,24 +310,36 @@ export class Parser {
     const reply = r1 > r0 ? buf.toString("latin1", r0, r1) : "";
     // JetStream acks: unique subjects, one per message; offered as bytes first.
     if (!same && buf[s0] === 0x24 && s1 - s0 > 8 && this.h.processAckPub !== undefined && isAckPrefix(buf, s0)) {
-      if (this.h.processAckPub(buf, s0, s1, reply, body, end)) return end + 2;
+      if (this.h.processAckPub(buf, s0, s1, reply, body, end)) {
+        if (--this.pubCredit === 0) this.pubsRead();
+        return end + 2;
+      }
     }
     const subject = same ? this.lastSubject : this.subjectString(buf, s0, s1);
     this.h.processPub(subject, reply, null, buf, body, end);
+    if (--this.pubCredit === 0) this.pubsRead();
     return end + 2;
+  }
+
+  private pubsRead(): void {
+    this.pubCredit = PUB_CHECK_EVERY;
+    this.h.pubsRead?.();
   }
 
   // The last subject seen, as bytes and as a string: publishers usually repeat subjects,
   // and reusing the string also lets the sublist cache and per-subscription caches hit by
   // identity.
-  private readonly lastSubjectBytes = Buffer.alloc(128);
+  // The bytes are made on the first subject (a connection that never publishes has none;
+  // a zeroed buffer per accepted connection was an allocation of its own).
+  private lastSubjectBytes: Buffer = NO_BYTES;
   private lastSubjectLen = -1;
   private lastSubject = "";
 
   // A subject that is not the last one (fastPub compared that already); it becomes the last.
   private subjectString(buf: Buffer, s: number, e: number): string {
     const len = e - s;
-    const cache = this.lastSubjectBytes;
+    let cache = this.lastSubjectBytes;
+    if (cache === NO_BYTES) cache = this.lastSubjectBytes = Buffer.allocUnsafe(SUBJECT_CACHE_BYTES);
     const str = buf.toString("latin1", s, e);
     if (len <= cache.length) {
       for (let k = 0; k < len; k++) cache[k] = buf[s + k]!;
@@ -333,6 +357,7 @@ export class Parser {
       const hs = start + this.pHdrLen;
       this.h.processPub(this.pSubject, this.pReply, buf.subarray(start, hs), buf, hs, end);
     }
+    if (--this.pubCredit === 0) this.pubsRead();
   }
 
   private fail(kind: ProtoErrorKind, detail: string): void {

@@ -14,7 +14,7 @@ const VERSION = 1;
 const F_REJECT = 1;
 const F_CONTEXT = 2;
 const F_SNAPSHOT = 4;
-const MAX_TYPE = 13;
+const MAX_TYPE = 14;
 
 const utf8 = new TextEncoder();
 const utf8d = new TextDecoder();

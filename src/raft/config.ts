@@ -21,6 +21,10 @@ export interface RaftConfig {
   maxInflight?: number;
   /** Bytes of committed entries handed out per Ready. */
   maxApplyBytes?: number;
+  /** Leader ticks without a proposal after which an idle group whose voters all hold its
+   *  whole log goes quiet (no heartbeats, no election timers) until a proposal, a message or
+   *  the driver wakes it (RaftNode.wake; the driver watches its peers' liveness). 0: never. */
+  quiesceTicks?: number;
 }
 
 /** What the driver read back from disk on start. */

@@ -4,19 +4,30 @@
 // all, and only then are their messages sent, their committed entries applied and advance()
 // called (persist, then send, then apply). A WAL or snapshot error fails the groups it
 // touches: they stop voting, acknowledging and leading (RaftNode.fail).
+//
+// Many groups per server (CLUSTERING.md §3.6): heartbeats, their answers and Quiesce
+// messages of every group bound for one peer leave in one coalesced frame per turn
+// (heartbeats.ts), and every heartbeat interval each peer gets one such frame even when it is
+// empty: the server-wide liveness that stands in for the heartbeats of quiet groups. A group
+// idle for quiesceTicks goes quiet (quiesce.ts) and costs nothing per tick; it wakes on a
+// proposal or a message, when its leader's server (or, leading, a voter's) has sent nothing
+// for an election timeout, or when the route to one closes (peerDown) or opens (peerUp).
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Fs } from "../runtime/fs.js";
 import type { Random } from "../runtime/random.js";
 import type { Scheduler } from "../runtime/sched.js";
 import { decodeMessage, encodeMessage } from "./codec.js";
+import { decodeHeartbeats, encodeHeartbeats, HEARTBEATS_TAG, isCoalesced, type GroupMsg } from "./heartbeats.js";
 import { RaftNode, type RaftStatus } from "./node.js";
 import { loadSnapshotFile, saveSnapshotFile } from "./snapfile.js";
-import { type Entry, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
+import { type Entry, emptyMessage, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
 import { Wal } from "./wal.js";
 
 /** How Raft frames reach other servers. RoutePeerTransport (src/cluster/peer-transport.ts)
  *  fits: its send() is this send(), and its PeerHandler.frame() calls the receiver. */
 export interface RaftTransport {
+  /** The caller may write into frame again once the current job (with its microtasks) is
+   *  over: a transport that keeps it longer copies it. */
   send(peer: string, frame: Uint8Array): void;
   /** Register the receiver; a frame is a view valid only during the call. */
   onReceive(handler: (from: string, frame: Uint8Array) => void): void;
@@ -54,6 +65,9 @@ export interface RaftHostOptions {
   tickMs?: number;
   electionTicks?: number;
   heartbeatTicks?: number;
+  /** Leader ticks without a proposal before an idle group goes quiet (default: an election
+   *  timeout; 0: never). */
+  quiesceTicks?: number;
   segmentBytes?: number;
 }
 
@@ -64,6 +78,9 @@ export interface RaftHostStats {
   framesOut: number;
   badFrames: number;
   unknownGroup: number;
+  /** Coalesced frames sent (liveness included) and the messages they carried. */
+  heartbeatFramesOut: number;
+  heartbeatsOut: number;
 }
 
 interface Group {
@@ -79,7 +96,7 @@ interface Group {
 }
 
 export class RaftHost {
-  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0 };
+  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0, heartbeatFramesOut: 0, heartbeatsOut: 0 };
   readonly wal: Wal;
   private readonly groups = new Map<string, Group>();
   private readonly dirty = new Set<Group>();
@@ -92,9 +109,18 @@ export class RaftHost {
   /** Nodes of groups removed in this process, resumed if the group is added again. */
   private readonly detached = new Map<string, RaftNode>();
   private observer = false;
+  /** Coalesced messages waiting for this turn's frame, per peer. */
+  private readonly hbOut = new Map<string, GroupMsg[]>();
+  private hbScheduled = false;
+  private readonly hbFlushBound = (): void => this.flushHeartbeats();
+  private ticks = 0;
+  /** Random at start, in every coalesced frame: a peer's that changes means it restarted. */
+  private readonly incarnation: number;
+  private readonly peerIncarnation = new Map<string, number>();
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
+    this.incarnation = o.random.int(0x7fffffff);
     this.wal = Wal.open(o.fs, o.dir, o.sched, { segmentBytes: o.segmentBytes });
     o.transport.onReceive((from, frame) => this.receive(from, frame));
   }
@@ -105,10 +131,24 @@ export class RaftHost {
     const tick = (): void => {
       if (this.closed) return;
       this.timer = this.o.clock.setTimer(tick, this.tickMs);
+      const now = this.o.clock.monoMs();
+      const silentMs = (this.o.electionTicks ?? 10) * this.tickMs;
+      const within = Math.max(1, Math.round(300 / this.tickMs));
       for (const g of this.groups.values()) {
-        g.node.tick();
+        const n = g.node;
+        if (n.quiesced) {
+          // Quiet: only the server-wide liveness of its peers is watched.
+          if (!this.peersAlive(n, now, silentMs)) {
+            if (n.role === Role.Leader) n.wake(false);
+            else n.leaderLost(within);
+            this.touch(g);
+          }
+          continue;
+        }
+        n.tick();
         this.touch(g);
       }
+      if (++this.ticks % (this.o.heartbeatTicks ?? 2) === 0) this.queueLiveness();
     };
     this.timer = this.o.clock.setTimer(tick, this.tickMs);
   }
@@ -148,6 +188,7 @@ export class RaftHost {
         peers,
         electionTicks: this.o.electionTicks ?? 10,
         heartbeatTicks: this.o.heartbeatTicks ?? 2,
+        quiesceTicks: this.o.quiesceTicks ?? this.o.electionTicks ?? 10,
         random: this.o.random,
       },
       { hardState: rec?.hardState ?? { term: 0, vote: "", commit: 0 }, snapshot: snap, entries, applied: snap?.index ?? 0 },
@@ -254,14 +295,105 @@ export class RaftHost {
     this.touch(g);
   }
 
-  /** The route to peer closed: groups it leads here start an election within ~300 ms. */
-  peerDown(peer: string): void {
+  /** The route to peer closed: groups it leads here start an election within ~300 ms
+   *  (except `except`, whose app staggers its own); quiet groups led here that it votes in
+   *  wake, so that check-quorum watches them again. */
+  peerDown(peer: string, except = ""): void {
     const within = Math.max(1, Math.round(300 / this.tickMs));
     for (const g of this.groups.values()) {
-      if (g.node.lead === peer && g.node.role === Role.Follower) {
-        g.node.leaderLost(within);
+      const n = g.node;
+      if (n.lead === peer && n.role === Role.Follower && g.name !== except) {
+        n.leaderLost(within);
+        this.touch(g);
+      } else if (n.quiesced && n.role === Role.Leader && n.voters.includes(peer)) {
+        n.wake(false);
         this.touch(g);
       }
+    }
+  }
+
+  /** The route to peer opened (a restart, a healed partition): quiet groups it votes in
+   *  wake, so that it hears from their leaders at once. */
+  peerUp(peer: string): void {
+    for (const g of this.groups.values()) {
+      const n = g.node;
+      if (n.quiesced && n.voters.includes(peer)) {
+        n.wake(n.role !== Role.Leader);
+        this.touch(g);
+      }
+    }
+  }
+
+  /** A quiet group's peers have been heard from within silentMs: its leader's server, or
+   *  (leading) every voter's. */
+  private peersAlive(n: RaftNode, now: number, silentMs: number): boolean {
+    if (n.role !== Role.Leader) {
+      const h = this.heard.get(n.lead);
+      return h !== undefined && now - h < silentMs;
+    }
+    for (const v of n.voters) {
+      if (v === this.o.id) continue;
+      const h = this.heard.get(v);
+      if (h === undefined || now - h >= silentMs) return false;
+    }
+    return true;
+  }
+
+  /** Every heartbeat interval: a coalesced frame (maybe empty) to every peer of a group. */
+  private queueLiveness(): void {
+    for (const g of this.groups.values()) {
+      for (const v of g.node.voters) if (v !== this.o.id && !this.hbOut.has(v)) this.hbOut.set(v, []);
+    }
+    this.scheduleHeartbeats();
+  }
+
+  private scheduleHeartbeats(): void {
+    if (!this.hbScheduled && !this.closed) {
+      this.hbScheduled = true;
+      this.o.sched.microtask(this.hbFlushBound);
+    }
+  }
+
+  private flushHeartbeats(): void {
+    this.hbScheduled = false;
+    if (this.closed) return;
+    for (const [peer, items] of this.hbOut) {
+      this.stats.heartbeatFramesOut++;
+      this.stats.heartbeatsOut += items.length;
+      this.o.transport.send(peer, encodeHeartbeats(this.incarnation, items));
+    }
+    this.hbOut.clear();
+  }
+
+  /** A message of group to its peer: heartbeats and the like in this turn's coalesced frame,
+   *  the rest in a frame of its own. */
+  private sendMsg(group: string, m: Message): void {
+    if (isCoalesced(m)) {
+      let items = this.hbOut.get(m.to);
+      if (items === undefined) this.hbOut.set(m.to, (items = []));
+      items.push({ group, m });
+      this.scheduleHeartbeats();
+      return;
+    }
+    this.stats.framesOut++;
+    this.o.transport.send(m.to, encodeMessage(group, m));
+  }
+
+  private receiveHeartbeats(from: string, frame: Uint8Array): void {
+    const d = decodeHeartbeats(frame, from, this.o.id);
+    if (d instanceof Error) return void this.stats.badFrames++;
+    const was = this.peerIncarnation.get(from);
+    this.peerIncarnation.set(from, d.incarnation);
+    // It restarted (maybe faster than a route close was seen): what it led, it leads no more.
+    if (was !== undefined && was !== d.incarnation) this.peerDown(from);
+    for (const { group, m } of d.items) {
+      const g = this.groups.get(group);
+      if (g === undefined) {
+        this.stats.unknownGroup++;
+        continue;
+      }
+      g.node.step(m);
+      this.touch(g);
     }
   }
 
@@ -293,6 +425,25 @@ export class RaftHost {
     return g;
   }
 
+  /** Bytes of the header an app frame of group starts with (appFrameHeader). */
+  appHeaderBytes(group: string): number {
+    return 3 + Buffer.byteLength(group);
+  }
+
+  /** Write the app-frame header of group at the start of frame (appHeaderBytes long): the
+   *  caller built its data after it in place, to send with sendAppFrame (no copy). */
+  writeAppHeader(group: string, frame: Buffer): void {
+    frame[0] = APP_FRAME_TAG;
+    frame.writeUInt16BE(Buffer.byteLength(group), 1);
+    frame.write(group, 3, "utf8");
+  }
+
+  /** Send a whole app frame (writeAppHeader) to server `peer`. */
+  sendAppFrame(peer: string, frame: Uint8Array): void {
+    this.stats.framesOut++;
+    this.o.transport.send(peer, frame);
+  }
+
   /** Send data to the app of `group` on server `peer` (state transfer beside the log). */
   sendApp(group: string, peer: string, data: Uint8Array): void {
     const gl = Buffer.byteLength(group);
@@ -320,6 +471,7 @@ export class RaftHost {
     this.stats.framesIn++;
     this.heard.set(from, this.o.clock.monoMs());
     if (frame[0] === APP_FRAME_TAG) return this.receiveApp(from, frame);
+    if (frame[0] === HEARTBEATS_TAG) return this.receiveHeartbeats(from, frame);
     const d = decodeMessage(frame);
     if (d instanceof Error) {
       this.stats.badFrames++;
@@ -389,8 +541,7 @@ export class RaftHost {
       const m = msgs[i]!;
       if (m.type === MsgType.App || m.type === MsgType.Heartbeat) {
         if (rest === null) rest = msgs.slice(0, i);
-        this.stats.framesOut++;
-        this.o.transport.send(m.to, encodeMessage(g.name, m));
+        this.sendMsg(g.name, m);
       } else if (rest !== null) rest.push(m);
     }
     return rest ?? msgs;
@@ -437,10 +588,7 @@ export class RaftHost {
     const live = cur !== undefined && cur.node === g.node ? cur : null;
     const n = g.node;
     if (n.failed === null && live !== null) {
-      for (const m of rd.messages) {
-        this.stats.framesOut++;
-        this.o.transport.send(m.to, encodeMessage(live.name, m));
-      }
+      for (const m of rd.messages) this.sendMsg(live.name, m);
       if (rd.snapshot !== null) live.app.restore(rd.snapshot.data);
       if (rd.committed.length > 0) live.app.apply(rd.committed);
       for (const rs of rd.readStates) live.app.onReadState?.(rs);
@@ -462,7 +610,10 @@ export class RaftHost {
 
   private failGroup(g: Group, reason: string): void {
     if (g.node.failed !== null) return;
-    g.node.fail(reason);
+    const n = g.node;
+    n.fail(reason);
     g.app.onFailed?.(reason);
+    // Its peers may be quiet, waiting on a leader that this was: any message wakes them.
+    for (const v of n.voters) if (v !== this.o.id) this.sendMsg(g.name, emptyMessage(MsgType.HeartbeatResp, this.o.id, v, n.term));
   }
 }

@@ -9,7 +9,9 @@
 // (disk or checksum error) that neither votes, acknowledges nor leads.
 import { RaftLog } from "./log.js";
 import { type Progress, ProgressState } from "./progress.js";
-import { ReadOnly } from "./readindex.js";
+import { ReadRequests } from "./reads.js";
+import { ConfLog } from "./conflog.js";
+import { Quiescence } from "./quiesce.js";
 import { Replication, answerAppend, answerSnapshot } from "./replicate.js";
 import type { RaftConfig, RaftRestore, RaftStatus } from "./config.js";
 
@@ -23,8 +25,6 @@ import {
   MsgType,
   NONE,
   RaftError,
-  type ReadState,
-  decodeVoters,
   encodeVoters,
   type Ready,
   Role,
@@ -36,18 +36,6 @@ import {
   raftAssert,
   voteRespType,
 } from "./types.js";
-
-/** A membership entry in the log after the snapshot. */
-interface ConfEntry {
-  index: number;
-  term: number;
-  voters: string[];
-}
-
-interface PendingReadIndex {
-  from: string;
-  context: Uint8Array;
-}
 
 const DEFAULT_MAX_MSG_BYTES = 1024 * 1024;
 const DEFAULT_MAX_INFLIGHT = 256;
@@ -65,28 +53,26 @@ export class RaftNode {
   /** The latest snapshot this node holds (made by compact() or received); sent to laggards. */
   snapshot: Snapshot | null;
   failed: string | null = null;
-  /** Voters as of the snapshot (the configured peers before any). */
-  private snapVoters: string[];
-  /** Membership entries in the log after the snapshot, oldest first; the last one is in
-   *  effect (single-server changes take effect when appended, Ongaro's thesis §4.1). */
-  private confs: ConfEntry[] = [];
+  /** The voters as of the snapshot and the membership entries after it (conflog.ts). */
+  private readonly confs: ConfLog;
   /** The highest commit index a leader of this term told us about (App, Heartbeat). */
   private leaderCommit = 0;
   /** Never campaigns (lame duck: leadership was handed away and must not come back). */
   observer = false;
+  /** Going quiet when idle and waking (quiesce.ts). */
+  private readonly quiet: Quiescence;
 
   private readonly cfg: Required<RaftConfig>;
   /** The leader's side of log replication (replicate.ts): a Progress per voter. */
   private readonly repl: Replication;
   private votes = new Map<string, boolean>();
   private msgs: Message[] = [];
-  private readStates: ReadState[] = [];
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTimeout = 0;
   private leadTransferee = NONE;
-  private readonly readOnly = new ReadOnly();
-  private pendingReadIndex: PendingReadIndex[] = [];
+  /** Linearizable reads (reads.ts): ReadIndex requests and their heartbeat rounds. */
+  private readonly reads: ReadRequests;
   private needBcast = false;
   private prevHard: HardState;
   private prevSoft: SoftState;
@@ -99,21 +85,23 @@ export class RaftNode {
       maxMsgBytes: DEFAULT_MAX_MSG_BYTES,
       maxInflight: DEFAULT_MAX_INFLIGHT,
       maxApplyBytes: DEFAULT_MAX_APPLY_BYTES,
+      quiesceTicks: 0,
       ...cfg,
     };
     raftAssert(cfg.electionTicks > cfg.heartbeatTicks && cfg.heartbeatTicks > 0, "electionTicks > heartbeatTicks > 0");
     this.id = cfg.id;
     this.repl = new Replication(this, (m) => this.send(m), this.cfg.maxMsgBytes, this.cfg.maxInflight);
+    this.reads = new ReadRequests(this, this.repl, (m) => this.send(m));
+    this.quiet = new Quiescence(this, this.repl, (m) => this.send(m), () => this.leadTransferee !== NONE || this.reads.busy);
     const snap = restore?.snapshot ?? null;
     this.snapshot = snap;
-    this.snapVoters = snap !== null ? [...snap.voters] : [...cfg.peers];
-    raftAssert(snap !== null || cfg.peers.includes(this.id), `${this.id} is not among the voters`);
+    // A node may start outside its voters: a new member joining a running group starts with
+    // the members it joins and campaigns only once the leader's log or snapshot names it.
+    raftAssert(snap !== null || cfg.peers.length > 0, "a group needs voters");
     const hs = restore?.hardState ?? { term: 0, vote: NONE, commit: 0 };
     this.log = RaftLog.restore(snap, restore?.entries ?? [], hs.commit, restore?.applied ?? snap?.index ?? 0);
-    for (const e of this.log.entries) {
-      if (e.type === EntryType.ConfChange) this.confs.push({ index: e.index, term: e.term, voters: decodeVoters(e.data) });
-    }
-    this.voters = [...(this.confs[this.confs.length - 1]?.voters ?? this.snapVoters)];
+    this.confs = new ConfLog(snap !== null ? snap.voters : cfg.peers, this.log.entries);
+    this.voters = this.confs.current();
     this.becomeFollower(hs.term, NONE);
     this.vote = hs.vote;
     this.prevHard = this.hardState();
@@ -123,7 +111,7 @@ export class RaftNode {
   // ---- driver API ----
 
   tick(): void {
-    if (this.failed !== null) return;
+    if (this.failed !== null || this.quiet.quiesced) return;
     if (this.role === Role.Leader) this.tickLeader();
     else this.tickElection();
   }
@@ -131,6 +119,9 @@ export class RaftNode {
   step(m: Message): void {
     if (this.failed !== null) return;
     if (m.to !== this.id) return;
+    // Anything but the leader's own traffic means something is going on: a follower asks
+    // the leader to heartbeat again.
+    if (this.quiet.quiesced && m.type !== MsgType.Quiesce) this.wake(m.from !== this.lead);
     if (m.term > this.term) {
       if (m.type === MsgType.Vote || m.type === MsgType.PreVote) {
         const force = isTransferContext(m.context);
@@ -142,7 +133,7 @@ export class RaftNode {
         // A pre-vote never changes our term.
       } else if (m.type === MsgType.PreVoteResp && !m.reject) {
         // Granted pre-votes carry the term the pre-candidate will campaign in.
-      } else if (m.type === MsgType.App || m.type === MsgType.Heartbeat || m.type === MsgType.Snap) {
+      } else if (m.type === MsgType.App || m.type === MsgType.Heartbeat || m.type === MsgType.Snap || m.type === MsgType.Quiesce) {
         this.becomeFollower(m.term, m.from);
       } else {
         this.becomeFollower(m.term, NONE);
@@ -180,6 +171,7 @@ export class RaftNode {
   /** Start an election now (pre-vote first when enabled), as if the election timer fired. */
   campaign(): void {
     if (this.failed !== null || this.role === Role.Leader) return;
+    this.quiet.wake();
     this.electionElapsed = 0;
     this.startCampaign(this.cfg.preVote ? "pre" : "elect");
   }
@@ -191,6 +183,7 @@ export class RaftNode {
    */
   leaderLost(withinTicks: number): void {
     if (this.failed !== null || this.role !== Role.Follower || this.lead === NONE) return;
+    this.quiet.wake();
     this.lead = NONE;
     const left = 1 + this.cfg.random.int(Math.max(1, withinTicks));
     this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - left);
@@ -199,6 +192,7 @@ export class RaftNode {
   /** Append data to the log; returns its index. Only on the leader. */
   propose(data: Uint8Array): number {
     this.checkCanPropose();
+    this.wake(false);
     const index = this.appendEntry(EntryType.Normal, data);
     this.needBcast = true;
     return index;
@@ -213,14 +207,14 @@ export class RaftNode {
    */
   proposeConfChange(voters: readonly string[]): number {
     this.checkCanPropose();
+    this.wake(false);
     const next = [...new Set(voters)].sort();
     const added = next.filter((v) => !this.voters.includes(v));
     const removed = this.voters.filter((v) => !next.includes(v));
     if (added.length + removed.length === 0) return 0;
     if (added.length + removed.length !== 1 || next.length === 0) throw new RaftError("failed", "membership changes add or remove one voter at a time");
     if (!this.committedInTerm()) throw new RaftError("conf_pending", "the leader has not committed an entry of its term yet");
-    const last = this.confs[this.confs.length - 1];
-    if (last !== undefined && last.index > this.log.committed) throw new RaftError("conf_pending", "a membership change is in progress");
+    if (this.confs.pendingAbove(this.log.committed)) throw new RaftError("conf_pending", "a membership change is in progress");
     const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data: encodeVoters(next) };
     this.log.append([e]);
     this.syncConfig([e]);
@@ -230,23 +224,18 @@ export class RaftNode {
 
   /** The voters in effect once entry i is in the log. */
   votersAt(i: number): string[] {
-    let v = this.snapVoters;
-    for (const c of this.confs) {
-      if (c.index > i) break;
-      v = c.voters;
-    }
-    return [...v];
+    return this.confs.votersAt(i);
   }
 
   /** A membership change is in the log and not committed yet. */
   get confPending(): boolean {
-    const last = this.confs[this.confs.length - 1];
-    return last !== undefined && last.index > this.log.committed;
+    return this.confs.pendingAbove(this.log.committed);
   }
 
   /** Ask the leader to hand leadership to target (after catching it up). */
   transferLeader(target: string): void {
     if (this.failed !== null) throw new RaftError("failed", `node failed: ${this.failed}`);
+    this.wake(true);
     if (this.role === Role.Leader) {
       this.handleTransfer(target);
     } else if (this.lead !== NONE) {
@@ -259,13 +248,29 @@ export class RaftNode {
   /** Start a linearizable read; a ReadState with this context appears in a later Ready. */
   readIndex(context: Uint8Array): void {
     if (this.failed !== null) throw new RaftError("failed", `node failed: ${this.failed}`);
+    this.wake(true);
+    this.reads.request(context);
+  }
+
+  /**
+   * Leave the quiet state (a proposal, a message, or the driver: a peer it has not heard from
+   * lately, a route that came back). The timers start from zero: a leader heartbeats at its
+   * next tick and counts every voter as heard for this round of check-quorum. A follower
+   * with `notify` tells its leader, so that it heartbeats again (a quiet leader whose
+   * followers wake one by one would otherwise let them time out).
+   */
+  wake(notify: boolean): void {
+    if (!this.quiet.wake()) return;
+    this.electionElapsed = 0;
     if (this.role === Role.Leader) {
-      this.handleReadIndex(this.id, context);
-    } else if (this.lead !== NONE) {
-      const m = this.msg(MsgType.ReadIndex, this.lead);
-      m.context = context;
-      this.send(m);
-    } else throw new RaftError("unavailable", "no leader known");
+      this.heartbeatElapsed = this.cfg.heartbeatTicks;
+      this.quiet.markActive();
+    } else if (notify && this.lead !== NONE) this.send(this.msg(MsgType.HeartbeatResp, this.lead));
+  }
+
+  /** Idle and caught up (quiesce.ts). */
+  get quiesced(): boolean {
+    return this.quiet.quiesced;
   }
 
   /** The state machine took a snapshot at index (≤ applied) holding data: drop the log before. */
@@ -275,8 +280,7 @@ export class RaftNode {
     const voters = this.votersAt(index);
     this.snapshot = { index, term: this.log.term(index), voters, data };
     this.log.compact(index);
-    this.snapVoters = voters;
-    this.confs = this.confs.filter((c) => c.index > index);
+    this.confs.compact(index, voters);
   }
 
   /** A disk or checksum error: stop voting, acknowledging and leading until re-synced. */
@@ -286,14 +290,13 @@ export class RaftNode {
     this.lead = NONE;
     this.failed = reason;
     this.msgs = [];
-    this.readStates = [];
-    this.pendingReadIndex = [];
+    this.reads.clear();
     this.needBcast = false;
   }
 
   hasReady(): boolean {
     if (this.readyOut !== null) return false;
-    if (this.needBcast || this.msgs.length > 0 || this.readStates.length > 0) return true;
+    if (this.needBcast || this.msgs.length > 0 || this.reads.states.length > 0) return true;
     if (this.log.pendingSnapshot !== null) return true;
     if (this.log.stabled < this.log.lastIndex()) return true;
     if (this.log.committed > this.log.applied) return true;
@@ -317,10 +320,9 @@ export class RaftNode {
       snapshot: this.log.pendingSnapshot,
       committed: this.log.nextCommitted(this.cfg.maxApplyBytes),
       messages: this.failed !== null ? [] : this.msgs,
-      readStates: this.readStates,
+      readStates: this.reads.take(),
     };
     this.msgs = [];
-    this.readStates = [];
     this.prevSoft = soft;
     if (rd.hardState !== null) this.prevHard = rd.hardState;
     this.readyOut = rd;
@@ -388,14 +390,14 @@ export class RaftNode {
       this.leaderCommit = 0;
     }
     this.lead = NONE;
+    this.quiet.wake();
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
     this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.random.int(this.cfg.electionTicks);
     this.leadTransferee = NONE;
     this.votes.clear();
     this.repl.reset();
-    this.readOnly.reset();
-    this.pendingReadIndex = [];
+    this.reads.reset();
     this.needBcast = false;
   }
 
@@ -490,9 +492,10 @@ export class RaftNode {
       this.leadTransferee = NONE; // a transfer that did not finish in one timeout is abandoned
     }
     this.repl.retryLostSnapshots(this.cfg.electionTicks);
+    if (this.quiet.leaderTick(this.cfg.quiesceTicks)) return;
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.repl.bcastHeartbeat(this.readOnly.lastPendingContext());
+      this.repl.bcastHeartbeat(this.reads.lastPendingContext());
     }
   }
 
@@ -526,13 +529,11 @@ export class RaftNode {
         return;
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
-        this.repl.onHeartbeatResp(m.from, pr);
-        if (m.context !== null && m.context.length > 0 && this.readOnly.ack(m.context, m.from) >= this.quorum()) {
-          for (const rs of this.readOnly.advance(m.context)) this.releaseRead(rs.from, rs.index, rs.context);
-        }
+        this.repl.onHeartbeatResp(m.from, pr, m.index - 1);
+        this.reads.onHeartbeatResp(m, this.quorum());
         return;
       case MsgType.ReadIndex:
-        if (m.context !== null) this.handleReadIndex(m.from, m.context);
+        if (m.context !== null) this.reads.handle(m.from, m.context);
         return;
       case MsgType.TransferLeader:
         if (m.context !== null) this.handleTransfer(new TextDecoder().decode(m.context));
@@ -612,8 +613,14 @@ export class RaftNode {
       case MsgType.TimeoutNow:
         this.startCampaign("transfer");
         return;
+      case MsgType.Quiesce:
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        if (m.index > this.leaderCommit) this.leaderCommit = m.index;
+        this.quiet.onQuiesce(m, this.log);
+        return;
       case MsgType.ReadIndexResp:
-        if (m.context !== null) this.readStates.push({ index: m.index, context: m.context });
+        this.reads.onResp(m);
         return;
       case MsgType.TransferLeader:
         if (this.lead !== NONE && m.context !== null) {
@@ -652,6 +659,9 @@ export class RaftNode {
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     const r = this.msg(MsgType.HeartbeatResp, m.from);
     r.context = m.context;
+    // The end of our log + 1 (0: not said): a leader that counted more of it learns that we
+    // lost what we acknowledged (a wiped disk) even when it has nothing new to send.
+    r.index = this.log.lastIndex() + 1;
     this.send(r);
   }
 
@@ -661,8 +671,7 @@ export class RaftNode {
     const r = this.msg(MsgType.AppResp, m.from);
     if (answerSnapshot(this.log, s, r)) {
       this.snapshot = s;
-      this.snapVoters = [...s.voters];
-      this.confs = [];
+      this.confs.restore(s.voters);
       this.setVoters(s.voters);
     }
     this.send(r);
@@ -673,19 +682,8 @@ export class RaftNode {
   /** The log changed around `added` (appended, or a conflicting suffix replaced): forget
    *  membership entries no longer in it, note the new ones, and take the last one's voters. */
   private syncConfig(added: readonly Entry[]): void {
-    const log = this.log;
-    while (this.confs.length > 0) {
-      const c = this.confs[this.confs.length - 1]!;
-      if (c.index <= log.lastIndex() && log.term(c.index) === c.term) break;
-      this.confs.pop();
-    }
-    let after = this.confs[this.confs.length - 1]?.index ?? log.snapIndex;
-    for (const e of added) {
-      if (e.type !== EntryType.ConfChange || e.index <= after || log.term(e.index) !== e.term) continue;
-      this.confs.push({ index: e.index, term: e.term, voters: decodeVoters(e.data) });
-      after = e.index;
-    }
-    this.setVoters(this.confs[this.confs.length - 1]?.voters ?? this.snapVoters);
+    this.confs.sync(this.log, added);
+    this.setVoters(this.confs.current());
   }
 
   private setVoters(v: readonly string[]): void {
@@ -733,7 +731,7 @@ export class RaftNode {
     if (mci > this.log.committed && this.log.term(mci) === this.term) {
       const wasCommittedInTerm = this.committedInTerm();
       this.log.commitTo(mci);
-      if (!wasCommittedInTerm) this.flushPendingReads();
+      if (!wasCommittedInTerm) this.reads.flushPending();
       return true;
     }
     return false;
@@ -755,37 +753,6 @@ export class RaftNode {
     const pr = this.repl.get(target)!;
     if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(target);
     else this.repl.sendAppend(target, true);
-  }
-
-  private handleReadIndex(from: string, context: Uint8Array): void {
-    if (this.voters.length === 1) {
-      this.releaseRead(from, this.log.committed, context);
-      return;
-    }
-    // Until this term has committed an entry the leader's commit index may be stale.
-    if (!this.committedInTerm()) {
-      this.pendingReadIndex.push({ from, context });
-      return;
-    }
-    this.readOnly.add(this.log.committed, context, from, this.id);
-    this.repl.bcastHeartbeat(context);
-  }
-
-  private flushPendingReads(): void {
-    const p = this.pendingReadIndex;
-    this.pendingReadIndex = [];
-    for (const r of p) this.handleReadIndex(r.from, r.context);
-  }
-
-  private releaseRead(from: string, index: number, context: Uint8Array): void {
-    if (from === this.id || from === NONE) {
-      this.readStates.push({ index, context });
-      return;
-    }
-    const m = this.msg(MsgType.ReadIndexResp, from);
-    m.index = index;
-    m.context = context;
-    this.send(m);
   }
 
   // ---- messages ----

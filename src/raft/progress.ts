@@ -105,6 +105,14 @@ export class Progress {
     return updated;
   }
 
+  /** The follower no longer holds entries it acknowledged (its disk was wiped and it came
+   *  back under the same id): its match is what it has now; probe from there. */
+  lostEntries(has: number): void {
+    this.match = has;
+    this.resetState(ProgressState.Probe);
+    this.next = has + 1;
+  }
+
   /** After sending entries up to last. */
   sentEntries(last: number, count: number): void {
     if (this.state === ProgressState.Replicate) {

@@ -33,6 +33,8 @@ export interface ProgressStatus {
 export class Replication {
   /** A Progress per voter, this node included; rebuilt for every term (reset). */
   private prs = new Map<string, Progress>();
+  /** Followers seen to have lost entries they acknowledged (a wiped disk; tests, logs). */
+  lostLogs = 0;
 
   constructor(
     private readonly node: ReplicaSource,
@@ -167,10 +169,18 @@ export class Replication {
     }
   }
 
-  /** A heartbeat answer from `from`: it is alive, and gets what it lacks. */
-  onHeartbeatResp(from: string, pr: Progress): void {
+  /** A heartbeat answer from `from`: it is alive, and gets what it lacks. `has`: the end of
+   *  its log when it answered (-1: not said). */
+  onHeartbeatResp(from: string, pr: Progress, has = -1): void {
     pr.recentActive = true;
     pr.probeSent = false;
+    if (has === 0 && pr.match > 0) {
+      // Its log is empty where we counted entries: it lost what it acknowledged (a wiped
+      // disk, back under the same id). Only an empty log counts: an answer that arrives
+      // late, after later acknowledgements, says less than the follower holds.
+      pr.lostEntries(has);
+      this.lostLogs++;
+    }
     // A full window that stays full means appends were lost: let one more out, which the
     // follower rejects if it has a gap, sending us back to probing.
     if (pr.state === ProgressState.Replicate && pr.inflights.full()) pr.inflights.freeFirstOne();
@@ -185,6 +195,16 @@ export class Replication {
   onAppResp(m: Message, pr: Progress): boolean | null {
     pr.recentActive = true;
     if (m.reject) {
+      if (m.rejectHint === 0 && pr.match > 0 && m.index >= pr.match) {
+        // An empty log where the leader counted entries: the follower lost what it
+        // acknowledged (a wiped disk, back under the same id). Without this its progress
+        // would stay at the old match, probing there for ever. (Only an empty log: a
+        // rejection that arrives late, after later acknowledgements, must not count.)
+        pr.lostEntries(m.rejectHint);
+        this.lostLogs++;
+        this.sendAppend(m.from, true);
+        return null;
+      }
       let hint = m.rejectHint;
       if (m.logTerm > 0) hint = this.node.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
       if (pr.maybeDecrTo(m.index, hint)) {

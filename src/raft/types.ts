@@ -16,6 +16,9 @@ export const MsgType = {
   ReadIndex: 11,
   ReadIndexResp: 12,
   TransferLeader: 13,
+  /** Leader → follower: the group is idle and every voter has everything (commit = index =
+   *  the leader's last index, logTerm its term); stop the election timer until woken. */
+  Quiesce: 14,
 } as const;
 export type MsgType = (typeof MsgType)[keyof typeof MsgType];
 

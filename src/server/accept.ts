@@ -84,7 +84,7 @@ export class Acceptor {
     this.server.clients.set(cid, c);
     this.liveSockets.add(socket);
     this.server.stats.totalConnections++;
-    this.server.log.debug(`${c.label()} - Client connection created`);
+    if (this.server.log.debugEnabled) this.server.log.debug(`${c.label()} - Client connection created`);
     socket.on("close", () => {
       this.liveSockets.delete(socket);
       c.close(CloseReason.ClientClosed);

@@ -35,6 +35,21 @@ export const OPS_PER_TURN = 1000;
 // direct get, answered in place), several times a SUB's work, so a client writing thousands
 // of API requests at once has its read yield every OPS_PER_TURN / API_OP_COST of them.
 export const API_OP_COST = 4;
+// Plain PUBs (and acks) are bounded by time instead: one costs ~50 ns with no interest and
+// tens of microseconds when a stream stores it or thousands of subscribers get it. After each
+// read, a connection that has spent READ_SLICE_MS in this turn stops reading until the next
+// (the read was parsed whole: nothing to keep). Within a read, every PUB_CHECK_EVERY messages
+// the parser asks (pubsRead): past PUB_SPLIT_MS the parser stops there and keeps the rest of
+// the read (a copy), which only costly messages reach (a 64 KiB read of cheap ones is well
+// under a millisecond).
+export const READ_SLICE_MS = 2;
+export const PUB_SPLIT_MS = 4;
+// ... but not before this many reads in the turn: on a loaded machine a read can take
+// READ_SLICE_MS of wall time by itself (the process was descheduled), and a pause and resume
+// per 64 KiB read cost as much as handling it.
+const READS_BEFORE_SLICE = 4;
+const NO_IDENTITIES: readonly string[] = Object.freeze([]);
+const NO_SUBS: Map<string, Subscription> = new Map();
 // Trace only: the longest unfinished line kept between reads to be redacted whole.
 const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
@@ -95,7 +110,8 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   /** Where messages it publishes come from (routeRange's one-hop rule). */
   readonly origin: OriginKind = Origin.Client;
   readonly parser: Parser;
-  readonly subs = new Map<string, Subscription>();
+  /** By sid; a connection that never subscribes shares one empty map (never written). */
+  subs: Map<string, Subscription> = NO_SUBS;
   readonly startMs: number;
   readonly host: string;
   readonly port: number;
@@ -116,7 +132,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   tlsVersion = "";
   tlsCipher = "";
   /** verify_and_map: the certificate's identities, in the order they are tried. */
-  certIdentities: string[] = [];
+  certIdentities: readonly string[] = NO_IDENTITIES;
   /** The nkey this client authenticated with ("" for other kinds of auth). */
   nkey = "";
   /** The challenge its INFO carried for nkey users to sign ("" when none was sent). */
@@ -174,6 +190,8 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   // Per-turn operation budget (spendOp) and the yielded read (resumeRead).
   private turnOps = 0;
   private turnMark = -1;
+  private turnStartMs = 0;
+  private turnReads = 0;
   private readYielded = false;
   private readonly resumeBound = (): void => this.resumeRead();
 
@@ -195,8 +213,10 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     this.lastInboundMs = now;
     this.lastActivityMs = now;
     if (this.server.traceEnabled) this.traceIn(chunk);
+    const t = this.server.turn;
+    if (this.turnMark !== t) this.markTurn(t);
     this.parser.parse(chunk);
-    if (this.parser.isYielded) this.yieldRead();
+    if (this.parser.isYielded || (++this.turnReads >= READS_BEFORE_SLICE && this.server.clock.monoMs() - this.turnStartMs >= READ_SLICE_MS)) this.yieldRead();
   }
 
   /** One SUB or UNSUB (a JetStream API request costs API_OP_COST): past OPS_PER_TURN in
@@ -204,15 +224,28 @@ export class Client extends Conn implements ParserHandler, SubOwner {
    *  connections are served in between. */
   private spendOp(cost = 1): void {
     const t = this.server.turn;
-    if (this.turnMark !== t) {
-      this.turnMark = t;
-      this.turnOps = 0;
-      this.server.armTurn();
-    }
+    if (this.turnMark !== t) this.markTurn(t);
     if ((this.turnOps += cost) >= OPS_PER_TURN) this.parser.yieldTurn();
   }
 
-  /** Stop reading until a later turn (the parser keeps what it has not parsed). */
+  /** PUB_CHECK_EVERY messages were published (Parser): past PUB_SPLIT_MS of this turn, the
+   *  parser stops after them, as in spendOp. */
+  pubsRead(): void {
+    const t = this.server.turn;
+    if (this.turnMark !== t) this.markTurn(t);
+    else if (this.server.clock.monoMs() - this.turnStartMs >= PUB_SPLIT_MS) this.parser.yieldTurn();
+  }
+
+  /** The first operation counted in turn t. */
+  private markTurn(t: number): void {
+    this.turnMark = t;
+    this.turnOps = 0;
+    this.turnReads = 0;
+    this.turnStartMs = this.server.clock.monoMs();
+    this.server.armTurn();
+  }
+
+  /** Stop reading until a later turn (a yielded parser keeps what it has not parsed). */
   private yieldRead(): void {
     if (this.readYielded || this.closed) return;
     this.readYielded = true;
@@ -424,6 +457,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     }
     const sub = new Subscription(this, subject, queue, sid);
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
+    if (this.subs === NO_SUBS) this.subs = new Map();
     this.subs.set(sid, sub);
     this.server.updateSub(sub, 1);
     if (this.verbose) this.queueRaw(OK);

@@ -81,8 +81,14 @@ export abstract class Conn {
     this.markDirty();
   }
 
+  /** Encoded straight into the outbound buffer (no Buffer made for it: two per accepted
+   *  connection, its INFOs). */
   queueString(s: string): void {
-    this.queueRaw(Buffer.from(s, "utf8"));
+    if (this.closed) return;
+    const n = Buffer.byteLength(s, "utf8");
+    if (this.outLen + n > this.out.length) this.grow(n);
+    this.outLen += this.out.write(s, this.outLen, "utf8");
+    this.markDirty();
   }
 
   protected markDirty(): void {

@@ -117,6 +117,9 @@ class InternalOwner implements SubOwner {
 }
 
 export abstract class Router implements Bus {
+  /** Internal subscriptions made with `cluster: true`, for the cluster to announce when it
+   *  starts after them (the clustered $JS.API is subscribed while the cluster is made). */
+  protected readonly routableInternal = new Set<Subscription>();
   readonly sublist = new Sublist<Subscription>();
   readonly stats: ServerStats = { inMsgs: 0, outMsgs: 0, inBytes: 0, outBytes: 0, slowConsumers: 0, totalConnections: 0 };
   /** Cluster routes; null without a cluster block. */
@@ -148,6 +151,10 @@ export abstract class Router implements Bus {
   updateSub(sub: Subscription, delta: 1 | -1): void {
     if (delta > 0) this.sublist.insert(sub);
     else this.sublist.remove(sub);
+    if (sub.routable && sub.owner.cid === 0) {
+      if (delta > 0) this.routableInternal.add(sub);
+      else this.routableInternal.delete(sub);
+    }
     const cl = this.cluster;
     if (cl !== null && sub.routable) cl.localInterest(sub, delta);
   }
@@ -343,6 +350,7 @@ export abstract class Router implements Bus {
   subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false, opts?: BusSubscribeOptions): InternalSubscription {
     const owner = new InternalOwner(handler, borrow);
     const sub = new Subscription(owner, subject, queue, "0", opts?.cluster === true);
+    sub.preferLocal = opts?.preferLocal === true && queue !== "";
     this.updateSub(sub, 1);
     return this.internalSub(subject, sub, null);
   }

@@ -233,6 +233,7 @@ export class Server extends Router implements ClientHost {
     // so does every subscription made while the route listener starts.
     this.cluster = cl;
     for (const client of this.clients.values()) for (const sub of client.subs.values()) cl.localInterest(sub, 1);
+    for (const sub of this.routableInternal) cl.localInterest(sub, 1);
     try {
       await cl.start();
     } catch (err) {

@@ -29,6 +29,8 @@ export class Subscription implements SubLike {
   /** Set for a client's wildcard or queue subscription that a subscribe deny entry
    *  overlaps: routing skips the messages it denies (nats-server checkDenySub). */
   denyFilter: DenyFilter | null = null;
+  /** A queue member that a local publish picks before any route's (BusSubscribeOptions). */
+  preferLocal = false;
   constructor(
     readonly owner: SubOwner,
     readonly subject: string,

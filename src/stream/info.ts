@@ -11,14 +11,15 @@ export interface StateOpts {
 
 export function streamState(store: StreamStore, consumerCount: number, opts?: StateOpts): StreamStateWire {
   const st = store.state();
-  const out: StreamStateWire = {
+  // Fields in nats-server's order, consumer_count last: added in that order (no delete,
+  // which turns the object into a dictionary that JSON.stringify walks slowly).
+  const out: Omit<StreamStateWire, "consumer_count"> & { consumer_count?: number } = {
     messages: st.msgs,
     bytes: st.bytes,
     first_seq: st.firstSeq,
     first_ts: rfc3339Ns(st.firstTsNs),
     last_seq: st.lastSeq,
     last_ts: rfc3339Ns(st.lastTsNs),
-    consumer_count: consumerCount,
   };
   if (st.numSubjects > 0) out.num_subjects = st.numSubjects;
   if (opts?.subjectsFilter) {
@@ -33,11 +34,8 @@ export function streamState(store: StreamStore, consumerCount: number, opts?: St
     out.num_deleted = st.numDeleted;
     if (opts?.deletedDetails) out.deleted = store.deletedSeqs();
   }
-  // consumer_count last, as nats-server orders it.
-  const cc = out.consumer_count;
-  delete (out as { consumer_count?: number }).consumer_count;
-  out.consumer_count = cc;
-  return out;
+  out.consumer_count = consumerCount;
+  return out as StreamStateWire;
 }
 
 export function streamInfo(

@@ -57,6 +57,12 @@ class Join {
   private readonly scratchU: TNode[] = [];
   private readonly scratchV: TNode[] = [];
 
+  /** Queue a child pair of the JOIN being expanded. */
+  private child(u: TNode, v: TNode): void {
+    this.scratchU.push(u);
+    this.scratchV.push(v);
+  }
+
   constructor(
     readonly budget: number,
     /** Stop after this many colliding pairs (1: any pair will do). */
@@ -141,11 +147,11 @@ class Join {
     const ul = u.lit;
     const vl = v.lit;
     if (same) {
-      if (ul !== null) for (const c of ul.values()) (cu.push(c), cv.push(c));
+      if (ul !== null) for (const c of ul.values()) this.child(c, c);
       if (u.star !== null) {
         cu.push(u.star);
         cv.push(u.star);
-        if (ul !== null) for (const c of ul.values()) (cu.push(u.star), cv.push(c));
+        if (ul !== null) for (const c of ul.values()) this.child(u.star, c);
       }
     } else {
       if (ul !== null && vl !== null) {
@@ -161,10 +167,10 @@ class Join {
         }
       }
       if (u.star !== null) {
-        if (vl !== null) for (const d of vl.values()) (cu.push(u.star), cv.push(d));
-        if (v.star !== null) (cu.push(u.star), cv.push(v.star));
+        if (vl !== null) for (const d of vl.values()) this.child(u.star, d);
+        if (v.star !== null) this.child(u.star, v.star);
       }
-      if (v.star !== null && ul !== null) for (const c of ul.values()) (cu.push(c), cv.push(v.star));
+      if (v.star !== null && ul !== null) for (const c of ul.values()) this.child(c, v.star);
     }
     for (let i = cu.length - 1; i >= 0; i--) this.push(JOIN, cu[i]!, cv[i]!);
     cu.length = 0;

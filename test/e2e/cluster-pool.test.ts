@@ -8,28 +8,19 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import net from "node:net";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { findNatsServer, startNatsServerChild, startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { findNatsServer } from "../helpers/core-child.js";
 import { until } from "../helpers/until.js";
+import { freePort } from "../faults/rig.js";
+import { interestSeen, Inbox, startNode, startSeededCluster, type Kind, type Node } from "../helpers/route-nodes.js";
 import { poolIndex } from "../../src/cluster/pool.js";
 import { startServer, type RunningServer } from "../../src/index.js";
 import { defaultClusterOptions } from "../../src/server/options.js";
 import { RoutePeerTransport, type PeerHandler, type PeerRoutes } from "../../src/cluster/peer-transport.js";
 import { systemScheduler } from "../../src/runtime/sched.js";
-
-type Kind = "ts" | "ns";
-
-interface Node {
-  kind: Kind;
-  name: string;
-  conf: string;
-  proc: ChildServer;
-  monPort: number;
-}
 
 interface RouteEntry {
   rid: number;
@@ -39,24 +30,6 @@ interface RouteEntry {
   tsnats_pool_idx?: number;
   in_msgs: number;
   out_msgs: number;
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
-  const a = s.address();
-  const port = typeof a === "object" && a !== null ? a.port : 0;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
-const MON_RE = /Starting https? monitor on [^\s]*:(\d+)/;
-
-async function startNode(kind: Kind, name: string, conf: string): Promise<Node> {
-  const proc = kind === "ts" ? await startTsnatsChild(["-c", conf]) : await startNatsServerChild(["-c", conf]);
-  const m = MON_RE.exec(proc.log());
-  assert.ok(m, `monitor port of ${name}`);
-  return { kind, name, conf, proc, monPort: Number(m[1]) };
 }
 
 async function getJson(n: Node, path: string): Promise<Record<string, unknown>> {
@@ -73,31 +46,9 @@ interface Layout {
   tsExtra: string[];
 }
 
-/** Servers each routed to the seed (the first); fixed client ports so the seed can restart. */
-async function startCluster(dir: string, l: Layout, seedPort: number, clientPorts: number[]): Promise<Node[]> {
-  const nodes: Node[] = [];
-  for (let i = 0; i < l.kinds.length; i++) {
-    const name = `p${i + 1}`;
-    const conf = join(dir, `${name}.conf`);
-    const kind = l.kinds[i]!;
-    writeFileSync(
-      conf,
-      [
-        `server_name: ${name}`,
-        `listen: 127.0.0.1:${clientPorts[i]}`,
-        "http: 127.0.0.1:-1",
-        "cluster {",
-        "  name: pool",
-        `  listen: 127.0.0.1:${i === 0 ? seedPort : -1}`,
-        `  routes: [ nats-route://127.0.0.1:${seedPort} ]`,
-        ...(kind === "ts" ? l.tsExtra.map((x) => `  ${x}`) : []),
-        "}",
-        "",
-      ].join("\n"),
-    );
-    nodes.push(await startNode(kind, name, conf));
-  }
-  return nodes;
+/** Servers p1.. each routed to the seed (the first). */
+function startCluster(dir: string, l: Layout, seedPort: number, clientPorts: number[]): Promise<Node[]> {
+  return startSeededCluster(dir, { namePrefix: "p", clusterName: "pool", kinds: l.kinds, tsExtra: l.tsExtra }, seedPort, clientPorts);
 }
 
 /** Route connections a server should have to each peer (by server id: nats-server 2.9's
@@ -118,31 +69,6 @@ async function meshOf(nodes: Node[], want: (from: Node, to: Node) => number): Pr
     },
     30_000,
   );
-}
-
-class Inbox {
-  readonly msgs: Msg[] = [];
-  constructor(nc: NatsConnection, subject: string, queue?: string) {
-    nc.subscribe(subject, {
-      ...(queue !== undefined ? { queue } : {}),
-      callback: (_e, m) => {
-        this.msgs.push(m);
-      },
-    });
-  }
-}
-
-/** Interest on `from`'s server for a sentinel that `on` subscribed after its other
- *  subscriptions: once it is seen, so are they (one route carries an account's interest). */
-async function interestSeen(from: NatsConnection, on: NatsConnection, tag: string): Promise<void> {
-  const got = new Inbox(on, `sentinel.${tag}`);
-  await on.flush();
-  await until(`interest of ${tag}`, async () => {
-    from.publish(`sentinel.${tag}`);
-    await from.flush();
-    await new Promise((r) => setTimeout(r, 20));
-    return got.msgs.length > 0;
-  });
 }
 
 /** Fan-out, queue groups and request/reply across the cluster, each message exactly once. */

@@ -7,38 +7,14 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import net from "node:net";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { findNatsServer, startNatsServerChild, startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
+import { findNatsServer } from "../helpers/core-child.js";
 import { freePort } from "../faults/rig.js";
 import { until } from "../helpers/until.js";
-
-type Kind = "ts" | "ns";
-
-interface Node {
-  kind: Kind;
-  name: string;
-  conf: string;
-  proc: ChildServer;
-  monPort: number;
-}
-
-
-function start(kind: Kind, conf: string): Promise<ChildServer> {
-  return kind === "ts" ? startTsnatsChild(["-c", conf]) : startNatsServerChild(["-c", conf]);
-}
-
-const MON_RE = /Starting https? monitor on [^\s]*:(\d+)/;
-
-async function startNode(kind: Kind, name: string, conf: string): Promise<Node> {
-  const proc = await start(kind, conf);
-  const m = MON_RE.exec(proc.log());
-  assert.ok(m, `monitor port of ${name}`);
-  return { kind, name, conf, proc, monPort: Number(m[1]) };
-}
+import { interestSeen, Inbox, startNode, startSeededCluster, type Kind, type Node } from "../helpers/route-nodes.js";
 
 async function routez(n: Node): Promise<{ num_routes: number; routes: { remote_id: string }[] }> {
   const r = await fetch(`http://127.0.0.1:${n.monPort}/routez`);
@@ -56,54 +32,9 @@ async function fullMesh(nodes: Node[]): Promise<void> {
   );
 }
 
-/** Three servers, each with one route: to the seed (the first, whose own route is to
- *  itself: a route to self, detected and dropped). */
-async function startCluster(dir: string, kinds: Kind[], seedPort: number, clientPorts: number[]): Promise<Node[]> {
-  assert.equal(kinds.length, clientPorts.length);
-  const nodes: Node[] = [];
-  for (let i = 0; i < kinds.length; i++) {
-    const name = `n${i + 1}`;
-    const conf = join(dir, `${name}.conf`);
-    writeFileSync(
-      conf,
-      [
-        `server_name: ${name}`,
-        `listen: 127.0.0.1:${clientPorts[i]}`,
-        "http: 127.0.0.1:-1",
-        "cluster {",
-        "  name: rt",
-        `  listen: 127.0.0.1:${i === 0 ? seedPort : -1}`,
-        `  routes: [ nats-route://127.0.0.1:${seedPort} ]`,
-        "}",
-        "",
-      ].join("\n"),
-    );
-    nodes.push(await startNode(kinds[i]!, name, conf));
-  }
-  return nodes;
-}
-
-class Inbox {
-  readonly msgs: Msg[] = [];
-  constructor(nc: NatsConnection, subject: string, queue?: string) {
-    nc.subscribe(subject, { ...(queue !== undefined ? { queue } : {}), callback: (_e, m) => {
-        this.msgs.push(m);
-      },
-    });
-  }
-}
-
-/** Interest on `from`'s server for a sentinel that `on` subscribed after its other
- *  subscriptions: once it is seen, so are they (one route carries them in order). */
-async function interestSeen(from: NatsConnection, on: NatsConnection, tag: string): Promise<void> {
-  const got = new Inbox(on, `sentinel.${tag}`);
-  await on.flush();
-  await until(`interest of ${tag}`, async () => {
-    from.publish(`sentinel.${tag}`);
-    await from.flush();
-    await new Promise((r) => setTimeout(r, 20));
-    return got.msgs.length > 0;
-  });
+/** Servers n1.., each with one route: to the seed (the first). */
+function startCluster(dir: string, kinds: Kind[], seedPort: number, clientPorts: number[]): Promise<Node[]> {
+  return startSeededCluster(dir, { namePrefix: "n", clusterName: "rt", kinds }, seedPort, clientPorts);
 }
 
 async function scenarios(nodes: Node[], dir: string): Promise<void> {

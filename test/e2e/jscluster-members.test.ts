@@ -6,47 +6,15 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, AckPolicy } from "@nats-io/jetstream";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { jsz, metaLeader, monPort, req as rigReq, startRigWithLeader, stopRig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-function monPort(s: ChildServer): number {
-  return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
-}
-
-async function jsz(s: ChildServer): Promise<Record<string, unknown>> {
-  try {
-    const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
-    return (await r.json()) as Record<string, unknown>;
-  } catch {
-    return {};
-  }
-}
-
-async function metaLeader(s: ChildServer): Promise<string> {
-  return ((await jsz(s))["meta_cluster"] as { leader?: string } | undefined)?.leader ?? "";
-}
-
-async function req(nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> {
-  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout: 8000 });
-  return r.json();
-}
+const req = (nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> => rigReq(nc, subject, body, 8000);
 
 interface Replica {
   name: string;
@@ -56,52 +24,6 @@ interface Replica {
 interface ClusterBlock {
   leader?: string;
   replicas?: Replica[];
-}
-
-interface Rig {
-  dir: string;
-  names: string[];
-  confs: string[];
-  procs: Array<ChildServer | null>;
-}
-
-async function startRig(prefix: string, names: string[], extra: string[] = []): Promise<Rig> {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const ports: number[] = [];
-  for (let i = 0; i < names.length; i++) ports.push(await freePort());
-  const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
-  const confs = names.map((n, i) => {
-    const f = join(dir, `${n}.conf`);
-    writeFileSync(
-      f,
-      [
-        `server_name: ${n}`,
-        "listen: 127.0.0.1:-1",
-        "http: 127.0.0.1:-1",
-        `jetstream { store_dir: "${join(dir, n)}" }`,
-        ...extra,
-        "cluster {",
-        "  name: jsm",
-        `  listen: 127.0.0.1:${ports[i]}`,
-        `  routes: [ ${routes} ]`,
-        "}",
-        "",
-      ].join("\n"),
-    );
-    return f;
-  });
-  const procs: Array<ChildServer | null> = await Promise.all(confs.map((c) => startTsnatsChild(["-c", c])));
-  const rig = { dir, names, confs, procs };
-  await until("a meta leader every server agrees on", async () => {
-    const ls = await Promise.all(procs.map((p) => metaLeader(p!)));
-    return ls[0] !== "" && ls.every((l) => l === ls[0]);
-  }, 30_000);
-  return rig;
-}
-
-async function stopRig(r: Rig): Promise<void> {
-  for (const p of r.procs) if (p !== null) await p.stop();
-  rmSync(r.dir, { recursive: true, force: true });
 }
 
 async function info(nc: NatsConnection, stream: string): Promise<{ cluster: ClusterBlock; messages: number }> {
@@ -155,7 +77,7 @@ async function readAll(nc: NatsConnection, stream: string, n: number): Promise<S
 }
 
 void test("STREAM.PEER.REMOVE: a follower is replaced while publishes go on; nothing acknowledged is lost; SERVER.REMOVE moves a server's replicas and shrinks the meta group", async () => {
-  const rig = await startRig("jsm-peer-", ["a1", "b1", "c1", "d1"]);
+  const rig = await startRigWithLeader("jsm-peer-", ["a1", "b1", "c1", "d1"]);
   const ncs: NatsConnection[] = [];
   try {
     for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
@@ -244,7 +166,7 @@ async function healthz(s: ChildServer, q = ""): Promise<{ status: number; body: 
 }
 
 void test("/healthz: 503 on a restarted replica until it caught up; ok means it holds every message", async () => {
-  const rig = await startRig("jsm-hz-", ["a1", "b1", "c1"]);
+  const rig = await startRigWithLeader("jsm-hz-", ["a1", "b1", "c1"]);
   const ncs: NatsConnection[] = [];
   try {
     for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));
@@ -296,7 +218,7 @@ void test("/healthz: 503 on a restarted replica until it caught up; ok means it 
 });
 
 void test("lame duck of the stream (and meta) leader: leadership is handed over before it leaves; publishes go on, nothing acknowledged lost", async () => {
-  const rig = await startRig("jsm-ldm-", ["a1", "b1", "c1"], ["lame_duck_duration: 8s", "lame_duck_grace_period: 6s"]);
+  const rig = await startRigWithLeader("jsm-ldm-", ["a1", "b1", "c1"], ["lame_duck_duration: 8s", "lame_duck_grace_period: 6s"]);
   const ncs: NatsConnection[] = [];
   try {
     for (const p of rig.procs) ncs.push(await connect({ servers: p!.url }));

@@ -8,28 +8,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
+import { jsz, startRig, stopRig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 import { serverHash } from "../../src/jscluster/meta-group.js";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-function monPort(s: ChildServer): number {
-  return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
-}
 
 interface Meta {
   name?: string;
@@ -37,11 +22,6 @@ interface Meta {
   peer?: string;
   replicas?: Array<{ name: string; current: boolean; active: number; peer: string; offline?: boolean }>;
   cluster_size?: number;
-}
-
-async function jsz(s: ChildServer): Promise<Record<string, unknown>> {
-  const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
-  return (await r.json()) as Record<string, unknown>;
 }
 
 async function meta(s: ChildServer): Promise<Meta | undefined> {
@@ -55,33 +35,11 @@ async function agreedLeader(servers: ChildServer[]): Promise<string> {
 }
 
 void test("meta group: 3 servers elect one leader; stepdown moves it; SIGKILL of the leader elects another; the killed server rejoins from its WAL", async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), "jscluster-meta-"));
   const names = ["m1", "m2", "m3"];
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
-  const confs = names.map((n, i) => {
-    const f = join(dir, `${n}.conf`);
-    writeFileSync(
-      f,
-      [
-        `server_name: ${n}`,
-        "listen: 127.0.0.1:-1",
-        "http: 127.0.0.1:-1",
-        `jetstream { store_dir: "${join(dir, n)}" }`,
-        "cluster {",
-        "  name: metatest",
-        `  listen: 127.0.0.1:${ports[i]}`,
-        `  routes: [ ${routes} ]`,
-        "}",
-        "",
-      ].join("\n"),
-    );
-    return f;
-  });
-  const procs: Array<ChildServer | null> = [];
+  const rig = await startRig("jscluster-meta-", names, [], "metatest");
+  const { procs, confs } = rig;
   const live = (): ChildServer[] => procs.filter((p): p is ChildServer => p !== null);
   try {
-    for (const c of confs) procs.push(await startTsnatsChild(["-c", c]));
     let leader = "";
     await until("one meta leader all three agree on", async () => (leader = await agreedLeader(live())) !== "", 20_000);
     assert.ok(names.includes(leader));
@@ -152,8 +110,7 @@ void test("meta group: 3 servers elect one leader; stepdown moves it; SIGKILL of
       await nc2.close();
     }
   } finally {
-    for (const p of live()) await p.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stopRig(rig);
   }
 });
 

@@ -209,9 +209,10 @@ void test("clustered streams: R3 created from any server, published to and read 
     const again0 = await req(ncA, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
     assert.equal(again0["error"], undefined, JSON.stringify(again0));
     assert.equal((again0["config"] as { num_replicas: number }).num_replicas, 3);
-    // Replicas cannot change by update (not yet); other updates apply on every replica.
-    const upR = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 1 });
-    assert.equal((upR["error"] as { err_code: number }).err_code, 10061);
+    // More replicas than servers: refused (scaling itself is jscluster-scale.test.ts); other
+    // updates apply on every replica.
+    const upR = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 5 });
+    assert.equal((upR["error"] as { err_code: number }).err_code, 10005);
     const up = await req(ncB, "$JS.API.STREAM.UPDATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3, max_msgs: 1000 });
     assert.equal(up["error"], undefined, JSON.stringify(up));
     assert.equal((up["config"] as { max_msgs: number }).max_msgs, 1000);

@@ -102,19 +102,19 @@ export interface StreamWritersOptions {
   attemptMs: number;
 }
 
-/** Writers publishing with Nats-Msg-Id, each retrying its message (same id) until acked. */
-export class StreamWriters {
+/** Writer loops, `perConn` on each connection, each with its connection's reply inbox. */
+abstract class Writers {
   readonly sent: SentAttempt[] = [];
-  readonly acked = new Set<string>();
+  protected stopped = false;
   private readonly inboxes: Inbox[];
-  private stopped = false;
   private readonly loops: Array<Promise<void>> = [];
 
   constructor(
-    private readonly o: StreamWritersOptions,
+    private readonly writerConns: NatsConnection[],
+    private readonly perConn: number,
     tag: string,
   ) {
-    this.inboxes = o.conns.map((nc, i) => new Inbox(nc, `_RPL.${tag}${i}`));
+    this.inboxes = writerConns.map((nc, i) => new Inbox(nc, `_RPL.${tag}${i}`));
   }
 
   get replies(): Reply[] {
@@ -123,12 +123,35 @@ export class StreamWriters {
 
   start(): void {
     let w = 0;
-    this.o.conns.forEach((nc, ci) => {
-      for (let k = 0; k < this.o.perConn; k++, w++) this.loops.push(this.loop(nc, this.inboxes[ci]!, w));
+    this.writerConns.forEach((nc, ci) => {
+      for (let k = 0; k < this.perConn; k++, w++) this.loops.push(this.loop(nc, this.inboxes[ci]!, w));
     });
   }
 
-  private async loop(nc: NatsConnection, box: Inbox, w: number): Promise<void> {
+  protected abstract loop(nc: NatsConnection, box: Inbox, w: number): Promise<void>;
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.loops);
+  }
+
+  close(): void {
+    for (const b of this.inboxes) b.close();
+  }
+}
+
+/** Writers publishing with Nats-Msg-Id, each retrying its message (same id) until acked. */
+export class StreamWriters extends Writers {
+  readonly acked = new Set<string>();
+
+  constructor(
+    private readonly o: StreamWritersOptions,
+    tag: string,
+  ) {
+    super(o.conns, o.perConn, tag);
+  }
+
+  protected async loop(nc: NatsConnection, box: Inbox, w: number): Promise<void> {
     for (let n = 0; !this.stopped; n++) {
       const value = `w${w}-${n}`;
       for (let a = 0; ; a++) {
@@ -149,15 +172,6 @@ export class StreamWriters {
       }
     }
   }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all(this.loops);
-  }
-
-  close(): void {
-    for (const b of this.inboxes) b.close();
-  }
 }
 
 export interface KvCasWritersOptions {
@@ -171,31 +185,15 @@ export interface KvCasWritersOptions {
 
 /** KV compare-and-set writers on a few keys, through the stream subject (what kv.update
  *  sends). An attempt's value is its own: `c<writer>-<n>-<attempt>`. */
-export class KvCasWriters {
-  readonly sent: SentAttempt[] = [];
-  private readonly inboxes: Inbox[];
-  private stopped = false;
-  private readonly loops: Array<Promise<void>> = [];
-
+export class KvCasWriters extends Writers {
   constructor(
     private readonly o: KvCasWritersOptions,
     tag: string,
   ) {
-    this.inboxes = o.conns.map((nc, i) => new Inbox(nc, `_RPL.${tag}${i}`));
+    super(o.conns, o.perConn, tag);
   }
 
-  get replies(): Reply[] {
-    return this.inboxes.flatMap((b) => b.replies);
-  }
-
-  start(): void {
-    let w = 0;
-    this.o.conns.forEach((nc, ci) => {
-      for (let k = 0; k < this.o.perConn; k++, w++) this.loops.push(this.loop(nc, this.inboxes[ci]!, w));
-    });
-  }
-
-  private async loop(nc: NatsConnection, box: Inbox, w: number): Promise<void> {
+  protected async loop(nc: NatsConnection, box: Inbox, w: number): Promise<void> {
     const rev = new Map<string, number>();
     for (let n = 0; !this.stopped; n++) {
       const key = `k${(w + n) % this.o.keys}`;
@@ -216,15 +214,6 @@ export class KvCasWriters {
         await sleep(20);
       } else await sleep(50);
     }
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all(this.loops);
-  }
-
-  close(): void {
-    for (const b of this.inboxes) b.close();
   }
 }
 

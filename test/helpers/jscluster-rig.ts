@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startTsnatsChild, type ChildServer } from "./core-child.js";
+import { until } from "./until.js";
 
 // Ports below the ephemeral range (test/faults/rig.ts): a released ephemeral port can be
 // taken by another server's listen(0) (a monitor on -1) before ours binds it.
@@ -16,18 +17,22 @@ export function monPort(s: ChildServer): number {
   return Number(/Starting https? monitor on [^\s]*:(\d+)/.exec(s.log())![1]);
 }
 
-export async function metaLeader(s: ChildServer): Promise<string> {
+/** The server's /jsz; {} when it does not answer (2 s bound). */
+export async function jsz(s: ChildServer): Promise<Record<string, unknown>> {
   try {
     const r = await fetch(`http://127.0.0.1:${monPort(s)}/jsz`, { signal: AbortSignal.timeout(2000) });
-    const j = (await r.json()) as { meta_cluster?: { leader?: string } };
-    return j.meta_cluster?.leader ?? "";
+    return (await r.json()) as Record<string, unknown>;
   } catch {
-    return "";
+    return {};
   }
 }
 
-export async function req(nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> {
-  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout: 5000 });
+export async function metaLeader(s: ChildServer): Promise<string> {
+  return ((await jsz(s))["meta_cluster"] as { leader?: string } | undefined)?.leader ?? "";
+}
+
+export async function req(nc: NatsConnection, subject: string, body: unknown = "", timeout = 5000): Promise<Record<string, unknown>> {
+  const r = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), { timeout });
   return r.json();
 }
 
@@ -38,10 +43,13 @@ export interface Rig {
   procs: Array<ChildServer | null>;
 }
 
-export async function startRig(prefix: string): Promise<Rig> {
+/** Servers `names` (tags node:<name>) in cluster `clusterName`, each config file ending with
+ *  the `extra` lines before its cluster block, started one after the other; JetStream on
+ *  all but `withoutJetStream`. */
+export async function startRig(prefix: string, names = ["a1", "b1", "c1"], extra: string[] = [], clusterName = "jsc", withoutJetStream: string[] = []): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const names = ["a1", "b1", "c1"];
-  const ports = [await freePort(), await freePort(), await freePort()];
+  const ports: number[] = [];
+  for (let i = 0; i < names.length; i++) ports.push(await freePort());
   const routes = ports.map((p) => `nats-route://127.0.0.1:${p}`).join(", ");
   const confs = names.map((n, i) => {
     const f = join(dir, `${n}.conf`);
@@ -52,9 +60,10 @@ export async function startRig(prefix: string): Promise<Rig> {
         "listen: 127.0.0.1:-1",
         "http: 127.0.0.1:-1",
         `server_tags: ["node:${n}"]`,
-        `jetstream { store_dir: "${join(dir, n)}" }`,
+        ...(withoutJetStream.includes(n) ? [] : [`jetstream { store_dir: "${join(dir, n)}" }`]),
+        ...extra,
         "cluster {",
-        "  name: jsc",
+        `  name: ${clusterName}`,
         `  listen: 127.0.0.1:${ports[i]}`,
         `  routes: [ ${routes} ]`,
         "}",
@@ -75,6 +84,13 @@ export function live(r: Rig): ChildServer[] {
 export async function stopRig(r: Rig): Promise<void> {
   for (const p of live(r)) await p.stop();
   rmSync(r.dir, { recursive: true, force: true });
+}
+
+/** Starts the rig and waits (bound `ms`) for a meta leader every server agrees on. */
+export async function startRigWithLeader(prefix: string, names?: string[], extra?: string[], ms = 30_000): Promise<Rig> {
+  const rig = await startRig(prefix, names, extra);
+  await until("a meta leader every server agrees on", async () => (await agreedLeader(rig)) !== "", ms);
+  return rig;
 }
 
 export async function agreedLeader(r: Rig): Promise<string> {

@@ -5,7 +5,9 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { ConsumerState, ConsumerStore, StoreCallbacks, StoreLimits, StoredMsg, StorePurge, StreamStore } from "../../src/storage/types.js";
 import { subjectMatches } from "../../src/storage/subjects.js";
-import { createMemoryStreamStore } from "../../src/storage/index.js";
+import { createMemoryStreamStore, fileStoreMsgSize, openFileConsumerStore, openFileStreamStore } from "../../src/storage/index.js";
+import type { Fs } from "../../src/runtime/fs.js";
+import { ManualClock } from "../../src/runtime/clock.js";
 import { StoreSnapshotDecoder, StoreSnapshotReader, StoreSnapshotWriter, encodeStoreSnapshot } from "../../src/storage/archive.js";
 
 export interface StoreEnv {
@@ -1073,4 +1075,40 @@ function replicationContract(t: ContractTarget): void {
       });
     });
   });
+}
+
+/** The file store on the Fs `mkFs` gives (in `dir`), with 512-byte blocks. */
+export function fileTarget(name: string, mkFs: () => { fs: Fs; dir: string; cleanup(): void }, numRuns: number): ContractTarget {
+  return {
+    name,
+    numRuns,
+    msgSize: (subject, hdr, data) => fileStoreMsgSize(Buffer.byteLength(subject), hdr?.length ?? 0, data.length),
+    newEnv: () => {
+      const { fs, dir, cleanup } = mkFs();
+      const clock = new ManualClock();
+      // tiny blocks so rolls, block deletion and compaction happen in small tests
+      const open = async (limits?: StoreLimits, callbacks?: StoreCallbacks) =>
+        (await openFileStreamStore({ dir, fs, clock, limits: limits ?? null, callbacks: callbacks ?? null, blockSizeBytes: 512 })).store;
+      return {
+        open,
+        reopen: async (s, limits, callbacks) => {
+          await s.close();
+          return open(limits, callbacks);
+        },
+        dispose: async () => cleanup(),
+      };
+    },
+    newConsumerEnv: () => {
+      const { fs, dir, cleanup } = mkFs();
+      const open = () => openFileConsumerStore({ dir, fs });
+      return {
+        open,
+        reopen: async (c) => {
+          await c.close();
+          return open();
+        },
+        dispose: async () => cleanup(),
+      };
+    },
+  };
 }

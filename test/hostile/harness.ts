@@ -44,6 +44,47 @@ export async function startHostile(args: string[] = [], config?: string): Promis
   };
 }
 
+/** A JetStream tsnats child with its store in a fresh temp directory, removed after `fn`. */
+export async function withJsHostile(tag: string, fn: (h: Hostile) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `tsnats-hostile-${tag}-`));
+  const h = await startHostile(["-js", "-sd", dir]);
+  try {
+    await fn(h);
+  } finally {
+    await h.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Counts the MSGs to `<prefix>.<n>` arriving on a raw socket until `count` came (rejects
+ *  after `boundMs`); resolves whether they came in the order n = 0, 1, 2, ... Reads bytes as
+ *  they come, without keeping them. */
+export function orderedReplies(sock: net.Socket, prefix: string, count: number, boundMs: number): Promise<boolean> {
+  let got = 0;
+  let inOrder = true;
+  let tail = "";
+  const re = new RegExp(`MSG ${prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\.(\\d+) `, "g");
+  return new Promise<boolean>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${got} of ${count} replies`)), boundMs);
+    sock.on("data", (d: Buffer) => {
+      const s = tail + d.toString("latin1");
+      re.lastIndex = 0;
+      let m;
+      let last = 0;
+      while ((m = re.exec(s)) !== null) {
+        if (Number(m[1]) !== got) inOrder = false;
+        got++;
+        last = re.lastIndex;
+      }
+      tail = s.slice(Math.max(last, s.length - 32));
+      if (got >= count) {
+        clearTimeout(timer);
+        resolve(inOrder);
+      }
+    });
+  });
+}
+
 export function rssOf(pid: number): number {
   try {
     const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { startServer } from "../../src/index.js";
 import { RawClient } from "../helpers/core-raw.js";
 import { missedSlots, startBystander, summary } from "../helpers/bystander.js";
+import { orderedReplies } from "./harness.js";
 
 async function boot(limit?: number, infoLimit?: number) {
   const dir = mkdtempSync(join(tmpdir(), "tsnats-hostile-api-"));
@@ -41,6 +42,27 @@ function requests(n: number, subject: string, body = ""): string {
   return parts.join("");
 }
 
+/** Waits (5 s bound) until every one of `n` STREAM.INFO requests is answered or counted as
+ *  dropped in an advisory; returns [answered, dropped]. */
+async function answeredOrDropped(c: RawClient, n: number): Promise<[number, number]> {
+  const counts = (): [number, number] => {
+    let d = 0;
+    for (const m of c.text.matchAll(/"dropped":(\d+)/g)) d += Number(m[1]);
+    return [c.text.split("stream_info_response").length - 1, d];
+  };
+  for (let waited = 0; counts()[0] + counts()[1] < n && waited < 5000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+  return counts();
+}
+
+/** Handshake, subscribe to the replies (and the limit advisory), create memory stream S. */
+async function withStreamS(c: RawClient): Promise<void> {
+  await c.handshake();
+  c.write("SUB $JS.EVENT.ADVISORY.API.LIMIT_REACHED 9\r\nSUB _R.* 1\r\n");
+  c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
+  await c.waitForText("stream_create_response");
+  c.clear();
+}
+
 void test("over request_queue_limit: queued requests dropped unanswered, advisory, then service goes on", { timeout: 30000 }, async () => {
   const env = await boot(50);
   const c = await RawClient.connect(env.srv.server.port);
@@ -61,10 +83,7 @@ void test("over request_queue_limit: queued requests dropped unanswered, advisor
     for (const k of ["id", "timestamp", "server"]) assert.equal(typeof body[k], "string", k);
     // Let whatever was not dropped be answered: every request is either answered or counted
     // in an advisory (all 200 were parsed in one read, before the queue ran: 4 x 50).
-    await new Promise((r) => setTimeout(r, 300));
-    const replies = c.text.split("stream_info_response").length - 1;
-    let dropped = 0;
-    for (const m of c.text.matchAll(/"dropped":(\d+)/g)) dropped += Number(m[1]);
+    const [replies, dropped] = await answeredOrDropped(c, 200);
     assert.equal(replies + dropped, 200, `${replies} replies, ${dropped} dropped`);
     assert.ok(dropped >= 50);
     // The service goes on.
@@ -83,38 +102,13 @@ void test("below the limit: 5000 API requests in one write are all answered in o
   // The server runs in this process: the bystander measures the same loop.
   const by = await startBystander(env.srv.server.port, 200);
   try {
-    await c.handshake();
-    c.write("SUB _R.* 1\r\n");
-    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
-    await c.waitForText("stream_create_response");
-    c.clear();
+    await withStreamS(c);
     // Plain sockets for the flood so that the reply bytes do not pile up in a string.
     const flood = new net.Socket();
-    let got = 0;
-    let order = true;
-    let tail = "";
-    const all = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`only ${got} replies`)), 30000);
-      flood.on("data", (d: Buffer) => {
-        const s = tail + d.toString("latin1");
-        const re = /MSG _R\.(\d+) /g;
-        let m;
-        let last = 0;
-        while ((m = re.exec(s)) !== null) {
-          if (Number(m[1]) !== got) order = false;
-          got++;
-          last = re.lastIndex;
-        }
-        tail = s.slice(Math.max(last, s.length - 32));
-        if (got >= 5000) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-    });
+    const all = orderedReplies(flood, "_R", 5000, 30000);
     await new Promise<void>((r) => flood.connect(env.srv.server.port, "127.0.0.1", r));
     flood.write('CONNECT {"verbose":false,"pedantic":false}\r\nSUB _R.* 1\r\n' + requests(5000, "$JS.API.STREAM.INFO.S"));
-    await all;
+    const order = await all;
     flood.destroy();
     assert.ok(order, "replies out of order");
     const rtts = await by.done;
@@ -131,11 +125,7 @@ void test("info requests have their own queue: worked after the others, dropped 
   const env = await boot(undefined, 50);
   const c = await RawClient.connect(env.srv.server.port);
   try {
-    await c.handshake();
-    c.write("SUB $JS.EVENT.ADVISORY.API.LIMIT_REACHED 9\r\nSUB _R.* 1\r\n");
-    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
-    await c.waitForText("stream_create_response");
-    c.clear();
+    await withStreamS(c);
     // 40 infos then a create, in one write: the create (the other queue) is answered first.
     const create = JSON.stringify({ name: "T", subjects: ["t.>"], storage: "memory" });
     c.write(requests(40, "$JS.API.STREAM.INFO.S") + `PUB $JS.API.STREAM.CREATE.T _R.create ${create.length}\r\n${create}\r\n`);
@@ -149,11 +139,8 @@ void test("info requests have their own queue: worked after the others, dropped 
     const create2 = JSON.stringify({ name: "U", subjects: ["u.>"], storage: "memory" });
     c.write(requests(200, "$JS.API.STREAM.INFO.S") + `PUB $JS.API.STREAM.CREATE.U _R.create2 ${create2.length}\r\n${create2}\r\nPING\r\n`);
     text = await c.waitFor((t) => t.includes("api_limit_reached") && t.includes("stream_create_response") && t.includes("PONG"), "the advisory and the create");
-    await new Promise((r) => setTimeout(r, 300));
+    const [replies, dropped] = await answeredOrDropped(c, 200);
     text = c.text;
-    const replies = text.split("stream_info_response").length - 1;
-    let dropped = 0;
-    for (const m of text.matchAll(/"dropped":(\d+)/g)) dropped += Number(m[1]);
     assert.equal(replies + dropped, 200, `${replies} replies, ${dropped} dropped`);
     assert.ok(dropped >= 50);
     assert.match(text, /"did_create":true/);
@@ -167,11 +154,7 @@ void test("a burst of API requests in one write is read over many turns (the rea
   const env = await boot();
   const c = await RawClient.connect(env.srv.server.port);
   try {
-    await c.handshake();
-    c.write("SUB _R.* 1\r\n");
-    c.write(requests(1, "$JS.API.STREAM.CREATE.S", JSON.stringify({ name: "S", subjects: ["s.>"], storage: "memory" })));
-    await c.waitForText("stream_create_response");
-    c.clear();
+    await withStreamS(c);
     // 5,000 requests without replies (nothing to write back), then PING: all parsed in the
     // reads of one turn, the turn counter would move once or twice; each request costs
     // API_OP_COST of the OPS_PER_TURN budget, so the read yields every 250 requests.

@@ -8,23 +8,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { connected, missBudget, Replies, startHostile, withBystander, type Hostile } from "./harness.js";
+import { connected, missBudget, Replies, withBystander, withJsHostile, orderedReplies } from "./harness.js";
 
 const N = 10_000;
-
-async function withJs(fn: (h: Hostile) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "tsnats-hostile-big-"));
-  const h = await startHostile(["-js", "-sd", dir]);
-  try {
-    await fn(h);
-  } finally {
-    await h.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 function cfg(prefix: string, extra: Record<string, unknown> = {}): string {
   const subjects = Array.from({ length: N }, (_, i) => `${prefix}.${i}`);
@@ -35,7 +21,7 @@ const errCode = (r: Record<string, unknown>): number | undefined => (r["error"] 
 const subjectsOf = (r: Record<string, unknown>): string[] => (r["config"] as { subjects: string[] }).subjects;
 
 void test("10k-subject stream: create, update and delete answered as nats-server does while a bystander's PONGs stay prompt", { timeout: 180_000 }, async () => {
-  await withJs(async (h) => {
+  await withJsHostile("big", async (h) => {
     const by = await connected(h.port);
     const c = await Replies.open(h.port);
     try {
@@ -97,7 +83,7 @@ void test("10k-subject stream: create, update and delete answered as nats-server
 });
 
 void test("5,000 STREAM.INFO requests in one write: all answered in order, bystander's PONGs prompt", { timeout: 120_000 }, async () => {
-  await withJs(async (h) => {
+  await withJsHostile("big", async (h) => {
     const by = await connected(h.port);
     const c = await Replies.open(h.port);
     const flood = net.connect({ port: h.port, host: "127.0.0.1" });
@@ -106,33 +92,11 @@ void test("5,000 STREAM.INFO requests in one write: all answered in order, bysta
       c.pub("$JS.API.STREAM.CREATE.I", "_R.c", JSON.stringify({ name: "I", subjects: Array.from({ length: 1000 }, (_, i) => `i.${i}`), storage: "memory" }));
       assert.equal((await c.json("_R.c"))["error"], undefined);
       const { value, pings } = await withBystander(by, async () => {
-        let got = 0;
-        let inOrder = true;
-        let tail = "";
-        const all = new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`only ${got} replies`)), 60_000);
-          flood.on("data", (d: Buffer) => {
-            const s = tail + d.toString("latin1");
-            const re = /MSG _F\.(\d+) /g;
-            let m;
-            let last = 0;
-            while ((m = re.exec(s)) !== null) {
-              if (Number(m[1]) !== got) inOrder = false;
-              got++;
-              last = re.lastIndex;
-            }
-            tail = s.slice(Math.max(last, s.length - 32));
-            if (got >= 5000) {
-              clearTimeout(timer);
-              resolve();
-            }
-          });
-        });
+        const all = orderedReplies(flood, "_F", 5000, 60_000);
         const parts = ['CONNECT {"verbose":false,"pedantic":false}\r\nSUB _F.* 1\r\n'];
         for (let i = 0; i < 5000; i++) parts.push(`PUB $JS.API.STREAM.INFO.I _F.${i} 0\r\n\r\n`);
         flood.write(parts.join(""));
-        await all;
-        return inOrder;
+        return await all;
       });
       assert.ok(value, "replies out of order");
       const b = missBudget(pings);

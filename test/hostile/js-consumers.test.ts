@@ -9,10 +9,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { connected, Replies, startHostile, type Hostile, type Sock } from "./harness.js";
+import { connected, Replies, type Sock, withJsHostile } from "./harness.js";
 import { missedSlots, summary } from "../helpers/bystander.js";
 
 const MSGS = 400_000;
@@ -81,19 +78,8 @@ async function burst(c: Replies, reqs: { subject: string; body: string }[]): Pro
   return out;
 }
 
-async function withJs(fn: (h: Hostile) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "tsnats-hostile-cons-"));
-  const h = await startHostile(["-js", "-sd", dir]);
-  try {
-    await fn(h);
-  } finally {
-    await h.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 void test(`consumers on a ${MSGS}-message stream with as many subjects, then delete storms: answered right, bystander's PONGs prompt`, { timeout: 240_000 }, async () => {
-  await withJs(async (h) => {
+  await withJsHostile("cons", async (h) => {
     const c = await Replies.open(h.port);
     const by = await connected(h.port);
     const pub = await connected(h.port);

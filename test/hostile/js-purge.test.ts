@@ -7,21 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { connected, missBudget, Replies, startHostile, withBystander, type Hostile } from "./harness.js";
-
-async function withJs(fn: (h: Hostile) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "tsnats-hostile-purge-"));
-  const h = await startHostile(["-js", "-sd", dir]);
-  try {
-    await fn(h);
-  } finally {
-    await h.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+import { connected, missBudget, Replies, withBystander, withJsHostile } from "./harness.js";
 
 /** Publishes n messages (no reply) on p.<i % 10> through a fresh socket, in big writes. */
 async function fill(port: number, n: number): Promise<void> {
@@ -72,7 +58,7 @@ async function create(c: Replies, name: string, storage: string): Promise<void> 
 const N = 1_000_000;
 
 void test("1M-message stream: keep and subject purges answered while a bystander's PONGs stay prompt", { timeout: 300_000 }, async () => {
-  await withJs(async (h) => {
+  await withJsHostile("purge", async (h) => {
     const by = await connected(h.port);
     const c = await Replies.open(h.port);
     try {
@@ -145,7 +131,7 @@ async function racing(port: number, subj: string): Promise<{ stop(): Promise<num
 
 for (const storage of ["file", "memory"]) {
   void test(`${storage} stream: publishes during a paced purge are kept; keep counts only what was there; a second purge waits`, { timeout: 300_000 }, async () => {
-    await withJs(async (h) => {
+    await withJsHostile("purge", async (h) => {
       const c = await Replies.open(h.port);
       const M = 300_000;
       try {

@@ -9,27 +9,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
-import net from "node:net";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startTsnatsChild } from "../helpers/core-child.js";
 import { connected, Replies } from "./harness.js";
+import { freePort } from "../faults/rig.js";
 
 const STREAMS = 1200;
 const DEADLINE_MS = 100;
 const POLL_MS = 5;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const l = net.createServer();
-    l.once("error", reject);
-    l.listen(0, "127.0.0.1", () => {
-      const a = l.address();
-      l.close(() => resolve(typeof a === "object" && a !== null ? a.port : 0));
-    });
-  });
-}
 
 let replyN = 0;
 async function request(c: Replies, subject: string, body: string): Promise<Record<string, unknown>> {

@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Parser, type ParserHandler, type ProtoErrorKind } from "../../src/protocol/parser.js";
+import { PUB_CHECK_EVERY, Parser, type ParserHandler, type ProtoErrorKind } from "../../src/protocol/parser.js";
 
 type Call = readonly (string | number | null)[];
 
@@ -111,4 +111,61 @@ void test("stop() while yielded drops what was held", () => {
   assert.equal(p.resume(), false);
   p.parse(Buffer.from("PING\r\n"));
   assert.deepEqual(h.calls, [["sub", "a", "", "1"]]);
+});
+
+/** Yields at every pubsRead (each PUB_CHECK_EVERY published messages). */
+class PubYielder extends Yielder {
+  checks = 0;
+  constructor() {
+    super(Number.MAX_SAFE_INTEGER);
+  }
+  pubsRead(): void {
+    this.checks++;
+    this.calls.push(["check"]);
+    this.parser.yieldTurn();
+  }
+}
+
+void test("pubsRead comes after every PUB_CHECK_EVERY messages (PUB, HPUB, split frames); a yield there keeps the rest in order", () => {
+  const parts: string[] = ['CONNECT {"verbose":false,"headers":true}\r\n'];
+  const n = PUB_CHECK_EVERY * 5 + 3;
+  for (let i = 0; i < n; i++) {
+    if (i % 3 === 0) parts.push(`HPUB h.${i} 12 14\r\nNATS/1.0\r\n\r\nhi\r\n`);
+    else parts.push(`PUB p.${i % 7} r.${i} ${String(i).length}\r\n${i}\r\n`);
+    if (i % 50 === 0) parts.push("PING\r\n");
+  }
+  const input = parts.join("");
+  for (const chunk of [1, 13, 4096, 1 << 20]) {
+    const h = new PubYielder();
+    const p = new Parser(h, LIMITS);
+    p.headers = true;
+    h.parser = p;
+    const buf = Buffer.from(input, "latin1");
+    for (let i = 0; i < buf.length; i += chunk) {
+      const scratch = Buffer.from(buf.subarray(i, i + chunk));
+      p.parse(scratch);
+      scratch.fill(0x58);
+    }
+    let turns = 0;
+    while (p.resume()) turns++;
+    const pubs = h.calls.filter((c) => c[0] === "pub").length;
+    assert.equal(pubs, n, `chunk=${chunk}`);
+    assert.equal(h.checks, Math.floor(n / PUB_CHECK_EVERY), `chunk=${chunk}`);
+    // Each check right after a multiple of PUB_CHECK_EVERY messages; nothing lost or reordered.
+    let seen = 0;
+    for (const c of h.calls) {
+      if (c[0] === "pub") seen++;
+      if (c[0] === "check") assert.equal(seen % PUB_CHECK_EVERY, 0);
+    }
+    const ref = new Yielder(Number.MAX_SAFE_INTEGER);
+    ref.parser = new Parser(ref, LIMITS);
+    ref.parser.headers = true;
+    ref.parser.parse(Buffer.from(input, "latin1"));
+    assert.deepEqual(
+      h.calls.filter((c) => c[0] !== "check"),
+      ref.calls,
+      `chunk=${chunk}`,
+    );
+    if (chunk === 1 << 20) assert.ok(turns >= 4, `${turns} resumes`);
+  }
 });

@@ -5,7 +5,7 @@
 // as of their index.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { MemNet } from "../sim/memnet.js";
+import { MemNet, MemoryStorage } from "../sim/memnet.js";
 import { EntryType, RaftError, Role } from "../../src/raft/types.js";
 
 const enc = new TextEncoder();
@@ -170,4 +170,49 @@ void test("membership: snapshots carry the voters as of their index; a restart t
   n1.propose(enc.encode("c"));
   net.settle();
   assert.deepEqual(normals(net, "n4"), ["c"]);
+});
+
+void test("membership: a group started by one server grows by snapshot; a new member that starts with the old voters never campaigns before it is added", () => {
+  const net = new MemNet(["n1"]);
+  elect(net);
+  const n1 = net.node("n1");
+  n1.propose(enc.encode("a"));
+  net.settle();
+  // The seed: the state so far is a snapshot, the log before it gone.
+  n1.compact(n1.log.applied, new Uint8Array([7]));
+  const n2 = net.addNode("n2", ["n1"]);
+  net.isolate("n2");
+  net.tickAll(100);
+  assert.equal(n2.role, Role.Follower, "a server outside its voters does not campaign");
+  assert.equal(n2.term, 0);
+  net.heal();
+  n1.proposeConfChange(["n1", "n2"]);
+  net.settle();
+  for (let i = 0; i < 30 && n1.status().progress.find((p) => p.id === "n2")!.match < n1.log.lastIndex(); i++) net.tickAll();
+  assert.ok(net.storage.get("n2")!.snapshot !== null, "n2 got the seed snapshot, not the log");
+  assert.deepEqual(sorted(n2.voters), ["n1", "n2"]);
+  n1.propose(enc.encode("b"));
+  net.settle();
+  assert.deepEqual(normals(net, "n2"), ["b"]);
+  assert.equal(n1.log.committed, n2.log.committed);
+});
+
+void test("membership: a follower whose log was wiped (same id) is probed back from nothing and catches up", () => {
+  const net = new MemNet(["n1", "n2", "n3"]);
+  elect(net);
+  const n1 = net.node("n1");
+  for (const s of ["a", "b", "c"]) n1.propose(enc.encode(s));
+  net.settle();
+  assert.equal(n1.status().progress.find((p) => p.id === "n3")!.match, n1.log.lastIndex());
+  // n3's disk is wiped; it comes back under the same id with an empty log.
+  net.storage.set("n3", new MemoryStorage());
+  const n3 = net.restart("n3");
+  assert.equal(n3.log.lastIndex(), 0);
+  // Nothing new to send: the heartbeat answers say how far its log goes.
+  for (let i = 0; i < 5; i++) net.tickAll();
+  assert.deepEqual(normals(net, "n3"), ["a", "b", "c"]);
+  n1.propose(enc.encode("d"));
+  net.settle();
+  assert.deepEqual(normals(net, "n3"), ["a", "b", "c", "d"]);
+  assert.equal(n1.status().progress.find((p) => p.id === "n3")!.match, n1.log.lastIndex());
 });

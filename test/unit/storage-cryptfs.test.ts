@@ -10,10 +10,10 @@ import fc from "fast-check";
 import { SimFs } from "../helpers/simfs.js";
 import { NodeFs, writeFileAtomicSync, type Fs } from "../../src/runtime/fs.js";
 import { CryptFs, EncryptionKeyError, HEADER_BYTES, checkStoreEncryption, type StoreCipher } from "../../src/storage/cryptfs.js";
-import { fileStoreMsgSize, openFileConsumerStore, openFileStreamStore } from "../../src/storage/index.js";
+import { openFileConsumerStore, openFileStreamStore } from "../../src/storage/index.js";
 import { ManualClock } from "../../src/runtime/clock.js";
-import type { StoreCallbacks, StoreLimits } from "../../src/storage/types.js";
-import { consumerStoreContract, sampleConsumerState, streamStoreContract, syncP, T0, type ContractTarget } from "../helpers/storage-contract.js";
+import type { StoreLimits } from "../../src/storage/types.js";
+import { consumerStoreContract, fileTarget, sampleConsumerState, streamStoreContract, syncP, T0 } from "../helpers/storage-contract.js";
 
 const CIPHERS: StoreCipher[] = ["chachapoly", "aes"];
 const KEY = "s3cret-key-one";
@@ -299,46 +299,12 @@ void describe("CryptFs", () => {
 
 // ---------- the storage contract through CryptFs ----------
 
-function cryptTarget(name: string, mkFs: () => { fs: Fs; dir: string; cleanup(): void }, numRuns: number): ContractTarget {
-  return {
-    name,
-    numRuns,
-    msgSize: (subject, hdr, data) => fileStoreMsgSize(Buffer.byteLength(subject), hdr?.length ?? 0, data.length),
-    newEnv: () => {
-      const { fs, dir, cleanup } = mkFs();
-      const clock = new ManualClock();
-      const open = async (limits?: StoreLimits, callbacks?: StoreCallbacks) =>
-        (await openFileStreamStore({ dir, fs, clock, limits: limits ?? null, callbacks: callbacks ?? null, blockSizeBytes: 512 })).store;
-      return {
-        open,
-        reopen: async (s, limits, callbacks) => {
-          await s.close();
-          return open(limits, callbacks);
-        },
-        dispose: async () => cleanup(),
-      };
-    },
-    newConsumerEnv: () => {
-      const { fs, dir, cleanup } = mkFs();
-      const open = () => openFileConsumerStore({ dir, fs });
-      return {
-        open,
-        reopen: async (c) => {
-          await c.close();
-          return open();
-        },
-        dispose: async () => cleanup(),
-      };
-    },
-  };
-}
-
 for (const cipher of CIPHERS) {
-  const sim = cryptTarget(`file (simfs, encrypted ${cipher})`, () => ({ fs: crypt(new SimFs(), cipher), dir: "/store/s", cleanup: () => {} }), 60);
+  const sim = fileTarget(`file (simfs, encrypted ${cipher})`, () => ({ fs: crypt(new SimFs(), cipher), dir: "/store/s", cleanup: () => {} }), 60);
   streamStoreContract(sim);
   consumerStoreContract(sim);
 }
-const realCrypt = cryptTarget(
+const realCrypt = fileTarget(
   "file (real disk, encrypted chachapoly)",
   () => {
     const { root, cleanup } = realRoot();

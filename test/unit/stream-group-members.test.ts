@@ -19,9 +19,12 @@ for (const storage of ["file", "memory"] as const) {
       await c.until(() => l.acks.size === 40, "40 acks");
       const gone = ["n1", "n2", "n3"].find((id) => id !== l.id)!;
       const target = ["n1", "n2", "n3", "n4"].filter((id) => id !== gone);
-      // The meta op applies on every server: the removed one leaves (a follower: at once).
+      // The meta op applies on every server: the removed one leaves (a follower: once the
+      // leader stopped replicating to it, bounded).
       for (const id of ["n1", "n2", "n3"]) c.node(id).group.setPeers(target);
-      await c.node(gone).group.leave(1000);
+      let left = false;
+      void c.node(gone).group.leave(1000).then(() => (left = true));
+      await c.until(() => left, "the removed follower left");
       await c.stop(gone);
       await c.start("n4", target);
       for (let i = 0; i < 40; i++) c.pub(l.id, `r.${i % 3}`, `b${i}`, `b${i}`);

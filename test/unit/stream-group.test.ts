@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { StreamCluster } from "../helpers/streamcluster.js";
 import { decodeMsgOp, encodeMsgOp, decodePurgeOp, encodePurgeOp, decodeDeleteOp, encodeDeleteOp } from "../../src/jscluster/stream-codec.js";
 import { Rollup, StreamEntry } from "../../src/stream/entry.js";
-import { installCatchup, buildCatchup, installStoreSnapshot, CatchupAssembler } from "../../src/jscluster/stream-catchup.js";
+import { CatchupReceiver, CatchupSender, DELETED_PER_FRAME, installStoreSnapshot } from "../../src/jscluster/stream-catchup.js";
 import { MemoryStreamStore } from "../../src/storage/index.js";
 import { encodeStoreSnapshot, StoreSnapshotReader } from "../../src/storage/archive.js";
 import type { StreamStore } from "../../src/storage/types.js";
@@ -67,22 +67,82 @@ void test("store install: a prefix store is brought to the state of a later one 
   src.removeMsg(12);
   for (const t of [0, 3, 8, 20]) {
     // A replica at an earlier point of the same history: 1..t stored.
-    const a = new MemoryStreamStore(null, null);
-    fill(a, 1, t);
-    const frames = buildCatchup({ reqId: 9, storeLast: t, minIndex: 0 }, src, 77, 20);
-    const asm = new CatchupAssembler(9);
-    let body: Buffer | null = null;
-    for (const f of frames.reverse()) body = asm.push(f) ?? body;
-    assert.ok(body !== null);
-    const h = installCatchup(a, body);
-    assert.equal(h.index, 77);
-    assert.equal(h.applySeq, 20);
-    assert.equal(dump(a), dump(src), `catch-up from ${t}`);
+    // Chunks of about 20 bytes (one message each), applied in order, and again in reverse
+    // order (each kept until its turn) with duplicates.
+    for (const order of ["in order", "reversed"] as const) {
+      const a = new MemoryStreamStore(null, null);
+      fill(a, 1, t);
+      const tx = new CatchupSender({ reqId: 9, storeLast: t, minIndex: 0, creditBytes: 80 }, src, 20);
+      const frames: Buffer[] = [];
+      while (!tx.done) tx.build(77, 20, frames);
+      assert.ok(frames.length >= Math.min(3, 20 - t), `${frames.length} chunks from ${t}`);
+      if (order === "reversed") frames.reverse();
+      const rx = new CatchupReceiver(9, a);
+      let h = null;
+      for (const f of [...frames, ...frames]) h = rx.push(f) ?? h;
+      assert.ok(h !== null, `the final frame was applied (from ${t}, ${order})`);
+      assert.equal(h.index, 77);
+      assert.equal(h.applySeq, 20);
+      assert.equal(dump(a), dump(src), `catch-up from ${t}, ${order}`);
+    }
+    // The source changes between chunks (a delete of what was sent, more messages): the end
+    // state is the source's when the final frame was built.
+    {
+      const s2 = new MemoryStreamStore(null, null);
+      fill(s2, 1, 20);
+      const a = new MemoryStreamStore(null, null);
+      fill(a, 1, t);
+      const tx = new CatchupSender({ reqId: 3, storeLast: t, minIndex: 0, creditBytes: 80 }, s2, 20);
+      const rx = new CatchupReceiver(3, a);
+      const frames: Buffer[] = [];
+      tx.build(5, 20, frames);
+      let h = null;
+      for (const f of frames) h = rx.push(f) ?? h;
+      if (!tx.done) {
+        s2.removeMsg(t + 1);
+        s2.removeMsg(2);
+        fill(s2, 21, 25);
+      }
+      while (!tx.done) {
+        frames.length = 0;
+        tx.build(9, 25, frames);
+        for (const f of frames) h = rx.push(f) ?? h;
+      }
+      assert.ok(h !== null);
+      assert.equal(h.index, t === 20 ? 5 : 9);
+      assert.equal(dump(a), dump(s2), `moving source, from ${t}`);
+    }
     const b = new MemoryStreamStore(null, null);
     fill(b, 1, t);
     installStoreSnapshot(b, Buffer.concat([...encodeStoreSnapshot(new StoreSnapshotReader(src))]), false);
     assert.equal(dump(b), dump(src), `archive install from ${t}`);
   }
+});
+
+void test("store install: a long list of deleted sequences comes in pieces before the final frame", () => {
+  const n = DELETED_PER_FRAME * 2 + 10;
+  const src = new MemoryStreamStore(null, null);
+  fill(src, 1, n);
+  const a = new MemoryStreamStore(null, null);
+  fill(a, 1, n);
+  // Every other message deleted since the replica stored them all (a KV stream's overwrites).
+  for (let i = 2; i <= n; i += 2) src.removeMsg(i);
+  fill(src, n + 1, n + 3);
+  const tx = new CatchupSender({ reqId: 4, storeLast: n, minIndex: 0, creditBytes: 4096 }, src, 1024);
+  const frames: Buffer[] = [];
+  while (!tx.done) tx.build(9, n + 3, frames);
+  assert.ok(frames.length >= 3, `${frames.length} frames`);
+  assert.ok(frames.every((f) => f.length < 1024 * 1024), "no frame near the transport's bound");
+  const rx = new CatchupReceiver(4, a);
+  let h = null;
+  for (const f of frames) h = rx.push(f) ?? h;
+  assert.ok(h !== null);
+  assert.equal(h.deleted.length, Math.floor(n / 2));
+  const sa = a.state();
+  const ss = src.state();
+  assert.deepEqual([sa.firstSeq, sa.lastSeq, sa.msgs], [ss.firstSeq, ss.lastSeq, ss.msgs]);
+  assert.equal(a.loadMsg(2), null);
+  assert.equal(a.loadMsg(3)?.data.toString(), "m3");
 });
 
 for (const [storage, batch] of [

@@ -92,6 +92,7 @@ void test("kv sim: regression seed 2091 (a removal only from a full group)", asy
 for (const o of [
   { seed: 1851, nodes: 3, storage: "file" as const, membership: true },
   { seed: 2053, nodes: 3, storage: "memory" as const, membership: false },
+  { seed: 29, nodes: 3, storage: "memory" as const, membership: false, stepMs: 10, faultMs: 1000, healMs: 1000, staleRefusals: "tolerate" as const },
 ]) {
   void test(`kv sim: regression seed ${o.seed} (a CAS checked past an in-flight publish after the leader's stream reopened)`, async () => {
     const r = await runKvSeed(o);

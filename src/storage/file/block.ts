@@ -4,7 +4,6 @@
 // a fsync before they are unlinked.
 import { join } from "node:path";
 import type { Fs } from "../../runtime/fs.js";
-import { crc32Update } from "./crc32.js";
 import { SummaryBuilder } from "./summary.js";
 
 export const DEFAULT_BLOCK_BYTES = 8 * 1024 * 1024;
@@ -276,16 +275,4 @@ export function readWhole(fs: Fs, path: string, scratch: Scratch): Buffer | null
   } finally {
     fs.close(fd);
   }
-}
-
-/** CRC-32 of the first len bytes of a file, read in chunks; -1 if the file is shorter. */
-export function fileCrc(fs: Fs, fd: number, len: number, chunk: Buffer): number {
-  let crc = 0;
-  for (let pos = 0; pos < len; ) {
-    const n = Math.min(chunk.length, len - pos);
-    if (fs.read(fd, chunk, 0, n, pos) < n) return -1;
-    crc = crc32Update(crc, chunk, 0, n);
-    pos += n;
-  }
-  return crc;
 }

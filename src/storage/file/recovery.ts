@@ -3,12 +3,15 @@
 // what no valid summary covers (the write block's newest bytes, or a block whose summary is
 // missing or stale) is read and verified record by record. A torn tail of the last block is
 // cut off; damage inside a block drops only the damaged bytes. What the floors and tombstones
-// say is gone is returned for the store to apply.
+// say is gone is returned for the store to apply. Work goes in steps (step()): a block is
+// checked, checksummed, indexed from its summary or scanned a bounded slice at a time, so a
+// paced open gives the event loop back inside a block as well as between blocks.
 import { join } from "node:path";
 import type { SubjRec } from "../memory/subjtable.js";
-import { Blk, type BlockFiles, type RecoveryReport, type Scratch, fileCrc, readWhole } from "./block.js";
-import { KIND_MSG, KIND_TOMB, REC_HDR, REC_OVERHEAD, fileStoreMsgSize } from "./record.js";
-import { SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader } from "./summary.js";
+import { Blk, type BlockFiles, type RecoveryReport, type Scratch, readWhole } from "./block.js";
+import { crc32Update } from "./crc32.js";
+import { KIND_MSG, KIND_TOMB, MAX_RECORD_BYTES, REC_HDR, REC_OVERHEAD, fileStoreMsgSize } from "./record.js";
+import { CHECK_MORE, CHECK_OK, SUM_FLOOR, SUM_MSG, SUM_TOMB, SummaryBuilder, SummaryReader } from "./summary.js";
 import { RecordWalk, WALK_BAD, WALK_REC, forEachMsg } from "./walk.js";
 
 const CRC_CHUNK_BYTES = 64 * 1024; // small enough to come from the allocator's heap, not a fresh mapping
@@ -47,6 +50,19 @@ export function noteFloor(blk: Blk, seq: number, lastSeq: number, lastTs: number
   }
 }
 
+// A block is recovered in steps, each a bounded slice of one phase, so that runPaced can give
+// the loop back inside a block too (an 8 MiB block of small records took 50-140 ms in one go).
+const PH_CHECK = 0; // walk the summary's entries (well formed, lengths add up to `covered`)
+const PH_CRC = 1; // checksum the block bytes the summary covers
+const PH_APPLY = 2; // index the records the summary lists
+const PH_SCAN = 3; // verify and index the bytes no summary covers, a window at a time
+/** Block bytes checksummed per step. */
+const CRC_STEP_BYTES = 1024 * 1024;
+/** Summary entries walked per step when checking it. */
+const CHECK_STEP_ENTRIES = 8192;
+/** Summary entries (and single messages of a run) indexed per step. */
+const APPLY_STEP_ENTRIES = 2048;
+
 export class Recovery {
   private readonly files: BlockFiles;
   private readonly host: RecoveryHost;
@@ -57,8 +73,22 @@ export class Recovery {
   // recovery leaves no garbage that grows with the number of blocks.
   private readonly chunk = Buffer.allocUnsafe(CRC_CHUNK_BYTES);
   private readonly sumBuf: Scratch = { buf: Buffer.allocUnsafe(0) };
+  private readonly bigBuf: Scratch = { buf: Buffer.allocUnsafe(0) };
   private lastRec: SubjRec | null = null; // subject of the previous record
   private readonly walk = new RecordWalk(Buffer.alloc(0), true);
+
+  // The block being recovered (null between blocks) and where its recovery is.
+  private blk: Blk | null = null;
+  private fd = -1;
+  private flen = 0;
+  private isLast = false;
+  private phase = PH_CHECK;
+  private sr: SummaryReader | null = null;
+  private sum: SummaryBuilder | null = null;
+  private crc = 0;
+  private pos = 0; // PH_CRC: bytes checksummed; PH_SCAN: bytes verified
+  private locals: SubjRec[] = []; // PH_APPLY: the summary's subjects by local index
+  private applyOff = 0; // PH_APPLY: block offset of the next record
 
   constructor(files: BlockFiles, host: RecoveryHost) {
     this.files = files;
@@ -72,9 +102,9 @@ export class Recovery {
     return this.finish();
   }
 
-  /** run() a block at a time: `breathe` between blocks (a block is at most one block's
-   *  CRC and summary, not the whole store), so a store of many blocks does not hold the
-   *  event loop for all of them at once. */
+  /** run() a slice at a time: `breathe` between steps (a step is at most a bounded part of
+   *  one block: a window of records, a run of summary entries, a megabyte of checksum), so
+   *  neither a store of many blocks nor one big block holds the event loop at once. */
   async runPaced(breathe: () => Promise<void>): Promise<Recovered> {
     this.begin();
     while (this.step()) await breathe();
@@ -107,47 +137,109 @@ export class Recovery {
     this.next = 0;
   }
 
-  /** The next block; false when there was none left. */
+  /** One bounded slice of work; false when nothing is left. */
   private step(): boolean {
-    const k = this.next;
-    const ids = this.ids;
-    if (k >= ids.length) return false;
-    this.next++;
-    this.block(ids[k] as number, k === ids.length - 1, this.sums.has(ids[k] as number));
-    return this.next < ids.length;
+    if (this.blk === null) {
+      const k = this.next;
+      const ids = this.ids;
+      if (k >= ids.length) return false;
+      this.next++;
+      this.openBlock(ids[k] as number, k === ids.length - 1, this.sums.has(ids[k] as number));
+    } else if (this.phase === PH_CHECK) this.checkStep();
+    else if (this.phase === PH_CRC) this.crcStep();
+    else if (this.phase === PH_APPLY) this.applyStep();
+    else this.scanStep();
+    return this.blk !== null || this.next < this.ids.length;
   }
 
   private finish(): Recovered {
     this.lastRec = null;
+    this.bigBuf.buf = Buffer.allocUnsafe(0);
     return { report: this.report, tombs: this.tombs, acc: this.acc };
   }
 
-  private block(id: number, isLast: boolean, hasSum: boolean): void {
-    const fs = this.files.fs;
+  /** The block's file and summary: a summary whose own checksum holds is checked further
+   *  (PH_CHECK, PH_CRC) before it is used; without one the block is scanned. */
+  private openBlock(id: number, isLast: boolean, hasSum: boolean): void {
     const blk = new Blk(id, this.files.pathOf(id));
-    const fd = this.files.fd(blk);
-    const flen = fs.fsize(fd);
-    let start = 0;
-    let sum: SummaryBuilder | null = null;
-    const sr = hasSum ? SummaryReader.open(readWhole(fs, blk.sumPath, this.sumBuf)) : null;
-    if (sr !== null && sr.covered <= flen && sr.valid() && fileCrc(fs, fd, sr.covered, this.chunk) === sr.blockCrc) {
-      if (isLast || sr.covered < flen) sum = new SummaryBuilder();
-      this.applySummary(blk, sr, sum);
-      start = sr.covered;
-      blk.sumCovered = sr.covered;
-      if (sum !== null) {
-        sum.crc = sr.blockCrc;
-        sum.covered = sr.covered;
+    this.blk = blk;
+    this.isLast = isLast;
+    this.fd = this.files.fd(blk);
+    this.flen = this.files.fs.fsize(this.fd);
+    this.sum = null;
+    const sr = hasSum ? SummaryReader.open(readWhole(this.files.fs, blk.sumPath, this.sumBuf)) : null;
+    if (sr !== null && sr.covered <= this.flen) {
+      this.sr = sr;
+      this.phase = PH_CHECK;
+    } else this.toScan(0);
+  }
+
+  private checkStep(): void {
+    const sr = this.sr as SummaryReader;
+    const r = sr.checkStep(CHECK_STEP_ENTRIES);
+    if (r === CHECK_MORE) return;
+    if (r === CHECK_OK) {
+      this.phase = PH_CRC;
+      this.crc = 0;
+      this.pos = 0;
+    } else this.toScan(0);
+  }
+
+  /** The CRC-32 of the next CRC_STEP_BYTES of the block bytes the summary covers, read
+   *  through `chunk`; at the end, the summary is used if the whole matches. */
+  private crcStep(): void {
+    const sr = this.sr as SummaryReader;
+    const fs = this.files.fs;
+    const chunk = this.chunk;
+    const stop = Math.min(sr.covered, this.pos + CRC_STEP_BYTES);
+    let crc = this.crc;
+    let pos = this.pos;
+    while (pos < stop) {
+      const n = Math.min(chunk.length, stop - pos);
+      if (fs.read(this.fd, chunk, 0, n, pos) < n) {
+        this.toScan(0); // shorter than it was a moment ago
+        return;
       }
+      crc = crc32Update(crc, chunk, 0, n);
+      pos += n;
     }
-    let end = flen;
-    if (sum === null && start === 0 && (isLast || flen > 0)) sum = new SummaryBuilder();
-    if (start < flen && sum !== null) end = this.scanTail(blk, fd, start, flen, isLast, sum);
+    this.crc = crc;
+    this.pos = pos;
+    if (pos < sr.covered) return;
+    if (crc !== sr.blockCrc) {
+      this.toScan(0);
+      return;
+    }
+    if (this.isLast || sr.covered < this.flen) this.sum = new SummaryBuilder();
+    this.locals = [];
+    this.applyOff = 0;
+    this.phase = PH_APPLY;
+  }
+
+  /** Bytes [start, flen) are verified and indexed next (nothing to scan: the block is done). */
+  private toScan(start: number): void {
+    this.sr = null;
+    if (this.sum === null && start === 0 && (this.isLast || this.flen > 0)) this.sum = new SummaryBuilder();
+    if (start < this.flen && this.sum !== null) {
+      this.phase = PH_SCAN;
+      this.pos = start;
+    } else this.closeBlock(this.flen);
+  }
+
+  /** The rest of the block once its good bytes end at `end` (a torn tail of the last block
+   *  is cut off there). */
+  private closeBlock(end: number): void {
+    const fs = this.files.fs;
+    const blk = this.blk as Blk;
+    const fd = this.fd;
+    const isLast = this.isLast;
+    const flen = this.flen;
     blk.size = blk.written = blk.good = isLast ? end : flen;
     if (isLast && end < flen) {
       fs.truncate(fd, end);
       fs.fsyncSync(fd);
     }
+    let sum = this.sum;
     if (sum !== null && (sum.broken || sum.covered !== blk.written)) sum = null;
     blk.sum = sum;
     if (!isLast) {
@@ -157,15 +249,35 @@ export class Recovery {
     }
     this.files.blocks.push(blk);
     this.report.blocks++;
+    this.blk = null;
+    this.fd = -1;
+    this.sr = null;
+    this.sum = null;
+    this.locals = [];
   }
 
-  /** Index the records a valid summary lists (the block bytes it covers are not read). */
-  private applySummary(blk: Blk, sr: SummaryReader, sum: SummaryBuilder | null): void {
+  /** Index up to APPLY_STEP_ENTRIES of the records a valid summary lists (the block bytes it
+   *  covers are not read); at its end, the bytes after what it covers are scanned. */
+  private applyStep(): void {
+    const sr = this.sr as SummaryReader;
+    const blk = this.blk as Blk;
+    const sum = this.sum;
     const host = this.host;
     const report = this.report;
-    const locals: SubjRec[] = [];
-    let p = 0;
-    while (sr.next()) {
+    const locals = this.locals;
+    let p = this.applyOff;
+    let work = 0;
+    while (work < APPLY_STEP_ENTRIES) {
+      if (!sr.next()) {
+        blk.sumCovered = sr.covered;
+        if (sum !== null) {
+          sum.crc = sr.blockCrc;
+          sum.covered = sr.covered;
+        }
+        this.toScan(sr.covered);
+        return;
+      }
+      work++;
       const kind = sr.kind;
       const seq = sr.seq;
       if (kind === SUM_MSG) {
@@ -184,6 +296,7 @@ export class Recovery {
           report.msgs += n;
           sum?.msgRun(seq, n, rl, rec, sr.hasHdrBytes, sr.tsNs);
         } else {
+          work += n - 1;
           for (let k = 0; k < n; k++) {
             if (seq + k > host.lastSeq()) {
               host.append(blk, seq + k, rec, sr.tsNs, size, sr.ttlSec, p + k * rl);
@@ -205,31 +318,52 @@ export class Recovery {
       }
       p += sr.recLen;
     }
+    this.applyOff = p;
   }
 
-  /** Verify and index block bytes [start, flen) through the reused window `chunk`: whole valid
-   *  records window by window, and the rest (damage, a record longer than a window, the end) in
-   *  one scan. Returns the offset up to which the block is good (a torn tail is not). */
-  private scanTail(blk: Blk, fd: number, start: number, flen: number, isLast: boolean, sum: SummaryBuilder): number {
+  /** Verify and index the next window of block bytes [pos, flen) through the reused buffer
+   *  `chunk`: its whole valid records; a record longer than a window is read on its own; the
+   *  rest (damage, the end) in one scan, which ends the block. */
+  private scanStep(): void {
     const fs = this.files.fs;
-    const chunk = this.chunk;
-    let pos = start;
-    while (pos < flen) {
-      const n = Math.min(chunk.length, flen - pos);
-      const got = fs.read(fd, chunk, 0, n, pos);
-      let buf = chunk.subarray(0, got);
-      if (pos + got < flen && got === n) {
-        const used = this.scanBlock(blk, buf, pos, isLast, sum, true);
-        if (used > 0) {
-          pos += used;
-          continue;
-        }
-        buf = Buffer.allocUnsafe(flen - pos);
-        buf = buf.subarray(0, fs.read(fd, buf, 0, buf.length, pos));
-      }
-      return pos + this.scanBlock(blk, buf, pos, isLast, sum, false);
+    const blk = this.blk as Blk;
+    const sum = this.sum as SummaryBuilder;
+    const fd = this.fd;
+    const flen = this.flen;
+    const pos = this.pos;
+    if (pos >= flen) {
+      this.closeBlock(pos);
+      return;
     }
-    return pos;
+    const chunk = this.chunk;
+    const n = Math.min(chunk.length, flen - pos);
+    const got = fs.read(fd, chunk, 0, n, pos);
+    let buf = chunk.subarray(0, got);
+    if (pos + got < flen && got === n) {
+      let used = this.scanBlock(blk, buf, pos, this.isLast, sum, true);
+      if (used === 0) used = this.scanLong(blk, buf, pos, sum);
+      if (used > 0) {
+        this.pos = pos + used;
+        return;
+      }
+      buf = Buffer.allocUnsafe(flen - pos);
+      buf = buf.subarray(0, fs.read(fd, buf, 0, buf.length, pos));
+    }
+    this.closeBlock(pos + this.scanBlock(blk, buf, pos, this.isLast, sum, false));
+  }
+
+  /** The record at block offset pos is longer than the window `head` (its start): read it
+   *  whole by the length it declares and index it if it is valid and not the block's last
+   *  bytes. Returns its length, or 0 (the caller scans the rest of the block at once). */
+  private scanLong(blk: Blk, head: Buffer, pos: number, sum: SummaryBuilder): number {
+    if (head.length < REC_OVERHEAD) return 0;
+    const rl = head.readUInt32LE(0);
+    if (rl <= head.length || rl > MAX_RECORD_BYTES || pos + rl >= this.flen) return 0;
+    const s = this.bigBuf;
+    if (s.buf.length < rl) s.buf = Buffer.allocUnsafe(rl);
+    const rec = s.buf.subarray(0, rl);
+    if (this.files.fs.read(this.fd, rec, 0, rl, pos) < rl) return 0;
+    return this.scanBlock(blk, rec, pos, this.isLast, sum, true);
   }
 
   /** Verify and index the records in buf (block bytes from offset base on); returns how many

@@ -216,6 +216,13 @@ export const SUM_MSG = 0;
 export const SUM_TOMB = 1;
 export const SUM_FLOOR = 2;
 
+/** SummaryReader.checkStep: entries are left to walk. */
+export const CHECK_MORE = 0;
+/** SummaryReader.checkStep: well formed, lengths add up. */
+export const CHECK_OK = 1;
+/** SummaryReader.checkStep: not usable (the block is scanned instead). */
+export const CHECK_BAD = 2;
+
 /** Reads a summary entry by entry into its fields (no object per record). */
 export class SummaryReader {
   readonly covered: number;
@@ -244,6 +251,7 @@ export class SummaryReader {
   private msgSeq = 0;
   private msgLen = 0;
   private subjectsSeen = 0;
+  private checkTotal = 0; // checkStep: record bytes of the entries walked so far
 
   private constructor(b: Buffer) {
     this.b = b;
@@ -268,20 +276,36 @@ export class SummaryReader {
   /** Walks every entry once without using it: the body is well formed and its record
    *  lengths add up to `covered`. Leaves the reader at the start. */
   valid(): boolean {
-    let total = 0;
+    let r: number;
+    while ((r = this.checkStep(0x7fffffff)) === CHECK_MORE);
+    return r === CHECK_OK;
+  }
+
+  /** valid() in slices: walks at most maxEntries more entries; CHECK_MORE until every entry
+   *  has been seen, then CHECK_OK or CHECK_BAD, with the reader back at the start. */
+  checkStep(maxEntries: number): number {
+    let r = CHECK_MORE;
     try {
-      while (this.next()) total += this.recLen * (1 + this.run);
+      for (let k = 0; k < maxEntries; k++) {
+        if (!this.next()) {
+          r = this.checkTotal === this.covered ? CHECK_OK : CHECK_BAD;
+          break;
+        }
+        this.checkTotal += this.recLen * (1 + this.run);
+      }
     } catch {
-      return false;
-    } finally {
+      r = CHECK_BAD;
+    }
+    if (r !== CHECK_MORE) {
       this.p = SUM_HDR;
       this.left = this.records;
       this.msgSeq = 0;
       this.msgLen = 0;
       this.subjectsSeen = 0;
       this.seq = 0;
+      this.checkTotal = 0;
     }
-    return total === this.covered;
+    return r;
   }
 
   private varint(): number {
