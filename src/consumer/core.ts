@@ -103,7 +103,9 @@ export abstract class ConsumerCore implements Tickable {
     this.lastActivityMs = now;
     this.ledger = new ConsumerLedger(recovered);
     this.ledger.configure(cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending);
-    this.repl = stream.consumerRepl ?? null;
+    // Bound to the term this consumer is made in (a consumer left over from an earlier term
+    // reports nothing: ConsumerReplicator.bind).
+    this.repl = stream.consumerRepl?.bind() ?? null;
     this.outbox = this.repl !== null ? new Outbox(env.bus, this.repl, this.ackPrefix, () => this.kickSoon()) : null;
     this.out = this.outbox ?? env.bus;
     this.repl?.configure(cfg.name, cfg.ack_policy, cfg.max_deliver, cfg.max_ack_pending, JSON.stringify(consumerConfigToWire(cfg, false)), createdNs);

@@ -154,8 +154,8 @@ export class PullRequests {
     const c = this.c;
     // A replicated stream's consumer stops here because another replica leads now: the
     // client's pull goes on there (nats-server's 409 Leadership Change).
-    const repl = c.stream.consumerRepl;
-    const why = repl != null && !repl.leading ? "Leadership Change" : "Server Shutdown";
+    const repl = c.repl;
+    const why = repl !== null && !repl.leading ? "Leadership Change" : "Server Shutdown";
     for (const r of c.waiting.clear()) {
       if (deleted) c.out.publish(r.reply, "", ST_CONSUMER_DELETED, EMPTY);
       else c.out.publish(r.reply, "", pendingStatus(409, why, r.batch, r.maxBytes), EMPTY);

@@ -127,6 +127,11 @@ export interface ConsumerReplicator {
    *  here (gen: opsGen() now, or later), or w.dropped() if leadership goes first. Deliveries
    *  wait for this (src/consumer/outbox.ts). */
   afterCommit(w: CommitWaiter): void;
+  /** The replicator as one consumer made now sees it: it takes that consumer's operations,
+   *  deliveries and replies only while this replica leads in the term it was made in. A
+   *  consumer left over from an earlier term (not stopped yet when this replica led again)
+   *  has a ledger that is not the agreed one; what it does must not reach the log. */
+  bind(): ConsumerReplicator;
   /** CONSUMER.INFO's `cluster` block: the stream group's (replicated: a durable), else
    *  {name, leader: this server}. */
   clusterInfo(replicated: boolean): Record<string, unknown>;

@@ -63,6 +63,8 @@ interface Shadow {
 
 export class ConsumerRepl implements ConsumerReplicator {
   private _leading = false;
+  /** Counts the terms this replica started leading in (bind()). */
+  private _epoch = 0;
   private readonly shadows = new Map<string, Shadow>();
   private buf: Buffer = Buffer.allocUnsafe(16 * 1024);
   private len = 1;
@@ -95,10 +97,19 @@ export class ConsumerRepl implements ConsumerReplicator {
     return this._leading;
   }
 
+  get epoch(): number {
+    return this._epoch;
+  }
+
+  bind(): ConsumerReplicator {
+    return new TermView(this, this._epoch);
+  }
+
   /** The stream group takes publishes (true) or stopped leading (false): a batch not
    *  proposed yet is dropped (its consumers stop; the new leader redelivers). */
   setLeading(on: boolean): void {
     this._leading = on;
+    if (on) this._epoch++;
     this.len = 1;
     this.curName = "";
     this.batchReplies = [];
@@ -492,6 +503,62 @@ export class ConsumerRepl implements ConsumerReplicator {
       p += stateLen;
       this.shadows.set(name, { ledger, policy, maxDeliver, maxAckPending, config, createdNs });
     }
+  }
+}
+
+/** The replicator for one consumer: live while the replica leads in the term the consumer was
+ *  made in (ConsumerReplicator.bind). */
+class TermView implements ConsumerReplicator {
+  constructor(
+    private readonly r: ConsumerRepl,
+    private readonly epoch: number,
+  ) {}
+
+  get leading(): boolean {
+    return this.r.leading && this.r.epoch === this.epoch;
+  }
+
+  state(name: string): ConsumerState | null {
+    return this.r.state(name);
+  }
+
+  configure(name: string, ackPolicy: LedgerAckPolicy, maxDeliver: number, maxAckPending: number, config: string, createdNs: number): void {
+    if (this.r.epoch === this.epoch) this.r.configure(name, ackPolicy, maxDeliver, maxAckPending, config, createdNs);
+  }
+
+  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> {
+    return this.r.consumers();
+  }
+
+  removed(name: string): void {
+    if (this.r.epoch === this.epoch) this.r.removed(name);
+  }
+
+  op(name: string, kind: LedgerKind, a: number, b: number, c: number, d: number, seqs?: readonly number[]): void {
+    if (this.r.epoch === this.epoch) this.r.op(name, kind, a, b, c, d, seqs);
+  }
+
+  replyAfterCommit(reply: string): void {
+    // A stale consumer's AckSync goes unanswered: the client asks again, and the consumer
+    // made for this term answers it.
+    if (this.r.epoch === this.epoch) this.r.replyAfterCommit(reply);
+  }
+
+  opsGen(): number {
+    return this.r.epoch === this.epoch ? this.r.opsGen() : 0;
+  }
+
+  afterCommit(w: CommitWaiter): void {
+    if (this.r.epoch === this.epoch) this.r.afterCommit(w);
+    else w.dropped();
+  }
+
+  bind(): ConsumerReplicator {
+    return this.r.bind();
+  }
+
+  clusterInfo(replicated: boolean): Record<string, unknown> {
+    return this.r.clusterInfo(replicated);
   }
 }
 

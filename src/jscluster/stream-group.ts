@@ -659,7 +659,13 @@ export class StreamGroup implements GroupApp {
     this.leaderName = leader;
     if (leader === this.o.self) {
       if (this.leadTerm !== term) {
-        if (this.leadTerm !== 0) this.stopLeading("leadership changed");
+        if (this.leadTerm !== 0) {
+          this.stopLeading("leadership changed");
+          // Led again in a new term with no report in between: the owner still hears of the
+          // loss, so the consumers of the earlier term stop and are made again from the copies
+          // (they report nothing to the log any more: ConsumerReplicator.bind).
+          this.o.onLeaderChange?.("");
+        }
         // Publishes wait for this term's no-op (apply → startTaking); a stream reopened while
         // leading may have applied it and everything after already.
         this.leadTerm = term;

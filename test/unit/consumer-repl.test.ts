@@ -361,3 +361,35 @@ void test("deliveries held when leadership goes are never sent (the next leader 
   L.repl.apply(L.log[1]!, 2, true);
   assert.deepEqual(sent, ["inbox  409", "inbox $JS.ACK.S.c.1.2.2.11.0 m2"]);
 });
+
+void test("a consumer left over from an earlier term reports nothing: its operations, deliveries and AckSync replies are dropped once this replica leads again", () => {
+  const L = leaderRig();
+  const { bus, sent } = recordingBus();
+  const old = L.repl.bind();
+  const obOld = new Outbox(bus, old, "$JS.ACK.S.c.", () => undefined);
+  L.repl.configure("c", "explicit", 0, 0, "{}", 1);
+  L.turn();
+  L.repl.apply(L.log[0]!, 1, true);
+  // Leadership lost and won back before the old consumer was stopped.
+  L.repl.setLeading(false);
+  L.repl.setLeading(true);
+  assert.equal(old.leading, false);
+  old.op("c", LedgerKind.Acked, 1, 1, 0, 0);
+  old.replyAfterCommit("sync-old");
+  old.op("c", LedgerKind.Delivered, 2, 2, 1, 5);
+  obOld.deliver("inbox", "s.a", null, Buffer.from("m2"), 10, 1, 2, 2, 5, 0);
+  L.turn();
+  assert.equal(L.log.length, 1, "nothing proposed for the stale consumer");
+  assert.deepEqual(L.replies, []);
+  assert.equal(obOld.held, 0);
+  // The consumer made for this term reports as usual.
+  const cur = L.repl.bind();
+  const ob = new Outbox(bus, cur, "$JS.ACK.S.c.", () => undefined);
+  assert.equal(cur.leading, true);
+  cur.op("c", LedgerKind.Delivered, 2, 2, 1, 5);
+  ob.deliver("inbox", "s.a", null, Buffer.from("m2"), 10, 1, 2, 2, 5, 0);
+  L.turn();
+  assert.equal(L.log.length, 2);
+  L.repl.apply(L.log[1]!, 2, true);
+  assert.deepEqual(sent, ["inbox $JS.ACK.S.c.1.2.2.5.0 m2"]);
+});
