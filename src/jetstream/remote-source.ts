@@ -42,6 +42,8 @@ export class ClusterRemoteFeed implements RemoteFeed {
   /** Consumer sequence of the last message delivered (0: none yet on this consumer). */
   private cseq = 0;
   private outstanding = 0;
+  /** Origin sequence of the last message handed to the sink by this feed (0: none). */
+  private lastSseq = 0;
   private lastHeardMs: number;
   private closed = false;
   /** Bumped on every restart: replies for an older consumer are ignored. */
@@ -118,12 +120,14 @@ export class ClusterRemoteFeed implements RemoteFeed {
     if (ack.stream !== this.origin || ack.consumer !== this.consumer) return;
     this.lastHeardMs = this.d.clock.monoMs();
     if (ack.cseq !== this.cseq + 1) {
-      // A delivery went missing (a route dropped it): start over where the sink is.
+      // A delivery went missing (a route dropped it): start over where the sink is, right
+      // after the last message it got (not at this one: what went missing came before it).
       this.d.log.debug(`JetStream source feed from '${this.origin}' missed consumer sequence ${this.cseq + 1}, starting over`);
-      this.restart({ seq: ack.sseq, time: "" });
+      this.restart(this.lastSseq > 0 ? { seq: this.lastSseq + 1, time: "" } : this.start);
       return;
     }
     this.cseq = ack.cseq;
+    this.lastSseq = ack.sseq;
     this.outstanding--;
     this.sink({ seq: ack.sseq, subject: subject.startsWith(`${this.inbox}.`) ? "" : subject, hdr, data: payload, tsNs: ack.tsNs });
     if (this.outstanding <= 0) this.pull();
