@@ -200,13 +200,21 @@ async function script(c: Cluster): Promise<Step[]> {
   const cc = await req(ncB, "$JS.API.CONSUMER.CREATE.DIFF.work", { stream_name: "DIFF", config: { durable_name: "work", ack_policy: "explicit", num_replicas: 3, filter_subject: "diff.1" } });
   add("consumer create", cc);
   add("consumer create cluster shape", clusterShape(cc["cluster"] as ClusterBlock));
+  // A pull sent before the R3 consumer has a leader reaches nobody on nats-server: wait for
+  // one first, and bound the fetch (a lost pull must fail the comparison, not hang the run).
+  await until(`${c.kind}: a leader for consumer work`, async () => {
+    const info = await req(ncA, "$JS.API.CONSUMER.INFO.DIFF.work").catch(() => ({}) as Json);
+    return typeof (info["cluster"] as ClusterBlock | undefined)?.leader === "string";
+  }, 20_000);
   const got: string[] = [];
   const sub = ncA.subscribe("_INBOX.diff.fetch", { max: 3 });
+  const bound = setTimeout(() => sub.unsubscribe(), 15_000);
   ncA.publish("$JS.API.CONSUMER.MSG.NEXT.DIFF.work", JSON.stringify({ batch: 3, expires: 3_000_000_000 }), { reply: "_INBOX.diff.fetch" });
   for await (const m of sub) {
     got.push(`${m.subject} ${m.string()}`);
     m.respond("+ACK");
   }
+  clearTimeout(bound);
   add("fetched", got.map((g) => g.split(" ")[1]), { exact: true });
   await ncA.flush();
   let ci: Json = {};
