@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, AckPolicy } from "@nats-io/jetstream";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
-import { jsz, metaLeader, monPort, req as rigReq, startRigWithLeader, stopRig } from "../helpers/jscluster-rig.js";
+import { jsz, metaLeader, monPort, msgIdPublisher, req as rigReq, startRigWithLeader, stopRig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 
 const req = (nc: NatsConnection, subject: string, body: unknown = ""): Promise<Record<string, unknown>> => rigReq(nc, subject, body, 8000);
@@ -29,33 +29,6 @@ interface ClusterBlock {
 async function info(nc: NatsConnection, stream: string): Promise<{ cluster: ClusterBlock; messages: number }> {
   const i = await req(nc, `$JS.API.STREAM.INFO.${stream}`);
   return { cluster: (i["cluster"] ?? {}) as ClusterBlock, messages: ((i["state"] ?? {}) as { messages?: number }).messages ?? -1 };
-}
-
-/** Publishes with msg ids until stopped, retrying each until acknowledged; the acked ids. */
-function publisher(nc: NatsConnection, subject: string): { stop(): Promise<Set<string>>; count(): number } {
-  const js = jetstream(nc);
-  const acked = new Set<string>();
-  let on = true;
-  const run = (async () => {
-    for (let i = 0; on; i++) {
-      const id = `m${i}`;
-      for (;;) {
-        const ok = await js.publish(subject, id, { msgID: id, timeout: 2000 }).then(() => true, () => false);
-        if (ok) break;
-        if (!on) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      acked.add(id);
-    }
-  })();
-  return {
-    stop: async () => {
-      on = false;
-      await run;
-      return acked;
-    },
-    count: () => acked.size,
-  };
 }
 
 /** Every message of the stream, read from its leader through an ephemeral consumer. */
@@ -99,7 +72,7 @@ void test("STREAM.PEER.REMOVE: a follower is replaced while publishes go on; not
     const bad = await req(nc, "$JS.API.STREAM.PEER.REMOVE.PR", {});
     assert.equal((bad["error"] as { err_code: number }).err_code, 10003);
 
-    const pub = publisher(ncs[rig.names.indexOf(spare)]!, "pr.x");
+    const pub = msgIdPublisher(ncs[rig.names.indexOf(spare)]!, "pr.x", "m");
     await until("some publishes acknowledged", () => pub.count() >= 50);
     // Asked of a server that is not the meta leader nor a member: it goes to the meta leader.
     const rm = await req(ncs[rig.names.indexOf(spare)]!, "$JS.API.STREAM.PEER.REMOVE.PR", { peer: gone });
@@ -229,7 +202,7 @@ void test("lame duck of the stream (and meta) leader: leadership is handed over 
     const old = ci.cluster.leader!;
     const oi = rig.names.indexOf(old);
     const pi = (oi + 1) % 3;
-    const pub = publisher(ncs[pi]!, "ld.x");
+    const pub = msgIdPublisher(ncs[pi]!, "ld.x", "m");
     await until("publishes acknowledged", () => pub.count() >= 50);
     const lp = rig.procs[oi]!;
     lp.proc.kill("SIGUSR2");

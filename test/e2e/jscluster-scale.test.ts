@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, AckPolicy } from "@nats-io/jetstream";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
-import { agreedLeader, monPort, req, startRig, stopRig, type Rig } from "../helpers/jscluster-rig.js";
+import { agreedLeader, monPort, msgIdPublisher, req, startRig, stopRig, type Rig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 
 interface Replica {
@@ -40,52 +40,6 @@ async function info(nc: NatsConnection, stream: string): Promise<{ cluster: Clus
     messages: ((i["state"] ?? {}) as { messages?: number }).messages ?? -1,
     replicas: ((i["config"] ?? {}) as { num_replicas?: number }).num_replicas ?? -1,
     error: i["error"],
-  };
-}
-
-/** Publishes with msg ids until stopped, retrying each until acknowledged; pausable. */
-function publisher(nc: NatsConnection, subject: string) {
-  const js = jetstream(nc);
-  const acked = new Set<string>();
-  let on = true;
-  let paused = false;
-  const idle: { fn: (() => void) | null } = { fn: null };
-  const run = (async () => {
-    for (let i = 0; on; i++) {
-      while (paused && on) {
-        idle.fn?.();
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      const id = `p${i}`;
-      for (;;) {
-        const ok = await js.publish(subject, id, { msgID: id, timeout: 2000 }).then(() => true, () => false);
-        if (ok) break;
-        if (!on) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      acked.add(id);
-    }
-  })();
-  return {
-    count: () => acked.size,
-    /** Resolves once no publish is in flight. */
-    pause: () =>
-      new Promise<void>((resolve) => {
-        paused = true;
-        idle.fn = () => {
-          idle.fn = null;
-          resolve();
-        };
-      }),
-    resume: () => {
-      paused = false;
-    },
-    stop: async () => {
-      on = false;
-      paused = false;
-      await run;
-      return acked;
-    },
   };
 }
 
@@ -164,7 +118,7 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
     const si = rig.names.indexOf(r1[0]!);
     const others = rig.names.map((_, i) => i).filter((i) => i !== si);
     nc = ncs[others[0]!]!;
-    const pub = publisher(ncs[others[others.length - 1]!]!, "sc.x");
+    const pub = msgIdPublisher(ncs[others[others.length - 1]!]!, "sc.x", "p");
     await until("publishes acknowledged", () => pub.count() >= 30, 20_000);
 
     // R1 → R3: the plain copy seeds a group; the new members get all 200+ messages.

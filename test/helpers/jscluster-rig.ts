@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
 import { startTsnatsChild, type ChildServer } from "./core-child.js";
 import { until } from "./until.js";
 
@@ -98,3 +99,49 @@ export async function agreedLeader(r: Rig): Promise<string> {
   return ls[0] !== "" && ls.every((l) => l === ls[0]) ? ls[0]! : "";
 }
 
+/** Publishes `<idPrefix><n>` with that msg id until stopped, retrying each until
+ *  acknowledged; pausable. stop() gives the acknowledged ids. */
+export function msgIdPublisher(nc: NatsConnection, subject: string, idPrefix: string) {
+  const js = jetstream(nc);
+  const acked = new Set<string>();
+  let on = true;
+  let paused = false;
+  const idle: { fn: (() => void) | null } = { fn: null };
+  const run = (async () => {
+    for (let i = 0; on; i++) {
+      while (paused && on) {
+        idle.fn?.();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const id = `${idPrefix}${i}`;
+      for (;;) {
+        const ok = await js.publish(subject, id, { msgID: id, timeout: 2000 }).then(() => true, () => false);
+        if (ok) break;
+        if (!on) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      acked.add(id);
+    }
+  })();
+  return {
+    count: () => acked.size,
+    /** Resolves once no publish is in flight. */
+    pause: () =>
+      new Promise<void>((resolve) => {
+        paused = true;
+        idle.fn = () => {
+          idle.fn = null;
+          resolve();
+        };
+      }),
+    resume: () => {
+      paused = false;
+    },
+    stop: async () => {
+      on = false;
+      paused = false;
+      await run;
+      return acked;
+    },
+  };
+}
