@@ -189,6 +189,13 @@ export class JsCluster implements ClusterApiHooks {
     if (r.to === "meta") {
       const leader = this.meta.started ? this.meta.leaderName : "";
       if (leader === this.self) return false;
+      if (leader === "" && hops === 0 && !waited) {
+        // An election in progress (or the group just started): wait for a meta leader,
+        // bounded, before answering 503 (nats-server does not call itself leaderless in its
+        // first seconds either, and a client's create then is not an error).
+        this.retryWhen(() => (this.meta.started ? this.meta.leaderName : "") !== "", subject, reply, hdr, payload, hops);
+        return true;
+      }
       if (leader === "" || hops > 0 || !fwd(leader)) this.respondErr(reply, t, "JSClusterNotAvailErr");
       return true;
     }
@@ -202,20 +209,10 @@ export class JsCluster implements ClusterApiHooks {
     if (leader === "" && hops === 0 && !waited && sa.group.peers.includes(this.self)) {
       // A replica that does not know its leader yet (its copy just opened, an election):
       // wait for one (bounded) rather than answer 503 while the stream has a leader.
-      const h = hdr === null ? null : Buffer.from(hdr);
-      const p = Buffer.from(payload);
-      const clock = this.svc.deps.clock;
-      const end = clock.monoMs() + LEADER_WAIT_MS;
-      const check = (): void => {
-        if (this.stopped) return;
+      this.retryWhen(() => {
         const cur = this.meta.state.stream(r.stream);
-        if (cur !== undefined && this.streamLeader(cur) === "" && clock.monoMs() < end) {
-          clock.setTimer(check, 20);
-          return;
-        }
-        if (!this.route(subject, reply, h, p, hops, true, true)) this.router.enqueueForwarded(subject, reply, h, p, true);
-      };
-      clock.setTimer(check, 20);
+        return cur === undefined || this.streamLeader(cur) !== "";
+      }, subject, reply, hdr, payload, hops);
       return true;
     }
     if (leader === this.self && isLeaderRead(t)) {
@@ -240,6 +237,24 @@ export class JsCluster implements ClusterApiHooks {
       if (!(t[1] === "MSG" && t[0] === "CONSUMER")) this.respondErr(reply, t, "JSClusterNotAvailErr");
     }
     return true;
+  }
+
+  /** Routes the request again once `ready()` holds or LEADER_WAIT_MS passed (polled). */
+  private retryWhen(ready: () => boolean, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number): void {
+    // The buffers are only valid during the caller's call.
+    const h = hdr === null ? null : Buffer.from(hdr);
+    const p = Buffer.from(payload);
+    const clock = this.svc.deps.clock;
+    const end = clock.monoMs() + LEADER_WAIT_MS;
+    const check = (): void => {
+      if (this.stopped) return;
+      if (!ready() && clock.monoMs() < end) {
+        clock.setTimer(check, 20);
+        return;
+      }
+      if (!this.route(subject, reply, h, p, hops, true, true)) this.router.enqueueForwarded(subject, reply, h, p, true);
+    };
+    clock.setTimer(check, 20);
   }
 
   /** A request another server sent here. */
