@@ -70,6 +70,8 @@ class Reader {
   /** Mirror of a replicated target: the last origin sequence proposed (the store lags the
    *  proposals), -1 until known. */
   proposedOrigin = -1;
+  /** The target's copyEpoch this reader's position was found in (-1: none yet). */
+  epoch = -1;
 
   constructor(
     readonly target: Stream,
@@ -242,6 +244,16 @@ export class Sourcing {
 
   /** Copy what is new in the origin; re-schedules itself when a batch was full. */
   private pump(r: Reader): void {
+    if (r.target.replicated && r.epoch !== r.target.copyEpoch) {
+      // Leadership moved (maybe away and back between two ticks) or a proposal was dropped:
+      // what this reader proposed may never reach the store. Find the position again from
+      // the store once nothing proposed here is in flight.
+      this.stopRemote(r);
+      r.next = 0;
+      r.proposedOrigin = -1;
+      if (r.target.inflightCount > 0) return;
+      r.epoch = r.target.copyEpoch;
+    }
     if (!r.target.ingesting) {
       // A replica that does not lead copies nothing; it finds its position again when it
       // leads (from its store, which then has every committed copy).
@@ -298,7 +310,7 @@ export class Sourcing {
   }
 
   private onRemote(r: Reader, m: StoredMsg): void {
-    if (!r.target.ingesting || r.target.storeFailure !== null || !this.readers.get(r.target.name)?.includes(r)) {
+    if (!r.target.ingesting || r.target.storeFailure !== null || !this.readers.get(r.target.name)?.includes(r) || (r.target.replicated && r.epoch !== r.target.copyEpoch)) {
       this.stopRemote(r);
       return;
     }

@@ -458,10 +458,16 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   setIngest(on: boolean): void {
     if (on === this.ingest) return;
     this.ingest = on;
+    this.copyEpoch++;
     // Refusals held for a leadership confirmation: a new term starts from nothing held.
     this.refusals?.clear();
     this.resubscribe();
   }
+
+  /** Bumped when leadership starts or ends and when a proposal is dropped: a mirror or
+   *  source reader (sourcing.ts) then finds its position again from the store, since what
+   *  it proposed may never be stored. */
+  copyEpoch = 0;
 
   get ingesting(): boolean {
     return this.ingest;
@@ -475,11 +481,18 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   /** A proposal the proposer could not take (this replica stopped leading): not in flight. */
   proposalDropped(e: StreamEntry): void {
     this.checks.inflight.remove(e);
+    this.copyEpoch++;
   }
 
   /** Leadership changed: nothing proposed here is in flight any more. */
   clearInflight(): void {
     this.checks.inflight.clear();
+    this.copyEpoch++;
+  }
+
+  /** Proposed here, not yet applied or dropped. */
+  get inflightCount(): number {
+    return this.checks.inflight.count;
   }
 
   /** An entry the store already holds at seq (a replica replaying its log after a restart):
@@ -492,6 +505,7 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
    *  duplicate window from the stored headers, show consumers the new range. */
   storeReplaced(): void {
     this.checks.inflight.clear();
+    this.copyEpoch++;
     this.checks.dedup.clear();
     this.checks.lastMsgId = "";
     this.checks.rebuild(this.env.clock.nowNs());

@@ -92,10 +92,15 @@ void test("faults: a SIGSTOPped leader resumed after a new leader took writes an
       if (left > 0) await sleep(left);
       rig.resume(oi);
       log(`SIGCONT ${old} after ${Math.round(performance.now() - t0)} ms, at ${Math.round(performance.now())}`);
+      let seen = "";
       await until(`${old} follows a new leader of ${stream}`, async () => {
-        const l = (await rig.streamAt(oi, stream))?.cluster?.leader ?? "";
+        const d = await rig.streamAt(oi, stream);
+        const l = d?.cluster?.leader ?? "";
+        seen = d === null ? "no /jsz answer" : `leader "${l}"`;
         return l !== "" && l !== old;
-      }, 20_000);
+      }, 20_000).catch((e: Error) => {
+        throw new Error(`${e.message} (last seen at ${old}: ${seen})`);
+      });
       await progress("after the resume", stream, 20, performance.now());
     }
     await sw.stop();
@@ -125,8 +130,11 @@ void test("faults: a SIGSTOPped leader resumed after a new leader took writes an
       t.diagnostic(`${stream}: ${first.size} stored, replies ${JSON.stringify(kinds)}`);
       problems.push(...judgeReplies(replies, first, perAttempt).map((p) => `${stream}: ${p}`));
     }
-    if (problems.length > 0) process.stderr.write(`${rig.logs()}\n`);
     assert.deepEqual(problems.slice(0, 30), [], `events:\n${events.join("\n")}`);
+  } catch (e) {
+    // The servers' logs and the events, for a failure before the judging above.
+    process.stderr.write(`events:\n${events.join("\n")}\n${rig.logs()}\n`);
+    throw e;
   } finally {
     await sw?.stop().catch(() => undefined);
     await kw?.stop().catch(() => undefined);
