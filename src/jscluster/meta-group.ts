@@ -673,6 +673,10 @@ export class MetaGroup implements GroupApp {
     this.o.log.error(`JetStream cluster meta group failed: ${reason}`);
   }
 
+  onResync(reason: string): void {
+    this.o.log.error(`JetStream cluster meta group: ${reason}: its Raft state here is set aside; it re-syncs from its peers and does not vote until caught up`);
+  }
+
   // ---- $JS.API.META.LEADER.STEPDOWN ----
 
   private respond(reply: string, obj: unknown): void {

@@ -678,6 +678,10 @@ export class StreamGroup implements GroupApp {
     this.o.onLeaderChange?.(leader);
   }
 
+  onResync(reason: string): void {
+    this.o.log.error(`stream group ${this.name}: ${reason}: its Raft state here is set aside; it re-syncs from its peers and does not vote until caught up`);
+  }
+
   onFailed(reason: string): void {
     this.o.log.error(`stream group ${this.name} failed: ${reason}`);
     this.stopLeading(reason);

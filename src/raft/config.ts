@@ -35,6 +35,9 @@ export interface RaftRestore {
   entries: Entry[];
   /** Index the state machine has already applied (≥ snapshot index). */
   applied?: number;
+  /** The node's disk state was corrupt and is started blank: no votes, no campaigns until
+   *  it caught up with a leader (RaftNode.recovering). */
+  recovering?: boolean;
 }
 
 export interface RaftStatus {
@@ -48,6 +51,7 @@ export interface RaftStatus {
   lastIndex: number;
   firstIndex: number;
   failed: string | null;
+  recovering: boolean;
   transferee: string;
   progress: ProgressStatus[];
   /** The voters in effect (the last membership entry in the log, committed or not). */

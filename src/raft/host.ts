@@ -19,7 +19,7 @@ import type { Scheduler } from "../runtime/sched.js";
 import { decodeMessage, encodeMessage } from "./codec.js";
 import { decodeHeartbeats, encodeHeartbeats, HEARTBEATS_TAG, isCoalesced, type GroupMsg } from "./heartbeats.js";
 import { RaftNode, type RaftStatus } from "./node.js";
-import { loadSnapshotFile, saveSnapshotFile } from "./snapfile.js";
+import { loadSnapshotFile, quarantineSnapshotFile, saveSnapshotFile } from "./snapfile.js";
 import { type Entry, emptyMessage, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
 import { Wal } from "./wal.js";
 
@@ -45,6 +45,9 @@ export interface GroupApp {
   onReadState?(rs: ReadState): void;
   /** The group failed (disk or checksum error) and no longer takes part. */
   onFailed?(reason: string): void;
+  /** Its Raft state on this server was found corrupt at start: the group starts blank and
+   *  re-syncs from its peers (no votes until caught up); the app keeps its own state. */
+  onResync?(reason: string): void;
   /** A frame another member's app sent with RaftHost.sendApp (a view valid during the call). */
   onAppFrame?(from: string, data: Buffer): void;
 }
@@ -117,11 +120,25 @@ export class RaftHost {
   /** Random at start, in every coalesced frame: a peer's that changes means it restarted. */
   private readonly incarnation: number;
   private readonly peerIncarnation = new Map<string, number>();
+  /** Why every group starts blank (the WAL was corrupt at open), or null. */
+  private readonly resync: string | null = null;
+  private readonly resyncTerms = new Map<string, number>();
+  /** Where the corrupt WAL segments were moved ("" if none were). */
+  readonly quarantined: string = "";
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
     this.incarnation = o.random.int(0x7fffffff);
     this.wal = Wal.open(o.fs, o.dir, o.sched, { segmentBytes: o.segmentBytes });
+    const c = this.wal.corrupt;
+    if (c !== null) {
+      // No group's log here can be trusted past the damage, and which groups had records
+      // after it is unknown: every group re-syncs from its peers (addGroup). The terms seen
+      // before it are kept (a lower term is never taken again).
+      this.resync = `WAL corrupt: ${c.reason}${c.segment !== "" ? ` in ${c.segment}` : ""}`;
+      for (const [g, r] of this.wal.recoveredGroups()) this.resyncTerms.set(g, r.hardState.term);
+      this.quarantined = this.wal.quarantine();
+    }
     o.transport.onReceive((from, frame) => this.receive(from, frame));
   }
 
@@ -169,17 +186,30 @@ export class RaftHost {
     const kept = this.detached.get(name);
     if (kept !== undefined) return this.resumeGroup(name, kept, app);
     const rec = this.wal.recoveredGroups().get(name);
-    let fail: string | null = this.wal.corrupt !== null ? `WAL corrupt: ${this.wal.corrupt.reason} in ${this.wal.corrupt.segment}` : null;
+    let resync = this.resync;
     const loaded = loadSnapshotFile(this.o.fs, this.o.dir, name);
     let snap: Snapshot | null = null;
-    if (loaded instanceof Error) fail = `snapshot unreadable: ${loaded.message}`;
-    else snap = loaded;
+    if (loaded instanceof Error) {
+      resync ??= `snapshot unreadable: ${loaded.message}`;
+      quarantineSnapshotFile(this.o.fs, this.o.dir, name);
+    } else snap = loaded;
     let entries = rec?.entries ?? [];
     if (snap !== null) {
       entries = entries.filter((e) => e.index > snap.index);
       if (entries.length > 0 && entries[0]!.index !== snap.index + 1) entries = [];
     } else if (rec !== undefined && rec.snapIndex > 0) {
-      fail = `snapshot ${rec.snapIndex} marked in the WAL is missing`;
+      resync ??= `snapshot ${rec.snapIndex} marked in the WAL is missing`;
+    }
+    let hardState = rec?.hardState ?? { term: 0, vote: "", commit: 0 };
+    if (resync !== null) {
+      // Blank but for a snapshot that checks out (it only holds committed state): the log is
+      // not trusted, nor the vote. The leader finds the log's end from this node's answers
+      // and sends what is missing.
+      entries = [];
+      hardState = { term: Math.max(hardState.term, this.resyncTerms.get(name) ?? 0), vote: "", commit: snap?.index ?? 0 };
+      this.wal.resetGroup(name);
+      if (snap !== null) this.wal.markSnapshot(name, snap.index, snap.term);
+      this.wal.setHardState(name, hardState);
     }
     if (snap !== null) app.restore(snap.data);
     const node = new RaftNode(
@@ -191,13 +221,13 @@ export class RaftHost {
         quiesceTicks: this.o.quiesceTicks ?? this.o.electionTicks ?? 10,
         random: this.o.random,
       },
-      { hardState: rec?.hardState ?? { term: 0, vote: "", commit: 0 }, snapshot: snap, entries, applied: snap?.index ?? 0 },
+      { hardState, snapshot: snap, entries, applied: snap?.index ?? 0, recovering: resync !== null },
     );
     node.observer = this.observer;
     const hs = node.hardState();
     const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote };
     this.groups.set(name, g);
-    if (fail !== null) this.failGroup(g, fail);
+    if (resync !== null) app.onResync?.(resync);
     this.touch(g);
     return node;
   }

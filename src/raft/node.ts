@@ -59,6 +59,10 @@ export class RaftNode {
   private leaderCommit = 0;
   /** Never campaigns (lame duck: leadership was handed away and must not come back). */
   observer = false;
+  /** Started blank after its disk state was found corrupt (RaftRestore.recovering): it may
+   *  have voted in a term it no longer remembers, and its log is gone, so it neither votes
+   *  nor campaigns until it holds everything a leader reported committed. */
+  recovering = false;
   /** Going quiet when idle and waking (quiesce.ts). */
   private readonly quiet: Quiescence;
 
@@ -104,6 +108,7 @@ export class RaftNode {
     this.voters = this.confs.current();
     this.becomeFollower(hs.term, NONE);
     this.vote = hs.vote;
+    this.recovering = restore?.recovering === true;
     this.prevHard = this.hardState();
     this.prevSoft = { leader: NONE, role: Role.Follower };
   }
@@ -367,6 +372,7 @@ export class RaftNode {
       lastIndex: this.log.lastIndex(),
       firstIndex: this.log.firstIndex(),
       failed: this.failed,
+      recovering: this.recovering,
       transferee: this.leadTransferee,
       progress,
       voters: [...this.voters],
@@ -380,7 +386,7 @@ export class RaftNode {
   }
 
   private promotable(): boolean {
-    return this.failed === null && !this.observer && this.voters.includes(this.id);
+    return this.failed === null && !this.observer && !this.recovering && this.voters.includes(this.id);
   }
 
   private reset(term: number): void {
@@ -507,7 +513,7 @@ export class RaftNode {
     const r = this.msg(voteRespType(m.type), m.from);
     // A node that thinks it is not a voter still votes: the candidate may know of a later
     // membership entry that added it back (etcd-io/raft does the same for learners).
-    if (canVote && this.failed === null && this.log.isUpToDate(m.index, m.logTerm)) {
+    if (canVote && this.failed === null && !this.recovering && this.log.isUpToDate(m.index, m.logTerm)) {
       // Granted responses carry the candidate's term (a pre-vote's term is not ours yet).
       r.term = m.term;
       if (m.type === MsgType.Vote) {
@@ -652,6 +658,12 @@ export class RaftNode {
     answerAppend(this.log, m, r);
     if (m.entries.length > 0) this.syncConfig(m.entries);
     this.send(r);
+    this.maybeRecovered();
+  }
+
+  /** A recovering node takes part again once it holds all a leader reported committed. */
+  private maybeRecovered(): void {
+    if (this.recovering && this.lead !== NONE && this.leaderCommit > 0 && this.log.committed >= this.leaderCommit) this.recovering = false;
   }
 
   private handleHeartbeat(m: Message): void {
@@ -663,11 +675,13 @@ export class RaftNode {
     // lost what we acknowledged (a wiped disk) even when it has nothing new to send.
     r.index = this.log.lastIndex() + 1;
     this.send(r);
+    this.maybeRecovered();
   }
 
   private handleSnapshot(m: Message): void {
     const s = m.snapshot;
     if (s === null) return;
+    if (s.index > this.leaderCommit) this.leaderCommit = s.index;
     const r = this.msg(MsgType.AppResp, m.from);
     if (answerSnapshot(this.log, s, r)) {
       this.snapshot = s;
@@ -675,6 +689,7 @@ export class RaftNode {
       this.setVoters(s.voters);
     }
     this.send(r);
+    this.maybeRecovered();
   }
 
   // ---- membership ----

@@ -65,3 +65,10 @@ export function loadSnapshotFile(fs: Fs, dir: string, group: string): Snapshot |
   if (b === null) return null;
   return decodeSnapshot(b);
 }
+
+/** Move an unreadable snapshot file aside (kept for inspection, never loaded again). */
+export function quarantineSnapshotFile(fs: Fs, dir: string, group: string): void {
+  const name = snapFileName(group);
+  fs.rename(`${dir}/${name}`, `${dir}/${name}.corrupt`);
+  fs.fsyncDirSync(dir);
+}

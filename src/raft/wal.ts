@@ -134,6 +134,17 @@ export class Wal {
     this.put({ type: RecordType.HardState, entryType: 0, group, term: hs.term, index: hs.commit, payload: utf8.encode(hs.vote) });
   }
 
+  /** The group starts over (its state was corrupt): a replay forgets its earlier records,
+   *  and they no longer keep a segment from being deleted. */
+  resetGroup(group: string): void {
+    const m = this.meta(group);
+    m.hs = { term: 0, vote: "", commit: 0 };
+    m.snapIndex = 0;
+    m.snapTerm = 0;
+    for (const sg of this.segments) sg.maxIndex.delete(group);
+    this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
+  }
+
   /** The group's log now starts after index: a durable snapshot covers everything up to it. */
   markSnapshot(group: string, index: number, term: number): void {
     const m = this.meta(group);
@@ -169,6 +180,30 @@ export class Wal {
       n++;
     }
     return n;
+  }
+
+  /**
+   * After corruption (the driver starts every group blank, to re-sync from its peers): move
+   * every segment but the new current one into a `corrupt-<n>` directory beside them, kept
+   * for inspection and never read again, and forget what replay found. Returns that
+   * directory.
+   */
+  quarantine(): string {
+    const cur = this.current();
+    const to = join(this.dir, `corrupt-${cur.seq}`);
+    this.fs.mkdirp(to);
+    for (const n of this.fs.readdir(this.dir)) {
+      if (n.startsWith(SEGMENT_PREFIX) && n.endsWith(SEGMENT_SUFFIX) && n !== cur.name) this.fs.rename(join(this.dir, n), join(to, n));
+    }
+    this.fs.fsyncDirSync(to);
+    this.fs.fsyncDirSync(this.dir);
+    this.segments = [cur];
+    this.groups.clear();
+    this.recovered.clear();
+    this.bufMax.clear();
+    // The checkpoint queued for the new segment described the old state.
+    this.bufLen = 0;
+    return to;
   }
 
   /** The live segment files, oldest first. */
@@ -357,6 +392,16 @@ export class Wal {
           const keepFrom = g.entries.findIndex((e) => e.index > r.index);
           g.entries = keepFrom < 0 ? [] : g.entries.slice(keepFrom);
         }
+        return;
+      case RecordType.Reset:
+        g.hardState = { term: 0, vote: "", commit: 0 };
+        g.snapIndex = 0;
+        g.snapTerm = 0;
+        g.entries = [];
+        m.hs = g.hardState;
+        m.snapIndex = 0;
+        m.snapTerm = 0;
+        for (const sg of this.segments) sg.maxIndex.delete(r.group);
         return;
       case RecordType.Entry: {
         seg.maxIndex.set(r.group, Math.max(seg.maxIndex.get(r.group) ?? 0, r.index));

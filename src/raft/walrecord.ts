@@ -14,6 +14,8 @@ export const RecordType = {
   Entry: 1,
   HardState: 2,
   SnapMark: 3,
+  /** The group starts over here (its state was corrupt): replay forgets what came before. */
+  Reset: 4,
 } as const;
 export type RecordType = (typeof RecordType)[keyof typeof RecordType];
 
@@ -91,7 +93,7 @@ export function decodeRecord(buf: Buffer, off: number, end: number): DecodeResul
   if (len < FIXED_BODY_BYTES) return { kind: "bad", end: b + len };
   const type = buf[b]!;
   const gl = buf[b + 2]!;
-  if ((type !== RecordType.Entry && type !== RecordType.HardState && type !== RecordType.SnapMark) || FIXED_BODY_BYTES + gl > len) {
+  if ((type !== RecordType.Entry && type !== RecordType.HardState && type !== RecordType.SnapMark && type !== RecordType.Reset) || FIXED_BODY_BYTES + gl > len) {
     return { kind: "bad", end: b + len };
   }
   const group = utf8d.decode(buf.subarray(b + 3, b + 3 + gl));
