@@ -162,15 +162,18 @@ export class GroupMembers {
   stepdown(): Promise<void> {
     const h = this.h;
     const st = h.host.status(h.group);
-    let target = "";
+    // The most caught-up active peers; one of them at random, as nats-server picks (a fixed
+    // order would never move leadership to some of them).
     let best = -1;
+    let tied: string[] = [];
     for (const p of st?.progress ?? []) {
       if (p.id === h.self || !p.active) continue;
       if (p.match > best) {
         best = p.match;
-        target = p.id;
-      }
+        tied = [p.id];
+      } else if (p.match === best) tied.push(p.id);
     }
+    const target = tied.length === 0 ? "" : tied[h.host.randomInt(tied.length)]!;
     if (target === "") return Promise.reject(new JsApiError(jsErr("JSRaftGeneralErrF", { err: "no replicas to transfer leadership to" })));
     return new Promise<void>((resolve, reject) => {
       const timer = h.clock.setTimer(() => {

@@ -142,6 +142,11 @@ export class RaftHost {
     o.transport.onReceive((from, frame) => this.receive(from, frame));
   }
 
+  /** A random integer in [0, n) from the host's seeded source (choices among peers). */
+  randomInt(n: number): number {
+    return this.o.random.int(n);
+  }
+
   /** Start ticking. */
   start(): void {
     if (this.timer !== null || this.closed) return;
