@@ -14,7 +14,7 @@ import type { ApiRouter } from "./api.js";
 import type { JetStreamCore } from "./core.js";
 import type { Pacer } from "./pacer.js";
 import { consumerSeeds, dropConsumer, durableConfigs, ensureDurable, holdConsumers, restoreConsumers, restoreReplicatedConsumers } from "./consumer-api.js";
-import type { ClusterChange, ClusterMeta, ClusterOp, ClusterStreamAssignment, ClusterStreamGroup } from "./cluster-types.js";
+import type { ClusterChange, ClusterMeta, ClusterOp, ClusterStreamAssignment, ClusterStreamGroup, ReplicaPrep } from "./cluster-types.js";
 import type { ConsumerSeed } from "../contracts/jetstream.js";
 import { joinVoters, scaleStep, updateAnswerer } from "./scale.js";
 
@@ -30,7 +30,8 @@ export interface ClusterServiceHost extends JetStreamCore {
   createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
   /** The same store under a new Stream: with a group's proposer, or plain (none). */
   rewrapStream(old: Stream, proposer?: (applier: EntryApplier) => Proposer): Stream;
-  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream;
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer, prep?: ReplicaPrep): Stream;
+  prepareReplica(cfg: StreamConfig, createdNs: number): Promise<ReplicaPrep>;
   deleteStream(st: Stream, pacer?: Pacer, quiet?: boolean): Promise<void>;
   updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet?: boolean): Promise<void>;
   closeStream(st: Stream): Promise<void>;
@@ -270,10 +271,19 @@ export class LocalCopies {
     if (sa.group.peers.length > 1) {
       if (this.meta.openStreamGroup === undefined) throw new Error("replicated streams are not available on this server");
       const cfg = checkStreamConfig(configOf(sa), this.localOthers(name), false);
+      const prep = await this.svc.prepareReplica(cfg, sa.created);
+      if (this.stopped || this.svc.streams.has(name)) {
+        // Stopped, or opened meanwhile: this store is not needed.
+        if (prep.store !== null) await prep.store.close();
+        const again = this.svc.streams.get(name);
+        if (again !== undefined) return again;
+        throw new Error("JetStream cluster stopped");
+      }
       // The group builds the stream with its proposer (the Raft log between checks and apply).
       const group = this.meta.openStreamGroup<Stream>({
         group: sa.group,
-        open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer),
+        open: (proposer) => this.svc.openReplica(cfg, sa.created, proposer as (applier: EntryApplier) => Proposer, prep),
+        ...(prep.resync !== "" ? { resync: prep.resync } : {}),
         onLeaderChange: (leader) => this.groupLeader(name, leader),
         // A restart between a scale-up and its seed snapshot seeds again (once it has one, a
         // seed is ignored); its consumers were not opened here: none.

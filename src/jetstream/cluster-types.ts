@@ -4,6 +4,8 @@
 // .attachClusterMeta). The shapes follow src/jscluster/meta.ts.
 
 import type { ConsumerSeed, ForwardedRequest } from "../contracts/jetstream.js";
+import type { StreamStore } from "../storage/types.js";
+import type { Stream } from "../stream/stream.js";
 
 /** A Raft group: name, peers (server names), store; the preferred peer answers a create. */
 export interface ClusterGroup {
@@ -160,4 +162,17 @@ export interface ClusterApiHooks {
   stepdownStream?(name: string): Promise<void>;
   /** A consumer request was handled here (op and tokens as handleConsumerApi got them). */
   consumerDone?(op: string, tokens: string[]): void;
+}
+
+/** A replica's store opened and checked before its group (JetStreamService.prepareReplica). */
+export interface ReplicaPrep {
+  /** null: not a file stream (openReplica makes the store). */
+  store: StreamStore | null;
+  /** The stream a store's limit removals go to, once it exists. */
+  hold: { stream: Stream | null };
+  dir: string | null;
+  /** The directory held a stream already (a restart), not a new one. */
+  recovering: boolean;
+  /** Non-empty: the store was damaged and set aside; the group re-syncs. */
+  resync: string;
 }

@@ -28,7 +28,7 @@ import { CryptFs, checkStoreEncryptionPaced } from "../storage/cryptfs.js";
 import type { TimerHandle } from "../runtime/clock.js";
 import type { Pacer } from "./pacer.js";
 import { JsCluster } from "./cluster-api.js";
-import type { ClusterMeta } from "./cluster-types.js";
+import type { ClusterMeta, ReplicaPrep } from "./cluster-types.js";
 
 export const ACCOUNT = "$G";
 /** How long a stream whose store stopped refuses publishes before it is reopened. */
@@ -38,9 +38,7 @@ export const REOPEN_DELAY_MS = 1000;
 const SUBS_PER_STEP = 64;
 
 /** The stream a store's limit removals go to, once it exists. */
-interface StoreHold {
-  stream: Stream | null;
-}
+type StoreHold = ReplicaPrep["hold"];
 
 interface StoredMeta {
   created: string;
@@ -443,7 +441,8 @@ export class JetStreamService {
   /** A replicated stream's local copy (clustered), built with its group's proposer, not
    *  taking publishes until the group says it leads: the directory as a restart would open
    *  it when there is one, else a new one. */
-  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer): Stream {
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer, prep?: ReplicaPrep): Stream {
+    if (prep !== undefined && prep.store !== null) return this.finishOpen(cfg, prep.store, prep.hold, createdNs, prep.dir, prep.recovering, false, proposer);
     let dir: string | null = null;
     let recovering = false;
     if (cfg.storage === "file") {
@@ -454,6 +453,39 @@ export class JetStreamService {
       this.writeMeta(dir, cfg, createdNs);
     }
     return this.openStream(cfg, createdNs, dir, recovering, false, proposer);
+  }
+
+  /**
+   * Before a replica of a file stream opens: open its store and check what recovery found.
+   * Records that failed their checksum (not a torn tail) mean this copy is missing messages
+   * its peers hold: the message directory is moved aside (msgs.corrupt-<n>, kept for
+   * inspection) and the replica starts empty, its group blank, to re-sync from its peers
+   * (`resync` says why). The store opened here is the one openReplica then uses.
+   */
+  async prepareReplica(cfg: StreamConfig, createdNs: number): Promise<ReplicaPrep> {
+    if (cfg.storage !== "file") return { store: null, hold: { stream: null }, dir: null, recovering: false, resync: "" };
+    const dir = join(this.streamsDir(), cfg.name);
+    const recovering = this.fs.readFile(join(dir, "meta.json")) !== null;
+    this.fs.mkdirp(join(dir, "msgs"));
+    this.fs.mkdirp(join(dir, "obs"));
+    this.writeMeta(dir, cfg, createdNs);
+    let hold: StoreHold = { stream: null };
+    let store = this.newStore(cfg, dir, hold) as FileStreamStore;
+    const report = store.open();
+    if (recovering) this.reportRecovery(cfg, report);
+    const bad = report.dropped.find((d) => d.reason === "checksum");
+    if (bad === undefined) return { store, hold, dir, recovering, resync: "" };
+    await store.close();
+    this.holds.delete(store);
+    let n = 1;
+    while (this.fs.stat(join(dir, `msgs.corrupt-${n}`)) !== null) n++;
+    this.fs.rename(join(dir, "msgs"), join(dir, `msgs.corrupt-${n}`));
+    this.fs.mkdirp(join(dir, "msgs"));
+    this.fs.fsyncDirSync(dir);
+    hold = { stream: null };
+    store = this.newStore(cfg, dir, hold) as FileStreamStore;
+    store.open();
+    return { store, hold, dir, recovering, resync: `store damaged (${bad.reason} at ${bad.file}:${bad.offset}, after seq ${bad.afterSeq}; its messages kept in msgs.corrupt-${n})` };
   }
 
   async createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream> {

@@ -521,6 +521,7 @@ export class MetaGroup implements GroupApp {
     onLeaderChange?: (leader: string) => void;
     seed?: readonly ConsumerSeed[];
     joinVoters?: readonly string[];
+    resync?: string;
   }) => unknown;
 
   /** Send a request to another server (false when it cannot be reached now). */

@@ -99,6 +99,9 @@ export interface StreamGroupOptions {
   seed?: readonly ConsumerSeed[];
   /** A new member of a running group: its Raft node starts with these voters (not itself). */
   joinVoters?: readonly string[];
+  /** Why this replica's copy cannot be trusted (its store was damaged and set aside): the
+   *  group starts blank here and re-syncs from its peers (RaftHost.addGroup). */
+  resync?: string;
 }
 
 interface PendingOp {
@@ -241,7 +244,7 @@ export class StreamGroup implements GroupApp {
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
     const join = o.joinVoters !== undefined && o.joinVoters.length > 0 ? [...o.joinVoters] : null;
-    const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this);
+    const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this, o.resync);
     this.opening = false;
     if (o.seed !== undefined && node.snapshot === null) {
       // The store's messages are the state, as if the log had applied them.

@@ -20,6 +20,7 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
       ...(o.onLeaderChange !== undefined ? { onLeaderChange: o.onLeaderChange } : {}),
       ...(o.seed !== undefined ? { seed: o.seed } : {}),
       ...(o.joinVoters !== undefined ? { joinVoters: o.joinVoters } : {}),
+      ...(o.resync !== undefined ? { resync: o.resync } : {}),
     });
   };
 }

@@ -186,12 +186,18 @@ export class RaftHost {
    * Create or recover group `name` with voters `peers`. The app is restored from the group's
    * snapshot; committed entries after it are applied again as they come out of Ready.
    */
-  addGroup(name: string, peers: string[], app: GroupApp): RaftNode {
+  addGroup(name: string, peers: string[], app: GroupApp, resyncWhy?: string): RaftNode {
     if (this.groups.has(name)) throw new Error(`raft group ${name} exists`);
     const kept = this.detached.get(name);
     if (kept !== undefined) return this.resumeGroup(name, kept, app);
     const rec = this.wal.recoveredGroups().get(name);
     let resync = this.resync;
+    if (resyncWhy !== undefined && resyncWhy !== "") {
+      // The app's own state was set aside (a damaged store): its snapshot describes what is
+      // gone, so the group starts with nothing at all.
+      resync ??= resyncWhy;
+      quarantineSnapshotFile(this.o.fs, this.o.dir, name);
+    }
     const loaded = loadSnapshotFile(this.o.fs, this.o.dir, name);
     let snap: Snapshot | null = null;
     if (loaded instanceof Error) {

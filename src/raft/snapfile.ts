@@ -69,6 +69,7 @@ export function loadSnapshotFile(fs: Fs, dir: string, group: string): Snapshot |
 /** Move an unreadable snapshot file aside (kept for inspection, never loaded again). */
 export function quarantineSnapshotFile(fs: Fs, dir: string, group: string): void {
   const name = snapFileName(group);
+  if (fs.stat(`${dir}/${name}`) === null) return;
   fs.rename(`${dir}/${name}`, `${dir}/${name}.corrupt`);
   fs.fsyncDirSync(dir);
 }

@@ -81,6 +81,61 @@ void test("a bit flip in one server's Raft WAL: it sets the WAL aside, re-syncs 
     const want = Array.from({ length: 320 }, (_, i) => `corrupt-test-m-${String(i).padStart(4, "0")}`);
     for (const [k, c] of copies.entries()) {
       assert.deepEqual([...c.values()].map(([, d]) => d), want, `${rig.nodes[k]!.name}'s copy: every acked message once, in order`);
+      assert.deepEqual([...c.keys()], want.map((_, j) => j + 1), `${rig.nodes[k]!.name}'s copy: at the leader's sequences`);
+    }
+  } catch (e) {
+    process.stderr.write(rig.logs());
+    throw e;
+  } finally {
+    await nc?.close();
+    await rig.close();
+  }
+});
+
+void test("a bit flip in one replica's message store: that replica sets its messages aside, re-syncs from its peers and ends identical", async () => {
+  const rig = await FaultRig.start({ n: 3, net: "mesh", prefix: "tsnats-corrupt-store-" });
+  let nc: NatsConnection | null = null;
+  try {
+    await rig.waitMetaLeader();
+    nc = await connect({ servers: rig.urls(), noRandomize: true });
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: "C", subjects: ["c.>"], num_replicas: 3 });
+    const js = jetstream(nc);
+    await publishAll(js, 0, 150);
+    const all = [0, 1, 2];
+    await rig.waitConverged("C", all);
+    let leader = "";
+    await until("a leader of C", async () => (leader = await rig.streamLeader("C")) !== "", 20_000);
+    const v = all.find((i) => rig.nodes[i]!.name !== leader)!;
+    await rig.stopNode(v);
+    // Flip one byte of a stored payload in the replica's message blocks.
+    const msgs = join(rig.nodes[v]!.storeDir, "jetstream", "$G", "streams", "C", "msgs");
+    let hit = "";
+    for (const f of readdirSync(msgs).filter((n) => n.endsWith(".blk")).sort()) {
+      const buf = readFileSync(join(msgs, f));
+      const at = buf.indexOf("corrupt-test-m-0075");
+      if (at < 0) continue;
+      buf[at + 14] = buf[at + 14]! ^ 0xff;
+      writeFileSync(join(msgs, f), buf);
+      hit = f;
+      break;
+    }
+    assert.notEqual(hit, "", "the payload is in a block file");
+    await publishAll(js, 150, 200);
+    await rig.startNode(v);
+    const name = rig.nodes[v]!.name;
+    await until(`${name} says its store was damaged`, () => /store damaged.*re-syncs from its peers/.test(rig.nodes[v]!.proc!.log()), 20_000);
+    assert.ok(existsSync(join(rig.nodes[v]!.storeDir, "jetstream", "$G", "streams", "C", "msgs.corrupt-1", hit)), "the damaged messages were kept aside");
+    await publishAll(js, 200, 220);
+    await rig.waitConverged("C", all, 60_000);
+    await nc.close();
+    nc = null;
+    for (const i of all) await rig.stopNode(i);
+    const want = Array.from({ length: 220 }, (_, i) => `corrupt-test-m-${String(i).padStart(4, "0")}`);
+    for (const i of all) {
+      const c = await rig.readReplica(i, "C");
+      assert.deepEqual([...c.values()].map(([, d]) => d), want, `${rig.nodes[i]!.name}'s copy: every acked message once, in order`);
+      assert.deepEqual([...c.keys()], want.map((_, k) => k + 1), `${rig.nodes[i]!.name}'s copy: at the leader's sequences`);
     }
   } catch (e) {
     process.stderr.write(rig.logs());
