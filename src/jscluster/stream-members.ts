@@ -1,9 +1,12 @@
 // A replicated stream's membership (STREAM.PEER.REMOVE, SERVER.REMOVE, lame duck): the meta
 // group assigns the members; the group's Raft voters follow them one single-server change at
-// a time, driven by the leader; a leader hands leadership over before it leaves or shuts down.
+// a time, driven by the leader (a new member first as a learner, promoted once caught up); a
+// leader hands leadership over before it leaves or shuts down.
 
 import { jsErr, JsApiError } from "../contracts/errors.js";
 import type { RaftHost } from "../raft/host.js";
+import type { RaftNode } from "../raft/node.js";
+import { ProgressState } from "../raft/progress.js";
 import { NONE, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
@@ -15,6 +18,8 @@ const RECONCILE_MS = 50;
 const HANDOFF_HEARD_MS = 1000;
 /** A replica not heard from for this long is not current (nats-server lostQuorumInterval). */
 const CURRENT_WINDOW_MS = 10_000;
+/** A learner this many entries behind the commit (one append window) is caught up. */
+const LEARNER_LAG = 256;
 /** A stepdown fails if leadership has not moved after this long. */
 const STEPDOWN_TIMEOUT_MS = 3000;
 
@@ -82,17 +87,33 @@ export class GroupMembers {
     const node = h.host.node(h.group);
     if (node === undefined || node.role !== Role.Leader || node.failed !== null) return;
     const voters = node.voters;
+    const learners = node.learners;
     const extra = voters.filter((v) => !this.peers.includes(v));
     const missing = this.peers.filter((v) => !voters.includes(v));
-    if (extra.length === 0 && missing.length === 0) return;
+    const strays = learners.filter((l) => !this.peers.includes(l));
+    if (extra.length === 0 && missing.length === 0 && strays.length === 0) return;
     const drop = extra.find((v) => v !== h.self);
-    let next: string[];
+    let next = voters;
+    let nextL = learners.filter((l) => this.peers.includes(l));
+    let what = "";
     if (drop !== undefined) next = voters.filter((v) => v !== drop);
-    else if (missing.length > 0) next = [...voters, missing[0]!];
-    else next = voters.filter((v) => v !== h.self);
+    else if (strays.length > 0) what = `learners [${learners.join(", ")}] -> [${nextL.join(", ")}]`;
+    else if (missing.length > 0) {
+      // A new member joins as a learner (replicated to, not counted: the group keeps its
+      // quorum while it catches up) and becomes a voter once it holds what was committed.
+      const m = missing[0]!;
+      if (!learners.includes(m)) {
+        nextL = [...nextL, m];
+        what = `learner ${m} added`;
+      } else if (this.caughtUp(node, m)) {
+        next = [...voters, m];
+        nextL = nextL.filter((l) => l !== m);
+      } else nextL = learners;
+    } else next = voters.filter((v) => v !== h.self);
+    if (what === "" && next !== voters) what = `voters [${voters.join(", ")}] -> [${next.join(", ")}]`;
     try {
-      if (!node.confPending && h.host.proposeConfChange(h.group, next) > 0) {
-        h.log.info(`stream group ${h.group}: voters [${voters.join(", ")}] -> [${next.join(", ")}]`);
+      if (what !== "" && !node.confPending && h.host.proposeConfChange(h.group, next, nextL) > 0) {
+        h.log.info(`stream group ${h.group}: ${what}`);
       }
     } catch (e) {
       if (!(e instanceof RaftError)) throw e;
@@ -101,6 +122,12 @@ export class GroupMembers {
       this.timer = null;
       this.reconcile();
     }, RECONCILE_MS);
+  }
+
+  /** A learner holds (nearly) everything committed: at most one append window behind. */
+  private caughtUp(node: RaftNode, learner: string): boolean {
+    const st = node.status().progress.find((p) => p.id === learner);
+    return st !== undefined && st.state === ProgressState.Replicate && st.match + LEARNER_LAG >= node.log.committed;
   }
 
   /** Lame duck or shutdown: a leader hands leadership to a peer heard from lately (the most
@@ -167,7 +194,7 @@ export class GroupMembers {
     let best = -1;
     let tied: string[] = [];
     for (const p of st?.progress ?? []) {
-      if (p.id === h.self || !p.active) continue;
+      if (p.id === h.self || !p.active || !st!.voters.includes(p.id)) continue;
       if (p.match > best) {
         best = p.match;
         tied = [p.id];

@@ -56,4 +56,6 @@ export interface RaftStatus {
   progress: ProgressStatus[];
   /** The voters in effect (the last membership entry in the log, committed or not). */
   voters: string[];
+  /** The learners in effect (replicated to, not counted). */
+  learners: string[];
 }

@@ -309,10 +309,11 @@ export class RaftHost {
     return i;
   }
 
-  /** Change group's voters by one server (leader only; RaftNode.proposeConfChange). */
-  proposeConfChange(group: string, voters: readonly string[]): number {
+  /** Change group's voters by one server, and its learners (leader only;
+   *  RaftNode.proposeConfChange). learners undefined: the current ones stay. */
+  proposeConfChange(group: string, voters: readonly string[], learners?: readonly string[]): number {
     const g = this.mustGroup(group);
-    const i = g.node.proposeConfChange(voters);
+    const i = g.node.proposeConfChange(voters, learners ?? g.node.learners);
     this.touch(g);
     return i;
   }

@@ -33,7 +33,9 @@ import {
   emptyMessage,
   isHardStateEqual,
   isTransferContext,
+  joinMembers,
   raftAssert,
+  splitMembers,
   voteRespType,
 } from "./types.js";
 
@@ -45,6 +47,9 @@ const EMPTY = new Uint8Array(0);
 export class RaftNode {
   readonly id: string;
   voters: string[];
+  /** Members replicated to that neither vote nor count (a new server catching up before it
+   *  becomes a voter: single-server changes through learners). */
+  learners: string[] = [];
   term = 0;
   vote = NONE;
   lead = NONE;
@@ -105,7 +110,9 @@ export class RaftNode {
     const hs = restore?.hardState ?? { term: 0, vote: NONE, commit: 0 };
     this.log = RaftLog.restore(snap, restore?.entries ?? [], hs.commit, restore?.applied ?? snap?.index ?? 0);
     this.confs = new ConfLog(snap !== null ? snap.voters : cfg.peers, this.log.entries);
-    this.voters = this.confs.current();
+    const members = splitMembers(this.confs.current());
+    this.voters = members.voters;
+    this.learners = members.learners;
     this.becomeFollower(hs.term, NONE);
     this.vote = hs.vote;
     this.recovering = restore?.recovering === true;
@@ -210,17 +217,19 @@ export class RaftNode {
    * no-op: Ongaro's fix for single-server changes) and while an earlier change is not
    * committed. Returns the entry's index, or 0 when the voters are already these.
    */
-  proposeConfChange(voters: readonly string[]): number {
+  proposeConfChange(voters: readonly string[], learners: readonly string[] = []): number {
     this.checkCanPropose();
     this.wake(false);
     const next = [...new Set(voters)].sort();
+    const nextL = [...new Set(learners)].filter((l) => !next.includes(l)).sort();
     const added = next.filter((v) => !this.voters.includes(v));
     const removed = this.voters.filter((v) => !next.includes(v));
-    if (added.length + removed.length === 0) return 0;
-    if (added.length + removed.length !== 1 || next.length === 0) throw new RaftError("failed", "membership changes add or remove one voter at a time");
+    const learnersChanged = nextL.length !== this.learners.length || nextL.some((l) => !this.learners.includes(l));
+    if (added.length + removed.length === 0 && !learnersChanged) return 0;
+    if (added.length + removed.length > 1 || next.length === 0) throw new RaftError("failed", "membership changes add or remove one voter at a time");
     if (!this.committedInTerm()) throw new RaftError("conf_pending", "the leader has not committed an entry of its term yet");
     if (this.confs.pendingAbove(this.log.committed)) throw new RaftError("conf_pending", "a membership change is in progress");
-    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data: encodeVoters(next) };
+    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data: encodeVoters(joinMembers(next, nextL)) };
     this.log.append([e]);
     this.syncConfig([e]);
     this.needBcast = true;
@@ -376,6 +385,7 @@ export class RaftNode {
       transferee: this.leadTransferee,
       progress,
       voters: [...this.voters],
+      learners: [...this.learners],
     };
   }
 
@@ -536,7 +546,8 @@ export class RaftNode {
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
         this.repl.onHeartbeatResp(m.from, pr, m.index - 1);
-        this.reads.onHeartbeatResp(m, this.quorum());
+        // A learner's answer confirms no read: it does not count.
+        if (this.voters.includes(m.from)) this.reads.onHeartbeatResp(m, this.quorum());
         return;
       case MsgType.ReadIndex:
         if (m.context !== null) this.reads.handle(m.from, m.context);
@@ -701,9 +712,14 @@ export class RaftNode {
     this.setVoters(this.confs.current());
   }
 
-  private setVoters(v: readonly string[]): void {
-    if (v.length === this.voters.length && v.every((x) => this.voters.includes(x))) return;
-    this.voters = [...v];
+  /** Take a membership list (voters and marked learners). */
+  private setVoters(list: readonly string[]): void {
+    const { voters: v, learners: l } = splitMembers(list);
+    const sameV = v.length === this.voters.length && v.every((x) => this.voters.includes(x));
+    const sameL = l.length === this.learners.length && l.every((x) => this.learners.includes(x));
+    if (sameV && sameL) return;
+    this.voters = v;
+    this.learners = l;
     if (this.role === Role.Leader) this.repl.syncVoters();
     if (this.leadTransferee !== NONE && !this.voters.includes(this.leadTransferee)) this.leadTransferee = NONE;
   }

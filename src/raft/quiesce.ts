@@ -29,7 +29,7 @@ export class Quiescence {
     this.quiesced = true;
     const { id, log, term } = this.node;
     const last = log.lastIndex();
-    for (const v of this.node.voters) {
+    for (const v of [...this.node.voters, ...this.node.learners]) {
       if (v === id) continue;
       const m = emptyMessage(MsgType.Quiesce, id, v, term);
       m.index = last;
@@ -46,7 +46,7 @@ export class Quiescence {
     const { id, log, term, voters } = this.node;
     const last = log.lastIndex();
     if (log.committed !== last || log.term(last) !== term || log.stabled !== last || !voters.includes(id) || this.busy()) return false;
-    for (const v of voters) {
+    for (const v of [...voters, ...this.node.learners]) {
       if (v === id) continue;
       const pr = this.repl.get(v);
       if (pr === undefined || pr.match !== last || !pr.recentActive || pr.state !== ProgressState.Replicate) return false;

@@ -20,6 +20,8 @@ export interface ReplicaSource {
   /** The latest snapshot the node holds: sent to a follower whose next entry is compacted. */
   readonly snapshot: Snapshot | null;
   readonly voters: readonly string[];
+  /** Replicated to, never counted (catching up before they become voters). */
+  readonly learners: readonly string[];
 }
 
 export interface ProgressStatus {
@@ -52,7 +54,7 @@ export class Replication {
     this.prs = new Map();
     const next = log.lastIndex() + 1;
     // This node keeps a Progress even when it is not a voter (a leader removing itself).
-    for (const v of new Set([...this.node.voters, id])) {
+    for (const v of new Set([...this.node.voters, ...this.node.learners, id])) {
       const pr = new Progress(next, this.maxInflight);
       if (v === id) pr.match = log.stabled;
       this.prs.set(v, pr);
@@ -62,14 +64,15 @@ export class Replication {
   /** The voters changed under a leader: a Progress for each new one (probing from the end
    *  of the log), none for the ones removed. */
   syncVoters(): void {
-    const { id, log, voters } = this.node;
-    for (const v of voters) {
+    const { id, log, voters, learners } = this.node;
+    const members = [...voters, ...learners];
+    for (const v of members) {
       if (this.prs.has(v)) continue;
       const pr = new Progress(log.lastIndex() + 1, this.maxInflight);
       pr.recentActive = true;
       this.prs.set(v, pr);
     }
-    for (const k of [...this.prs.keys()]) if (k !== id && !voters.includes(k)) this.prs.delete(k);
+    for (const k of [...this.prs.keys()]) if (k !== id && !members.includes(k)) this.prs.delete(k);
   }
 
   /** The node became leader: its own progress replicates from the end of its log. */
@@ -122,6 +125,7 @@ export class Replication {
 
   bcastAppend(): void {
     for (const v of this.node.voters) if (v !== this.node.id) this.sendAppend(v, true);
+    for (const v of this.node.learners) if (v !== this.node.id) this.sendAppend(v, true);
   }
 
   /** Send what pr is missing; false if nothing was sent. */

@@ -147,7 +147,28 @@ export function isTransferContext(c: Uint8Array | null): boolean {
   return c !== null && c.length === 1 && c[0] === 0x54;
 }
 
-/** A ConfChange entry's data: the voters, sorted, as a JSON array (rare, not a hot path). */
+/** Marks a learner in a membership list (ConfChange data, Snapshot.voters): a member the
+ *  leader replicates to that neither votes nor counts for commit or quorum. */
+export const LEARNER_MARK = "\u0001";
+
+/** A membership list split into its voters and its learners (both sorted). */
+export function splitMembers(list: readonly string[]): { voters: string[]; learners: string[] } {
+  const voters: string[] = [];
+  const learners: string[] = [];
+  for (const x of list) {
+    if (x.startsWith(LEARNER_MARK)) learners.push(x.slice(LEARNER_MARK.length));
+    else voters.push(x);
+  }
+  return { voters: voters.sort(), learners: learners.sort() };
+}
+
+/** The membership list of these voters and learners. */
+export function joinMembers(voters: readonly string[], learners: readonly string[]): string[] {
+  return [...[...voters].sort(), ...[...learners].sort().map((l) => LEARNER_MARK + l)];
+}
+
+/** A ConfChange entry's data: the members (voters, then marked learners) as a JSON array
+ *  (rare, not a hot path). */
 export function encodeVoters(voters: readonly string[]): Uint8Array {
   return new TextEncoder().encode(JSON.stringify([...voters].sort()));
 }

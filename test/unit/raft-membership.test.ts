@@ -216,3 +216,54 @@ void test("membership: a follower whose log was wiped (same id) is probed back f
   assert.deepEqual(normals(net, "n3"), ["a", "b", "c", "d"]);
   assert.equal(n1.status().progress.find((p) => p.id === "n3")!.match, n1.log.lastIndex());
 });
+
+void test("membership: a learner is replicated to but never counted (commit, check-quorum, elections), and a promotion makes it a voter", () => {
+  const net = new MemNet(["n1", "n2", "n3"]);
+  elect(net);
+  const n1 = net.node("n1");
+  n1.propose(enc.encode("a"));
+  net.settle();
+  // n4 joins with the voters it knows of; the leader adds it as a learner.
+  net.addNode("n4", ["n1", "n2", "n3"]);
+  const idx = n1.proposeConfChange(["n1", "n2", "n3"], ["n4"]);
+  assert.ok(idx > 0);
+  net.settle();
+  for (let i = 0; i < 3; i++) net.tickAll();
+  const n4 = net.node("n4");
+  assert.deepEqual(n4.learners, ["n4"], "the learner knows it is one");
+  assert.deepEqual(sorted(n4.voters), ["n1", "n2", "n3"]);
+  assert.deepEqual(normals(net, "n4"), ["a"], "replicated to");
+  assert.deepEqual(n1.status().learners, ["n4"]);
+  // With two voters gone, the leader and the learner are not a quorum: nothing commits,
+  // and check-quorum deposes the leader (the learner's answers do not count).
+  net.isolate("n2");
+  net.isolate("n3");
+  const before = n1.log.committed;
+  n1.propose(enc.encode("b"));
+  net.settle();
+  assert.equal(n1.log.committed, before, "a learner's ack does not commit");
+  assert.ok(n1.log.lastIndex() > before);
+  for (let i = 0; i < 40; i++) net.tickAll();
+  assert.notEqual(n1.role, Role.Leader, "check-quorum does not count the learner");
+  // A learner never campaigns, not even when told to.
+  n4.campaign();
+  net.settle();
+  assert.notEqual(n4.role, Role.Leader);
+  assert.notEqual(n4.role, Role.Candidate);
+  net.heal();
+  for (let i = 0; i < 60 && net.leaders().length !== 1; i++) net.tickAll();
+  assert.equal(net.leaders().length, 1);
+  const l = net.node(net.leaders()[0]!);
+  assert.notEqual(l.id, "n4");
+  l.propose(enc.encode("c"));
+  net.settle();
+  // Promotion: one voter added (the learner), and one at a time as before.
+  for (let i = 0; i < 3; i++) net.tickAll();
+  l.proposeConfChange(["n1", "n2", "n3", "n4"], []);
+  net.settle();
+  for (let i = 0; i < 3; i++) net.tickAll();
+  assert.deepEqual(sorted(n4.voters), ["n1", "n2", "n3", "n4"]);
+  assert.deepEqual(n4.learners, []);
+  assert.deepEqual(normals(net, "n4").filter((v) => v !== "b"), ["a", "c"]);
+  assert.throws(() => l.proposeConfChange(["n1", "n2"], ["n3", "n4"]), (e: unknown) => e instanceof RaftError, "two voters out at once is refused");
+});
