@@ -232,7 +232,7 @@ export class RaftHost {
         quiesceTicks: this.o.quiesceTicks ?? this.o.electionTicks ?? 10,
         random: this.o.random,
       },
-      { hardState, snapshot: snap, entries, applied: snap?.index ?? 0, recovering: resync !== null },
+      { hardState, snapshot: snap, entries, applied: snap?.index ?? 0, recovering: resync !== null || rec?.recovering === true },
     );
     node.observer = this.observer;
     const hs = node.hardState();
@@ -629,6 +629,8 @@ export class RaftHost {
     const cur = this.groups.get(g.name);
     const live = cur !== undefined && cur.node === g.node ? cur : null;
     const n = g.node;
+    // Caught up after a blank start: votes again, also after a restart.
+    if (live !== null && !n.recovering) this.wal.setRecovered(g.name);
     if (n.failed === null && live !== null) {
       for (const m of rd.messages) this.sendMsg(live.name, m);
       if (rd.snapshot !== null) live.app.restore(rd.snapshot.data);

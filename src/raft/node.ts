@@ -674,7 +674,8 @@ export class RaftNode {
 
   /** A recovering node takes part again once it holds all a leader reported committed. */
   private maybeRecovered(): void {
-    if (this.recovering && this.lead !== NONE && this.leaderCommit > 0 && this.log.committed >= this.leaderCommit) this.recovering = false;
+    const l = this.log;
+    if (this.recovering && this.lead !== NONE && this.leaderCommit > 0 && l.committed >= this.leaderCommit && l.stabled >= this.leaderCommit) this.recovering = false;
   }
 
   private handleHeartbeat(m: Message): void {

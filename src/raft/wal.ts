@@ -30,6 +30,8 @@ export interface RecoveredGroup {
   snapIndex: number;
   snapTerm: number;
   entries: Entry[];
+  /** Started blank after corruption and not caught up yet: it must not vote. */
+  recovering: boolean;
 }
 
 export interface WalCorruption {
@@ -58,6 +60,7 @@ interface GroupMeta {
   hs: HardState;
   snapIndex: number;
   snapTerm: number;
+  recovering: boolean;
 }
 
 const SEGMENT_PREFIX = "wal-";
@@ -141,8 +144,17 @@ export class Wal {
     m.hs = { term: 0, vote: "", commit: 0 };
     m.snapIndex = 0;
     m.snapTerm = 0;
+    m.recovering = true;
     for (const sg of this.segments) sg.maxIndex.delete(group);
     this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
+  }
+
+  /** A group that started blank caught up (RaftNode.recovering went false). */
+  setRecovered(group: string): void {
+    const m = this.meta(group);
+    if (!m.recovering) return;
+    m.recovering = false;
+    this.put({ type: RecordType.Recovering, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
   }
 
   /** The group's log now starts after index: a durable snapshot covers everything up to it. */
@@ -220,7 +232,7 @@ export class Wal {
   private meta(group: string): GroupMeta {
     let m = this.groups.get(group);
     if (m === undefined) {
-      m = { hs: { term: 0, vote: "", commit: 0 }, snapIndex: 0, snapTerm: 0 };
+      m = { hs: { term: 0, vote: "", commit: 0 }, snapIndex: 0, snapTerm: 0, recovering: false };
       this.groups.set(group, m);
     }
     return m;
@@ -317,6 +329,7 @@ export class Wal {
     for (const [g, m] of this.groups) {
       if (m.snapIndex > 0) this.put({ type: RecordType.SnapMark, entryType: 0, group: g, term: m.snapTerm, index: m.snapIndex, payload: new Uint8Array(0) });
       this.put({ type: RecordType.HardState, entryType: 0, group: g, term: m.hs.term, index: m.hs.commit, payload: utf8.encode(m.hs.vote) });
+      if (m.recovering) this.put({ type: RecordType.Recovering, entryType: 0, group: g, term: 0, index: 1, payload: new Uint8Array(0) });
     }
   }
 
@@ -374,7 +387,7 @@ export class Wal {
   private apply(seg: Segment, r: WalRecord): void {
     let g = this.recovered.get(r.group);
     if (g === undefined) {
-      g = { hardState: { term: 0, vote: "", commit: 0 }, snapIndex: 0, snapTerm: 0, entries: [] };
+      g = { hardState: { term: 0, vote: "", commit: 0 }, snapIndex: 0, snapTerm: 0, entries: [], recovering: false };
       this.recovered.set(r.group, g);
     }
     const m = this.meta(r.group);
@@ -398,10 +411,16 @@ export class Wal {
         g.snapIndex = 0;
         g.snapTerm = 0;
         g.entries = [];
+        g.recovering = true;
         m.hs = g.hardState;
         m.snapIndex = 0;
         m.snapTerm = 0;
+        m.recovering = true;
         for (const sg of this.segments) sg.maxIndex.delete(r.group);
+        return;
+      case RecordType.Recovering:
+        g.recovering = r.index === 1;
+        m.recovering = g.recovering;
         return;
       case RecordType.Entry: {
         seg.maxIndex.set(r.group, Math.max(seg.maxIndex.get(r.group) ?? 0, r.index));

@@ -14,8 +14,11 @@ export const RecordType = {
   Entry: 1,
   HardState: 2,
   SnapMark: 3,
-  /** The group starts over here (its state was corrupt): replay forgets what came before. */
+  /** The group starts over here (its state was corrupt): replay forgets what came before,
+   *  and the group is recovering (no votes) until a Recovering record with index 0. */
   Reset: 4,
+  /** index 1: the group is recovering (a segment checkpoint); 0: it caught up. */
+  Recovering: 5,
 } as const;
 export type RecordType = (typeof RecordType)[keyof typeof RecordType];
 
@@ -93,7 +96,7 @@ export function decodeRecord(buf: Buffer, off: number, end: number): DecodeResul
   if (len < FIXED_BODY_BYTES) return { kind: "bad", end: b + len };
   const type = buf[b]!;
   const gl = buf[b + 2]!;
-  if ((type !== RecordType.Entry && type !== RecordType.HardState && type !== RecordType.SnapMark && type !== RecordType.Reset) || FIXED_BODY_BYTES + gl > len) {
+  if ((type !== RecordType.Entry && type !== RecordType.HardState && type !== RecordType.SnapMark && type !== RecordType.Reset && type !== RecordType.Recovering) || FIXED_BODY_BYTES + gl > len) {
     return { kind: "bad", end: b + len };
   }
   const group = utf8d.decode(buf.subarray(b + 3, b + 3 + gl));

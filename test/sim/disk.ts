@@ -20,6 +20,8 @@ interface DiskState {
   hs: HardState;
   snap: Snapshot | null;
   entries: DiskEntry[];
+  /** Started blank after corruption and not caught up yet (RaftHost's Reset record). */
+  recovering?: boolean;
 }
 
 export function entryCrc(term: number, index: number, type: number, data: Uint8Array): number {
@@ -56,6 +58,7 @@ export interface Recovered {
   entries: Entry[];
   /** Set when a record failed its checksum: the log was cut before it. */
   corruptAt: number | null;
+  recovering: boolean;
 }
 
 export class SimDisk {
@@ -113,6 +116,26 @@ export class SimDisk {
   }
 
   /** Whether any durable entry fails its checksum. */
+  /** The last index the durable log reaches (flipped entries included). */
+  lastDurableIndex(): number {
+    const s = this.durable;
+    return s.entries.length > 0 ? s.entries[s.entries.length - 1]!.index : (s.snap?.index ?? 0);
+  }
+
+  /** Start over after corruption (RaftHost): the log and the vote are gone, the term and a
+   *  snapshot (whose own checksum holds) stay; nothing pending survives. */
+  resetBlank(): void {
+    const s = this.durable;
+    this.durable = { hs: { term: s.hs.term, vote: "", commit: s.snap?.index ?? 0 }, snap: s.snap, entries: [], recovering: true };
+    this.pending = [];
+  }
+
+  /** The node caught up: it votes again after a restart (the host's record; kept durable at
+   *  once here, which only makes a crash right after it less conservative than the host). */
+  markRecovered(): void {
+    this.durable.recovering = false;
+  }
+
   hasBadEntry(): boolean {
     return this.durable.entries.some((e) => entryCrc(e.term, e.index, e.type, e.data) !== e.crc);
   }
@@ -128,7 +151,7 @@ export class SimDisk {
       }
       entries.push({ term: e.term, index: e.index, type: e.type, data: e.data });
     }
-    return { hs: { ...s.hs }, snap: s.snap, entries, corruptAt };
+    return { hs: { ...s.hs }, snap: s.snap, entries, corruptAt, recovering: s.recovering === true };
   }
 
   /** Whether the durable state holds entry (index, term) intact or a snapshot covering it. */

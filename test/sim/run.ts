@@ -1,4 +1,4 @@
-// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
+// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--resync|--no-resync] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
 // deterministic Raft simulator over many seeds and prints every failing seed with the command
 // that replays it.
 //
@@ -31,6 +31,8 @@ const verbose = process.argv.includes("--verbose");
 const codec = process.argv.includes("--codec");
 const fastFailover = process.argv.includes("--fast-failover");
 const membership = process.argv.includes("--membership");
+/** Corruption re-sync (a node with a bad CRC starts blank) on odd seeds, unless fixed. */
+const resyncOf = (s: number): boolean => (process.argv.includes("--resync") ? true : process.argv.includes("--no-resync") ? false : s % 2 === 1);
 const faultMs = arg("fault-ms") !== undefined ? Number(arg("fault-ms")) : undefined;
 const healMs = arg("heal-ms") !== undefined ? Number(arg("heal-ms")) : undefined;
 
@@ -133,13 +135,14 @@ for (const nodes of workloads.includes("raft") ? sizes : []) {
   let failed = 0;
   const t0 = performance.now();
   for (let s = start; s < start + seeds; s++) {
-    const r: SimResult = runSeed({ seed: s, nodes, verbose, faultMs, healMs, codec, fastFailover, membership });
+    const resync = resyncOf(s);
+    const r: SimResult = runSeed({ seed: s, nodes, verbose, faultMs, healMs, codec, fastFailover, membership, resync });
     for (const [k, v] of Object.entries(r.stats) as Array<[keyof SimStats, number]>) total[k] = (total[k] ?? 0) + v;
     if (verbose) for (const l of r.log) console.log(l);
     if (r.violation !== null) {
       failed++;
       console.log(`FAIL seed=${s} nodes=${nodes}: ${r.violation}`);
-      console.log(`  replay: npm run sim -- --seed ${s} --nodes ${nodes} --verbose`);
+      console.log(`  replay: npm run sim -- --seed ${s} --nodes ${nodes}${resync ? " --resync" : " --no-resync"} --verbose`);
     }
   }
   failures += failed;

@@ -31,6 +31,9 @@ export interface SimConfig {
    *  a time, so a quorum of the new set is still a majority of all nodes) and adds it back;
    *  at heal every node is added back. */
   membership?: boolean;
+  /** A node whose recovery finds a bad CRC starts blank and re-syncs, not voting until it
+   *  caught up (RaftHost's corruption re-sync), instead of failing for good. */
+  resync?: boolean;
 }
 
 export interface SimStats {
@@ -49,6 +52,7 @@ export interface SimStats {
   transfers: number;
   bitFlips: number;
   failedNodes: number;
+  resyncs: number;
   compactions: number;
   snapshotsInstalled: number;
   readsChecked: number;
@@ -103,6 +107,11 @@ interface SimNode {
   inbox: Message[];
   failed: boolean;
   failDetected: boolean;
+  /** Started blank after a bad CRC (cfg.resync): failed until its Raft stops recovering. */
+  resyncing: boolean;
+  /** While resyncing, the entries committed before its reset count as held (the damage is
+   *  this node's failure within the fault budget, as a flipped entry is). */
+  resetUpTo: number;
   /** Proposals this leader made in this life: index → [term, publish id]. */
   proposals: Map<number, [number, string]>;
   /** Commit index already folded into the global committed log, this life. */
@@ -132,6 +141,7 @@ export class Sim {
     transfers: 0,
     bitFlips: 0,
     failedNodes: 0,
+    resyncs: 0,
     compactions: 0,
     snapshotsInstalled: 0,
     readsChecked: 0,
@@ -196,6 +206,8 @@ export class Sim {
         inbox: [],
         failed: false,
         failDetected: false,
+        resyncing: false,
+        resetUpTo: 0,
         proposals: new Map(),
         seenCommit: 0,
         lastRole: Role.Follower,
@@ -274,7 +286,7 @@ export class Sim {
         maxMsgBytes: 4096,
         maxInflight: 16,
       },
-      { hardState: r.hs, snapshot: r.snap, entries: r.entries, applied: r.snap?.index ?? 0 },
+      { hardState: r.hs, snapshot: r.snap, entries: r.entries, applied: r.snap?.index ?? 0, recovering: r.recovering },
     );
     n.up = true;
     n.busy = false;
@@ -286,8 +298,30 @@ export class Sim {
     // Whatever survived on disk must agree with what the cluster committed.
     // (An entry beyond its own commit index may be a stale one a new leader will replace.)
     for (const e of r.entries) if (e.index <= n.raft.log.committed) this.checkCommittedEntry(n, e.index, e.term, payloadOf(e), "recovered");
-    if (r.corruptAt !== null || n.failed) {
+    if (r.recovering && r.corruptAt === null) {
+      // Restarted while re-syncing: still not voting (the host's Reset record says so).
+      n.resyncing = true;
+      n.failed = true;
+    }
+    if (r.corruptAt !== null || (n.failed && !n.resyncing)) {
       if (r.corruptAt === null) this.fail(`${n.id} has a flipped bit its recovery did not detect`);
+      if (this.cfg.resync === true) {
+        // What it may have acknowledged: all it held, committed or not yet.
+        if (!n.resyncing) n.resetUpTo = Math.max(this.committed.length - 1, n.disk.lastDurableIndex());
+        n.disk.resetBlank();
+        const b = n.disk.recover();
+        n.app = b.snap !== null ? PubLog.decode(b.snap.data) : new PubLog();
+        n.raft = new RaftNode(
+          { id: n.id, peers: this.ids, electionTicks: 10, heartbeatTicks: 2, random: new SeededRandom(this.rnd.int(2 ** 31)), maxMsgBytes: 4096, maxInflight: 16 },
+          { hardState: b.hs, snapshot: b.snap, entries: [], applied: b.snap?.index ?? 0, recovering: true },
+        );
+        n.seenCommit = n.raft.log.committed;
+        if (!n.resyncing) this.stats.resyncs++;
+        n.resyncing = true;
+        n.failed = true;
+        this.note(`${n.id} recovered with a bad CRC at ${r.corruptAt}: starts blank, re-syncing`);
+        return;
+      }
       n.raft.fail(`checksum mismatch at index ${r.corruptAt}`);
       if (!n.failDetected) this.stats.failedNodes++;
       n.failDetected = true;
@@ -460,6 +494,14 @@ export class Sim {
   private afterEvent(n: SimNode): void {
     const r = n.raft;
     if (r === null) return;
+    if (n.resyncing && !r.recovering) {
+      // Caught up with a leader: it holds everything committed again and takes part.
+      n.disk.markRecovered();
+      n.resyncing = false;
+      n.failed = false;
+      for (const k of [...this.flipped]) if (k.startsWith(`${n.id}:`)) this.flipped.delete(k);
+      this.note(`${n.id} re-synced (commit ${r.log.committed})`);
+    }
     if (r.role === Role.Leader) {
       const prev = this.leaderOfTerm.get(r.term);
       if (prev !== undefined && prev !== n.id) this.fail(`two leaders in term ${r.term}: ${prev} and ${n.id}`);
@@ -575,8 +617,11 @@ export class Sim {
       if (v === undefined) continue;
       const term = Number(v.slice(0, v.indexOf("|")));
       let holders = 0;
-      for (const n of this.nodes) if (n.disk.holds(i, term) || this.flipped.has(`${n.id}:${i}`)) holders++;
-      if (holders < majority) this.fail(`committed entry ${i} durable on only ${holders} disks`);
+      for (const n of this.nodes) if (n.disk.holds(i, term) || this.flipped.has(`${n.id}:${i}`) || (n.resyncing && i <= n.resetUpTo)) holders++;
+      if (holders < majority) {
+        const who = this.nodes.map((n) => `${n.id}:${n.disk.holds(i, term) ? "d" : ""}${this.flipped.has(`${n.id}:${i}`) ? "f" : ""}${n.resyncing ? `r${n.resetUpTo}` : ""}`).join(" ");
+        this.fail(`committed entry ${i} durable on only ${holders} disks (${who})`);
+      }
     }
   }
 

@@ -397,6 +397,8 @@ void test("host: an unreadable snapshot file: that group alone re-syncs (file ke
     await c.proposeAll("g", ["d"]);
     await c.until("g re-synced", () => !vh.node("g")!.recovering);
     assert.deepEqual(c.app(victim, "g").items, ["a", "b", "c", "d"]);
+    // One more entry: its fsync also makes the "caught up" record durable.
+    await c.proposeAll("g", ["e"]);
     c.stop(victim);
     c.start(victim);
     assert.equal(c.hosts.get(victim)!.node("g")!.recovering, false, "the reset was durable: a clean recovery now");
