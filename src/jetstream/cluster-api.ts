@@ -193,7 +193,7 @@ export class JsCluster implements ClusterApiHooks {
         // An election in progress (or the group just started): wait for a meta leader,
         // bounded, before answering 503 (nats-server does not call itself leaderless in its
         // first seconds either, and a client's create then is not an error).
-        this.retryWhen(() => (this.meta.started ? this.meta.leaderName : "") !== "", subject, reply, hdr, payload, hops);
+        this.retryWhen(() => (this.meta.started ? this.meta.leaderName : "") !== "", subject, reply, hdr, payload, hops, false);
         return true;
       }
       if (leader === "" || hops > 0 || !fwd(leader)) this.respondErr(reply, t, "JSClusterNotAvailErr");
@@ -212,7 +212,7 @@ export class JsCluster implements ClusterApiHooks {
       this.retryWhen(() => {
         const cur = this.meta.state.stream(r.stream);
         return cur === undefined || this.streamLeader(cur) !== "";
-      }, subject, reply, hdr, payload, hops);
+      }, subject, reply, hdr, payload, hops, true);
       return true;
     }
     if (leader === this.self && isLeaderRead(t)) {
@@ -239,8 +239,10 @@ export class JsCluster implements ClusterApiHooks {
     return true;
   }
 
-  /** Routes the request again once `ready()` holds or LEADER_WAIT_MS passed (polled). */
-  private retryWhen(ready: () => boolean, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number): void {
+  /** Routes the request again once `ready()` holds or LEADER_WAIT_MS passed (polled). If it
+   *  is then this server's to answer, it goes to the API queue: as a meta request (local
+   *  false: the clustered handler proposes it) or a stream request (local: its copy answers). */
+  private retryWhen(ready: () => boolean, subject: string, reply: string, hdr: Buffer | null, payload: Buffer, hops: number, local: boolean): void {
     // The buffers are only valid during the caller's call.
     const h = hdr === null ? null : Buffer.from(hdr);
     const p = Buffer.from(payload);
@@ -252,7 +254,7 @@ export class JsCluster implements ClusterApiHooks {
         clock.setTimer(check, 20);
         return;
       }
-      if (!this.route(subject, reply, h, p, hops, true, true)) this.router.enqueueForwarded(subject, reply, h, p, true);
+      if (!this.route(subject, reply, h, p, hops, true, true)) this.router.enqueueForwarded(subject, reply, h, p, local);
     };
     clock.setTimer(check, 20);
   }

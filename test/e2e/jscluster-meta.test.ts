@@ -3,7 +3,8 @@
 // meta_cluster; $JS.API.META.LEADER.STEPDOWN (sent to a follower) moves it; SIGKILL of the
 // leader lets the other two elect another; the killed server restarts from its WAL and
 // follows the same leader; with one server left there is no leader and stepdown answers
-// 503/10008. Without a cluster, /jsz has no meta_cluster.
+// 503/10008. Without a cluster, /jsz has no meta_cluster. A create that reaches a server
+// while there is no meta leader waits for one and goes through it.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
-import { jsz, startRig, stopRig } from "../helpers/jscluster-rig.js";
+import { agreedLeader as rigLeader, jsz, metaLeader, startRig, stopRig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 import { serverHash } from "../../src/jscluster/meta-group.js";
 
@@ -126,5 +127,49 @@ void test("meta group: JetStream without a cluster has no meta_cluster in /jsz",
   } finally {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test("meta group: a STREAM.CREATE that reaches a server while there is no meta leader waits for one and is created through the meta group (never as a local stream)", async () => {
+  const rig = await startRig("jscluster-meta-wait-", ["w1", "w2", "w3"], [], "waittest");
+  try {
+    await until("a meta leader", async () => (await rigLeader(rig)) !== "", 30_000);
+    // w1 alone: no meta leader.
+    for (const i of [1, 2]) {
+      await rig.procs[i]!.stop();
+      rig.procs[i] = null;
+    }
+    await until("w1 without a meta leader", async () => (await metaLeader(rig.procs[0]!)) === "", 30_000);
+    const nc = await connect({ servers: rig.procs[0]!.url });
+    try {
+      // The create waits on w1 while w2 comes back and the two elect a leader (either of
+      // them); a 503 (the election took longer than the wait) is retried.
+      let answer: Record<string, unknown> = {};
+      const first = nc.request("$JS.API.STREAM.CREATE.WAITED", JSON.stringify({ name: "WAITED", subjects: ["waited.>"], num_replicas: 2 }), { timeout: 10_000 });
+      rig.procs[1] = await startTsnatsChild(["-c", rig.confs[1]!]);
+      answer = (await first).json();
+      await until("a created answer", async () => {
+        if (answer["error"] === undefined) return true;
+        assert.equal((answer["error"] as { err_code: number }).err_code, 10008, JSON.stringify(answer));
+        answer = (await nc.request("$JS.API.STREAM.CREATE.WAITED", JSON.stringify({ name: "WAITED", subjects: ["waited.>"], num_replicas: 2 }), { timeout: 10_000 })).json();
+        return false;
+      }, 30_000);
+      assert.equal((answer["config"] as { num_replicas: number }).num_replicas, 2);
+      // It exists in the meta state: w2 (which never saw the request) knows it and its group.
+      const nc2 = await connect({ servers: rig.procs[1]!.url });
+      try {
+        await until("STREAM.INFO from w2 with a cluster block", async () => {
+          const info = (await nc2.request("$JS.API.STREAM.INFO.WAITED", "", { timeout: 5000 })).json<Record<string, unknown>>();
+          const c = info["cluster"] as { leader?: string } | undefined;
+          return info["error"] === undefined && c?.leader !== undefined && c.leader !== "";
+        }, 30_000);
+      } finally {
+        await nc2.close();
+      }
+    } finally {
+      await nc.close();
+    }
+  } finally {
+    await stopRig(rig);
   }
 });
