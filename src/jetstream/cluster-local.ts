@@ -424,7 +424,7 @@ export class LocalCopies {
     const g = copy.group;
     const seeds: ConsumerSeed[] = g.consumerSeeds?.() ?? [];
     copy.consumersUp = false;
-    await g.close();
+    await g.close(true);
     await st.drainAcks();
     await st.stopConsumers(false);
     const plain = this.svc.rewrapStream(st);
@@ -441,7 +441,7 @@ export class LocalCopies {
   private async removeLocal(name: string): Promise<void> {
     const copy = this.copies.get(name);
     this.copies.delete(name);
-    if (copy?.group != null) await copy.group.close();
+    if (copy?.group != null) await copy.group.close(true);
     const st = this.svc.streams.get(name);
     // One replica announces the delete (the responder), as one server does in nats-server.
     if (st !== undefined) await this.svc.deleteStream(st, undefined, copy !== undefined && this.responder(copy.sa) !== this.self);

@@ -73,7 +73,8 @@ export interface ClusterStreamGroup<S> {
   handOff?(boundMs: number): Promise<void>;
   /** This server was removed: resolves once a leader here handed over (bounded). */
   leave?(boundMs: number): Promise<void>;
-  close(): Promise<void> | void;
+  /** deleted: the group is gone from this server for good (its Raft state is dropped). */
+  close(deleted?: boolean): Promise<void> | void;
   /** The Raft voters now. */
   readonly voters?: string[];
   /** Leading and taking publishes (its term's no-op applied, not catching up). */

@@ -395,14 +395,17 @@ export class StreamGroup implements GroupApp {
 
   /** Leave the group: stop taking publishes and stop driving the Raft group. The stream, its
    *  store and the group's WAL records stay (the caller closes or deletes the stream). */
-  close(): void {
+  /** deleted: the group is gone from this server for good (the stream deleted or moved
+   *  away, or turned plain): its Raft state is dropped, not kept for a reopen. */
+  close(deleted = false): void {
     if (this.closed) return;
     this.closed = true;
     this.membership.close();
     this.stopLeading("stream group closed");
     this.cu.stop();
     this.cu.stopServing();
-    this.o.host.removeGroup(this.name);
+    if (deleted) this.o.host.deleteGroup(this.name);
+    else this.o.host.removeGroup(this.name);
     if (this.snapTimer !== null) this.o.clock.clearTimer(this.snapTimer);
     this.snapTimer = null;
     this.seed.stop();
@@ -723,6 +726,13 @@ export class StreamGroup implements GroupApp {
       this.ops.clear();
     }
     if (why === "stream group closed") this.membership.refuseStepdowns(notLeader());
+  }
+
+  /** The server's WAL is over its budget and this group keeps its oldest segment
+   *  (RaftHost): snapshot now, through the same path (the store synced first). */
+  snapshotNow(): void {
+    if (this.snapTimer !== null || this.closed) return;
+    this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
   }
 
   private takeSnapshot(): void {

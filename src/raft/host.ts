@@ -19,7 +19,7 @@ import type { Scheduler } from "../runtime/sched.js";
 import { decodeMessage, encodeMessage } from "./codec.js";
 import { decodeHeartbeats, encodeHeartbeats, HEARTBEATS_TAG, isCoalesced, type GroupMsg } from "./heartbeats.js";
 import { RaftNode, type RaftStatus } from "./node.js";
-import { loadSnapshotFile, quarantineSnapshotFile, saveSnapshotFile } from "./snapfile.js";
+import { deleteSnapshotFile, loadSnapshotFile, quarantineSnapshotFile, saveSnapshotFile } from "./snapfile.js";
 import { type Entry, emptyMessage, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
 import { Wal } from "./wal.js";
 
@@ -48,6 +48,9 @@ export interface GroupApp {
   /** Its Raft state on this server was found corrupt at start: the group starts blank and
    *  re-syncs from its peers (no votes until caught up); the app keeps its own state. */
   onResync?(reason: string): void;
+  /** Take a snapshot now if it can (the WAL is over its budget and this group's entries keep
+   *  its oldest segment); without this the host snapshots the app at its applied index. */
+  snapshotNow?(): void;
   /** A frame another member's app sent with RaftHost.sendApp (a view valid during the call). */
   onAppFrame?(from: string, data: Buffer): void;
 }
@@ -72,6 +75,9 @@ export interface RaftHostOptions {
    *  timeout; 0: never). */
   quiesceTicks?: number;
   segmentBytes?: number;
+  /** Past this many bytes of WAL segments, the groups that keep the oldest segment are asked
+   *  to snapshot so it can be deleted (default 512 MiB; 0: no budget). */
+  walBudgetBytes?: number;
 }
 
 export interface RaftHostStats {
@@ -128,6 +134,7 @@ export class RaftHost {
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
+    this.walBudget = o.walBudgetBytes ?? 512 * 1024 * 1024;
     this.incarnation = o.random.int(0x7fffffff);
     this.wal = Wal.open(o.fs, o.dir, o.sched, { segmentBytes: o.segmentBytes });
     const c = this.wal.corrupt;
@@ -145,6 +152,34 @@ export class RaftHost {
   /** A random integer in [0, n) from the host's seeded source (choices among peers). */
   randomInt(n: number): number {
     return this.o.random.int(n);
+  }
+
+  /** Bytes of WAL over which groups are made to snapshot, and when it last asked. */
+  private readonly walBudget: number = 0;
+  private lastForcedMs = -Infinity;
+  /** Snapshots forced by the WAL budget (tests, stats). */
+  forcedSnapshots = 0;
+
+  /** Over the WAL budget: every group that keeps the oldest segment snapshots (at most once a
+   *  second, so a snapshot has time to land and free it). */
+  private checkWalBudget(nowMs: number): void {
+    if (this.walBudget <= 0 || nowMs - this.lastForcedMs < 1000 || this.wal.totalBytes() <= this.walBudget) return;
+    const pinning = this.wal.pinningGroups();
+    if (pinning.length === 0) return;
+    this.lastForcedMs = nowMs;
+    for (const name of pinning) {
+      const g = this.groups.get(name);
+      if (g === undefined || g.node.failed !== null) continue;
+      this.forcedSnapshots++;
+      try {
+        if (g.app.snapshotNow !== undefined) g.app.snapshotNow();
+        else this.snapshot(name);
+      } catch {
+        // Not possible now (nothing applied past the last snapshot): the next check retries.
+      }
+    }
+    // Segments the new snapshots free are deleted once they are durable.
+    this.wal.sync(() => this.wal.releaseSegments());
   }
 
   /** Start ticking. */
@@ -171,6 +206,7 @@ export class RaftHost {
         this.touch(g);
       }
       if (++this.ticks % (this.o.heartbeatTicks ?? 2) === 0) this.queueLiveness();
+      this.checkWalBudget(now);
     };
     this.timer = this.o.clock.setTimer(tick, this.tickMs);
   }
@@ -251,6 +287,16 @@ export class RaftHost {
     this.groups.delete(name);
     this.dirty.delete(g);
     this.detached.set(name, g.node);
+  }
+
+  /** The group is gone from this server for good (its stream deleted here, or a replicated
+   *  stream turned plain): stop driving it and drop its Raft state (WAL records, snapshot). */
+  deleteGroup(name: string): void {
+    this.removeGroup(name);
+    this.detached.delete(name);
+    this.wal.forgetGroup(name);
+    deleteSnapshotFile(this.o.fs, this.o.dir, name);
+    this.wal.sync(() => this.wal.releaseSegments());
   }
 
   hasGroup(name: string): boolean {

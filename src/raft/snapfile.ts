@@ -73,3 +73,10 @@ export function quarantineSnapshotFile(fs: Fs, dir: string, group: string): void
   fs.rename(`${dir}/${name}`, `${dir}/${name}.corrupt`);
   fs.fsyncDirSync(dir);
 }
+
+/** Remove a group's snapshot file, if there is one. */
+export function deleteSnapshotFile(fs: Fs, dir: string, group: string): void {
+  const path = `${dir}/${snapFileName(group)}`;
+  if (fs.stat(path) === null) return;
+  fs.unlink(path);
+}

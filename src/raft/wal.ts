@@ -52,6 +52,8 @@ export interface WalStats {
 interface Segment {
   seq: number;
   name: string;
+  /** Bytes in the file. */
+  bytes: number;
   /** Per group, the highest entry index written to this segment. */
   maxIndex: Map<string, number>;
 }
@@ -149,6 +151,16 @@ export class Wal {
     this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
   }
 
+  /** The group is gone from this server for good (its stream deleted or moved away): its
+   *  records no longer keep segments, and a replay starts it from nothing. */
+  forgetGroup(group: string): void {
+    if (!this.groups.has(group)) return;
+    this.groups.delete(group);
+    for (const sg of this.segments) sg.maxIndex.delete(group);
+    this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
+    this.put({ type: RecordType.Recovering, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
+  }
+
   /** A group that started blank caught up (RaftNode.recovering went false). */
   setRecovered(group: string): void {
     const m = this.meta(group);
@@ -218,6 +230,22 @@ export class Wal {
     return to;
   }
 
+  /** Bytes in every live segment. */
+  totalBytes(): number {
+    let n = 0;
+    for (const s of this.segments) n += s.bytes;
+    return n;
+  }
+
+  /** The groups whose entries keep the oldest segment from being deleted (their snapshot is
+   *  before them): a snapshot of each frees it. Empty with one segment. */
+  pinningGroups(): string[] {
+    if (this.segments.length < 2) return [];
+    const out: string[] = [];
+    for (const [g, max] of this.segments[0]!.maxIndex) if ((this.groups.get(g)?.snapIndex ?? 0) < max) out.push(g);
+    return out;
+  }
+
   /** The live segment files, oldest first. */
   segmentNames(): string[] {
     return this.segments.map((s) => s.name);
@@ -274,6 +302,7 @@ export class Wal {
       if (this.bufLen > 0) {
         this.fs.write(this.fd, this.buf, 0, this.bufLen, this.size);
         this.size += this.bufLen;
+        this.current().bytes += this.bufLen;
         this.stats.bytesWritten += this.bufLen;
         this.bufLen = 0;
       }
@@ -324,7 +353,7 @@ export class Wal {
     this.fs.truncate(this.fd, 0);
     this.size = 0;
     this.fs.fsyncDirSync(this.dir);
-    this.segments.push({ seq, name, maxIndex: new Map() });
+    this.segments.push({ seq, name, bytes: 0, maxIndex: new Map() });
     this.stats.segmentsCreated++;
     for (const [g, m] of this.groups) {
       if (m.snapIndex > 0) this.put({ type: RecordType.SnapMark, entryType: 0, group: g, term: m.snapTerm, index: m.snapIndex, payload: new Uint8Array(0) });
@@ -344,11 +373,12 @@ export class Wal {
     for (let k = 0; k < names.length; k++) {
       const name = names[k]!;
       const seq = Number(name.slice(SEGMENT_PREFIX.length, -SEGMENT_SUFFIX.length));
-      const seg: Segment = { seq, name, maxIndex: new Map() };
+      const seg: Segment = { seq, name, bytes: 0, maxIndex: new Map() };
       this.segments.push(seg);
       const path = join(this.dir, name);
       const data = this.fs.readFile(path) ?? Buffer.alloc(0);
       const last = k === names.length - 1;
+      seg.bytes = data.length;
       let off = 0;
       while (off < data.length) {
         const d = decodeRecord(data, off, data.length);
@@ -360,6 +390,7 @@ export class Wal {
         if (last && (d.kind === "short" || d.end === data.length)) {
           // A torn tail: the flush that wrote it never completed.
           this.tornBytes = data.length - off;
+          seg.bytes = off;
           const fd = this.fs.open(path, "rw");
           try {
             this.fs.truncate(fd, off);

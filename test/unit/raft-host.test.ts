@@ -74,6 +74,7 @@ class Cluster {
     readonly root: string,
     readonly groups: string[],
     diskOf: (id: string) => Fs = () => new NodeFs(),
+    readonly walBudgetBytes?: number,
   ) {
     for (const id of IDS) this.disks.set(id, diskOf(id));
     for (const id of IDS) this.start(id);
@@ -89,6 +90,7 @@ class Cluster {
       transport: this.hub.transport(id),
       tickMs: 10,
       segmentBytes: 16 * 1024,
+      ...(this.walBudgetBytes !== undefined ? { walBudgetBytes: this.walBudgetBytes } : {}),
     });
     const apps = new Map<string, ListApp>();
     for (const g of this.groups) {
@@ -404,5 +406,54 @@ void test("host: an unreadable snapshot file: that group alone re-syncs (file ke
     assert.equal(c.hosts.get(victim)!.node("g")!.recovering, false, "the reset was durable: a clean recovery now");
   } finally {
     c.close();
+  }
+});
+
+void test("host: over its WAL budget, the groups whose entries keep the oldest segment snapshot, the segment goes, and a restart recovers from snapshot plus log", async () => {
+  const root = mkdtempSync(join(tmpdir(), "raft-budget-"));
+  const budget = 48 * 1024;
+  const c = new Cluster(root, ["g", "h"], undefined, budget);
+  try {
+    const pad = "x".repeat(500);
+    await c.proposeAll("h", ["h-only"]);
+    for (let k = 0; k < 8; k++) await c.proposeAll("g", Array.from({ length: 25 }, (_, i) => `${k}-${i}-${pad}`));
+    // 200 entries of ~0.5 KiB in 16 KiB segments: well past the budget without snapshots.
+    await c.until("every WAL back within its budget (plus the live segment)", () =>
+      IDS.every((id) => c.hosts.get(id)!.wal.totalBytes() <= budget + 16 * 1024),
+    );
+    for (const id of IDS) {
+      const h = c.hosts.get(id)!;
+      assert.ok(h.forcedSnapshots > 0, `${id} forced snapshots`);
+      assert.notEqual(h.node("g")!.snapshot, null, `${id} snapshotted g`);
+    }
+    const victim = IDS.find((id) => c.leader("g") !== id)!;
+    c.stop(victim);
+    c.start(victim);
+    await c.proposeAll("g", ["after"]);
+    assert.deepEqual(c.app(victim, "g").items, c.app(c.leader("g")!, "g").items);
+    assert.deepEqual(c.app(victim, "h").items, ["h-only"]);
+  } finally {
+    c.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+void test("host: a deleted group's WAL records no longer keep segments, and it is gone after a restart", async () => {
+  const root = mkdtempSync(join(tmpdir(), "raft-delete-"));
+  const c = new Cluster(root, ["g", "gone"]);
+  try {
+    const pad = "y".repeat(500);
+    await c.proposeAll("gone", Array.from({ length: 60 }, (_, i) => `${i}-${pad}`));
+    for (const id of IDS) c.hosts.get(id)!.deleteGroup("gone");
+    for (let k = 0; k < 4; k++) await c.proposeAll("g", Array.from({ length: 20 }, (_, i) => `${k}-${i}-${pad}`));
+    for (const id of IDS) c.hosts.get(id)!.snapshot("g");
+    await c.until("the old segments released", () => IDS.every((id) => c.hosts.get(id)!.wal.segmentNames().length <= 2));
+    const id = IDS[0]!;
+    c.stop(id);
+    c.start(id);
+    assert.deepEqual(c.hosts.get(id)!.wal.recoveredGroups().get("gone")?.entries ?? [], []);
+  } finally {
+    c.close();
+    rmSync(root, { recursive: true, force: true });
   }
 });
