@@ -55,6 +55,10 @@ export interface GroupApp {
   onAppFrame?(from: string, data: Buffer): void;
 }
 
+/** Bytes of appends and snapshots a peer gets per event-loop turn before the rest waits,
+ *  shared round-robin between groups (RaftHost.sendBulk). */
+const TURN_BYTES_PER_PEER = 4 * 1024 * 1024;
+
 /** First byte of an app frame: [0xf3][u16 group length][group][data]. Raft frames start with
  *  their codec version (1). */
 export const APP_FRAME_TAG = 0xf3;
@@ -90,6 +94,8 @@ export interface RaftHostStats {
   /** Coalesced frames sent (liveness included) and the messages they carried. */
   heartbeatFramesOut: number;
   heartbeatsOut: number;
+  /** Appends and snapshots that waited for a later turn (a peer's per-turn share was used). */
+  bulkDeferred: number;
 }
 
 interface Group {
@@ -105,7 +111,7 @@ interface Group {
 }
 
 export class RaftHost {
-  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0, heartbeatFramesOut: 0, heartbeatsOut: 0 };
+  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0, heartbeatFramesOut: 0, heartbeatsOut: 0, bulkDeferred: 0 };
   readonly wal: Wal;
   private readonly groups = new Map<string, Group>();
   private readonly dirty = new Set<Group>();
@@ -126,6 +132,12 @@ export class RaftHost {
   /** Random at start, in every coalesced frame: a peer's that changes means it restarted. */
   private readonly incarnation: number;
   private readonly peerIncarnation = new Map<string, number>();
+  /** Appends and snapshots waiting for a later turn: peer -> group -> frames (sendBulk). */
+  private readonly bulk = new Map<string, Map<string, Uint8Array[]>>();
+  /** Bytes of appends and snapshots sent to each peer in this turn. */
+  private readonly turnBytes = new Map<string, number>();
+  private turnScheduled = false;
+  private readonly turnBound = (): void => this.newTurn();
   /** Why every group starts blank (the WAL was corrupt at open), or null. */
   private readonly resync: string | null = null;
   private readonly resyncTerms = new Map<string, number>();
@@ -387,6 +399,8 @@ export class RaftHost {
    *  (except `except`, whose app staggers its own); quiet groups led here that it votes in
    *  wake, so that check-quorum watches them again. */
   peerDown(peer: string, except = ""): void {
+    // What waited for that route is stale once it is back (the leaders probe again).
+    this.bulk.delete(peer);
     const within = Math.max(1, Math.round(300 / this.tickMs));
     for (const g of this.groups.values()) {
       const n = g.node;
@@ -464,7 +478,61 @@ export class RaftHost {
       return;
     }
     this.stats.framesOut++;
-    this.o.transport.send(m.to, encodeMessage(group, m));
+    const frame = encodeMessage(group, m);
+    if (m.type === MsgType.App || m.type === MsgType.Snap) this.sendBulk(m.to, group, frame);
+    else this.o.transport.send(m.to, frame);
+  }
+
+  /**
+   * Appends and snapshots share each route fairly between groups: up to TURN_BYTES_PER_PEER
+   * go to a peer in one turn as they come; past that they wait, per group in order, and the
+   * next turns take one frame from each waiting group in turn. Everything else (votes,
+   * answers, heartbeats) never waits behind them.
+   */
+  private sendBulk(peer: string, group: string, frame: Uint8Array): void {
+    const q = this.bulk.get(peer);
+    const used = this.turnBytes.get(peer) ?? 0;
+    if (q === undefined && used < TURN_BYTES_PER_PEER) {
+      this.turnBytes.set(peer, used + frame.length);
+      this.scheduleTurn();
+      this.o.transport.send(peer, frame);
+      return;
+    }
+    let pq = q;
+    if (pq === undefined) this.bulk.set(peer, (pq = new Map()));
+    let gq = pq.get(group);
+    if (gq === undefined) pq.set(group, (gq = []));
+    gq.push(frame);
+    this.stats.bulkDeferred++;
+    this.scheduleTurn();
+  }
+
+  private scheduleTurn(): void {
+    if (this.turnScheduled) return;
+    this.turnScheduled = true;
+    this.o.sched.nextTurn(this.turnBound);
+  }
+
+  /** A new turn: every peer's budget again, and what waited goes out round-robin by group. */
+  private newTurn(): void {
+    this.turnScheduled = false;
+    this.turnBytes.clear();
+    if (this.closed) return;
+    for (const [peer, pq] of this.bulk) {
+      let used = 0;
+      while (pq.size > 0 && used < TURN_BYTES_PER_PEER) {
+        for (const [group, gq] of pq) {
+          const f = gq.shift()!;
+          used += f.length;
+          this.o.transport.send(peer, f);
+          if (gq.length === 0) pq.delete(group);
+          if (used >= TURN_BYTES_PER_PEER) break;
+        }
+      }
+      this.turnBytes.set(peer, used);
+      if (pq.size === 0) this.bulk.delete(peer);
+    }
+    if (this.bulk.size > 0 || this.turnBytes.size > 0) this.scheduleTurn();
   }
 
   private receiveHeartbeats(from: string, frame: Uint8Array): void {

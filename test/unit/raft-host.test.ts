@@ -457,3 +457,40 @@ void test("host: a deleted group's WAL records no longer keep segments, and it i
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+void test("host: a route is shared fairly between groups: past a peer's per-turn share, one group's appends wait and another group's append goes first", async () => {
+  const root = mkdtempSync(join(tmpdir(), "raft-fair-"));
+  const c = new Cluster(root, ["big", "small"]);
+  try {
+    await c.proposeAll("big", ["b0"]);
+    await c.proposeAll("small", ["s0"]);
+    // Both groups led by the same server.
+    const l = c.leader("big")!;
+    if (c.leader("small") !== l) c.hosts.get(c.leader("small")!)!.transferLeader("small", l);
+    await c.until("one leader for both groups", () => c.leader("small") === l);
+    const f = IDS.find((id) => id !== l)!;
+    // Record the appends f receives, in order.
+    const seen: string[] = [];
+    const inner = c.hub.handlers.get(f)!;
+    c.hub.handlers.set(f, (from, frame) => {
+      const d = decodeMessage(frame);
+      if (!(d instanceof Error) && d.msg.type === MsgType.App && d.msg.entries.length > 0) seen.push(d.group);
+      inner(from, frame);
+    });
+    const h = c.hosts.get(l)!;
+    const before = h.stats.bulkDeferred;
+    // Twelve 512 KiB entries in one turn (6 MiB, past the 4 MiB share), then one small one.
+    const big = new Uint8Array(512 * 1024).fill(7);
+    for (let i = 0; i < 12; i++) h.propose("big", big);
+    h.propose("small", enc.encode("s1"));
+    await c.until("f has both", () => c.app(f, "small").items.includes("s1") && c.app(f, "big").items.length >= 2);
+    await c.until("every big entry at f", () => seen.filter((g) => g === "big").length >= 12);
+    assert.ok(h.stats.bulkDeferred > before, "some appends waited for a later turn");
+    const firstSmall = seen.indexOf("small");
+    const lastBig = seen.lastIndexOf("big");
+    assert.ok(firstSmall >= 0 && firstSmall < lastBig, `the small group's append went before the big group's backlog (${seen.join(",")})`);
+  } finally {
+    c.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
