@@ -30,7 +30,7 @@ export interface ClusterServiceHost extends JetStreamCore {
   createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream>;
   /** The same store under a new Stream: with a group's proposer, or plain (none). */
   rewrapStream(old: Stream, proposer?: (applier: EntryApplier) => Proposer): Stream;
-  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer, prep?: ReplicaPrep): Stream;
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer, prep: ReplicaPrep): Stream;
   prepareReplica(cfg: StreamConfig, createdNs: number): Promise<ReplicaPrep>;
   deleteStream(st: Stream, pacer?: Pacer, quiet?: boolean): Promise<void>;
   updateStream(st: Stream, cfg: StreamConfig, pacer?: Pacer, quiet?: boolean): Promise<void>;

@@ -435,24 +435,13 @@ export class JetStreamService {
     return st;
   }
 
-  /** Create a stream from a checked config (the API handles one request at a time). With a
-   *  pacer, its subjects are subscribed a slice at a time on it (meta.json is written first,
-   *  as before: a failed write leaves nothing half made). */
   /** A replicated stream's local copy (clustered), built with its group's proposer, not
-   *  taking publishes until the group says it leads: the directory as a restart would open
-   *  it when there is one, else a new one. */
-  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer, prep?: ReplicaPrep): Stream {
-    if (prep !== undefined && prep.store !== null) return this.finishOpen(cfg, prep.store, prep.hold, createdNs, prep.dir, prep.recovering, false, proposer);
-    let dir: string | null = null;
-    let recovering = false;
-    if (cfg.storage === "file") {
-      dir = join(this.streamsDir(), cfg.name);
-      recovering = this.fs.readFile(join(dir, "meta.json")) !== null;
-      this.fs.mkdirp(join(dir, "msgs"));
-      this.fs.mkdirp(join(dir, "obs"));
-      this.writeMeta(dir, cfg, createdNs);
-    }
-    return this.openStream(cfg, createdNs, dir, recovering, false, proposer);
+   *  taking publishes until the group says it leads: a file stream on the store
+   *  prepareReplica opened (its directory as a restart left it, else a new one), a memory
+   *  stream on a new store. */
+  openReplica(cfg: StreamConfig, createdNs: number, proposer: (applier: EntryApplier) => Proposer, prep: ReplicaPrep): Stream {
+    if (prep.store !== null) return this.finishOpen(cfg, prep.store, prep.hold, createdNs, prep.dir, prep.recovering, false, proposer);
+    return this.openStream(cfg, createdNs, null, false, false, proposer);
   }
 
   /**
@@ -488,6 +477,9 @@ export class JetStreamService {
     return { store, hold, dir, recovering, resync: `store damaged (${bad.reason} at ${bad.file}:${bad.offset}, after seq ${bad.afterSeq}; its messages kept in msgs.corrupt-${n})` };
   }
 
+  /** Create a stream from a checked config (the API handles one request at a time). With a
+   *  pacer, its subjects are subscribed a slice at a time on it (meta.json is written first,
+   *  as before: a failed write leaves nothing half made). */
   async createStream(cfg: StreamConfig, pacer?: Pacer, created?: number): Promise<Stream> {
     const createdNs = created ?? this.deps.clock.nowNs();
     let dir: string | null = null;

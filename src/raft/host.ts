@@ -108,6 +108,8 @@ interface Group {
   /** Term and vote of the last HardState written to the WAL (synced, or in this turn's sync). */
   hsTerm: number;
   hsVote: string;
+  /** Started blank and not caught up when last looked at (the WAL records the end). */
+  recovering: boolean;
 }
 
 export class RaftHost {
@@ -284,7 +286,7 @@ export class RaftHost {
     );
     node.observer = this.observer;
     const hs = node.hardState();
-    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote };
+    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote, recovering: node.recovering };
     this.groups.set(name, g);
     if (resync !== null) app.onResync?.(resync);
     this.touch(g);
@@ -341,7 +343,7 @@ export class RaftHost {
   private resumeGroup(name: string, node: RaftNode, app: GroupApp): RaftNode {
     this.detached.delete(name);
     const hs = node.hardState();
-    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote };
+    const g: Group = { name, node, app, busy: false, lastLeader: "", lastTerm: 0, hsTerm: hs.term, hsVote: hs.vote, recovering: node.recovering };
     this.groups.set(name, g);
     if (node.snapshot !== null) app.restore(node.snapshot.data);
     const lo = node.log.snapIndex + 1;
@@ -744,7 +746,10 @@ export class RaftHost {
     const live = cur !== undefined && cur.node === g.node ? cur : null;
     const n = g.node;
     // Caught up after a blank start: votes again, also after a restart.
-    if (live !== null && !n.recovering) this.wal.setRecovered(g.name);
+    if (g.recovering && live !== null && !n.recovering) {
+      g.recovering = false;
+      this.wal.setRecovered(g.name);
+    }
     if (n.failed === null && live !== null) {
       for (const m of rd.messages) this.sendMsg(live.name, m);
       if (rd.snapshot !== null) live.app.restore(rd.snapshot.data);

@@ -86,7 +86,6 @@ export class Wal {
   private readonly segmentBytes: number;
   private segments: Segment[] = [];
   private fd = -1;
-  private size = 0;
   private readonly groups = new Map<string, GroupMeta>();
   private readonly recovered = new Map<string, RecoveredGroup>();
   private buf: Buffer = Buffer.allocUnsafe(64 * 1024);
@@ -142,23 +141,27 @@ export class Wal {
   /** The group starts over (its state was corrupt): a replay forgets its earlier records,
    *  and they no longer keep a segment from being deleted. */
   resetGroup(group: string): void {
-    const m = this.meta(group);
+    this.startOver(group, this.meta(group));
+    this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
+  }
+
+  /** A group's state as a Reset record leaves it: nothing, recovering; its entries in the
+   *  segments no longer count. */
+  private startOver(group: string, m: GroupMeta): void {
     m.hs = { term: 0, vote: "", commit: 0 };
     m.snapIndex = 0;
     m.snapTerm = 0;
     m.recovering = true;
     for (const sg of this.segments) sg.maxIndex.delete(group);
-    this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
   }
 
   /** The group is gone from this server for good (its stream deleted or moved away): its
    *  records no longer keep segments, and a replay starts it from nothing. */
   forgetGroup(group: string): void {
     if (!this.groups.has(group)) return;
+    this.resetGroup(group);
+    this.setRecovered(group);
     this.groups.delete(group);
-    for (const sg of this.segments) sg.maxIndex.delete(group);
-    this.put({ type: RecordType.Reset, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
-    this.put({ type: RecordType.Recovering, entryType: 0, group, term: 0, index: 0, payload: new Uint8Array(0) });
   }
 
   /** A group that started blank caught up (RaftNode.recovering went false). */
@@ -295,14 +298,13 @@ export class Wal {
     }
     try {
       // Everything before is durable here (one flush at a time): a safe point to rotate.
-      if (this.size >= this.segmentBytes && this.bufLen > 0) this.rotate();
+      if (this.current().bytes >= this.segmentBytes && this.bufLen > 0) this.rotate();
       const seg = this.current();
       for (const [g, max] of this.bufMax) seg.maxIndex.set(g, Math.max(seg.maxIndex.get(g) ?? 0, max));
       this.bufMax.clear();
       if (this.bufLen > 0) {
-        this.fs.write(this.fd, this.buf, 0, this.bufLen, this.size);
-        this.size += this.bufLen;
-        this.current().bytes += this.bufLen;
+        this.fs.write(this.fd, this.buf, 0, this.bufLen, seg.bytes);
+        seg.bytes += this.bufLen;
         this.stats.bytesWritten += this.bufLen;
         this.bufLen = 0;
       }
@@ -351,7 +353,6 @@ export class Wal {
     const path = join(this.dir, name);
     this.fd = this.fs.open(path, "rw");
     this.fs.truncate(this.fd, 0);
-    this.size = 0;
     this.fs.fsyncDirSync(this.dir);
     this.segments.push({ seq, name, bytes: 0, maxIndex: new Map() });
     this.stats.segmentsCreated++;
@@ -443,11 +444,8 @@ export class Wal {
         g.snapTerm = 0;
         g.entries = [];
         g.recovering = true;
+        this.startOver(r.group, m);
         m.hs = g.hardState;
-        m.snapIndex = 0;
-        m.snapTerm = 0;
-        m.recovering = true;
-        for (const sg of this.segments) sg.maxIndex.delete(r.group);
         return;
       case RecordType.Recovering:
         g.recovering = r.index === 1;
