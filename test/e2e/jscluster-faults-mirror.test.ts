@@ -92,7 +92,13 @@ void test("mirror and source (R3) of an origin held on another server: consumed 
     await rig.startNode(ki);
     await until("the mirror has 120", async () => (await state(nc!, "MIRROR")).last_seq === 120, 30_000);
     await until("the source has the 60 on o.a", async () => (await state(nc!, "SRC")).messages === 60, 30_000);
-    const mi = (await req(nc, "$JS.API.STREAM.INFO.MIRROR"))["mirror"] as { name: string; lag: number };
+    // Right after the restart an INFO may meet an election (an error answer): ask until one answers.
+    let info: Record<string, unknown> = {};
+    await until("a STREAM.INFO answer for MIRROR", async () => {
+      info = await req(nc!, "$JS.API.STREAM.INFO.MIRROR").catch(() => ({ error: "no answer" }));
+      return info["error"] === undefined;
+    }, 20_000);
+    const mi = info["mirror"] as { name: string; lag: number };
     assert.equal(mi.name, "ORIGIN");
     t.diagnostic(`mirror info: ${JSON.stringify(mi)}`);
 
