@@ -24,6 +24,8 @@ import { jsErr } from "../contracts/errors.js";
 import type { ForwardedRequest } from "../contracts/jetstream.js";
 import { RaftHost, type GroupApp, type RaftTransport } from "../raft/host.js";
 import { EntryType, Role, type Entry, type ReadState } from "../raft/types.js";
+import { splitIdentity } from "../raft/identity.js";
+import { loadIdentity } from "./identity-file.js";
 import { MetaReads } from "./meta-read.js";
 import { decodeForward, encodeForward, TAG_FWD } from "./meta-forward.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
@@ -198,6 +200,8 @@ export class MetaGroup implements GroupApp {
   /** Index of the last meta entry applied here; linearizable reads of the meta state. */
   private appliedIndex = 0;
   private readonly reads: MetaReads;
+  /** This server's storage identity (raft/identity.ts), made at the first start on its disk. */
+  readonly identity: string;
   /** Proposals waiting for their entry to apply: index -> term, settle. */
   private readonly waiting = new Map<number, { term: number; settle: (c: MetaChange | null) => void; timer: TimerHandle }>();
 
@@ -213,6 +217,8 @@ export class MetaGroup implements GroupApp {
       },
       peerDown: (name) => {
         this.connected.delete(name);
+        // Its frames count again once it introduced itself (HELLO) with its storage identity.
+        this.host.ids.setPeer(name, null);
         // The other groups it leads here campaign within ~300 ms (RaftHost.peerDown); the
         // meta group staggers its own campaign below.
         if (!this.closed) this.host.peerDown(name, META_GROUP);
@@ -239,8 +245,11 @@ export class MetaGroup implements GroupApp {
       onReceive: (h) => (this.raftReceive = h),
     };
     o.fs.mkdirp(o.dir);
+    this.identity = loadIdentity(o.fs, o.dir, o.random);
     this.host = new RaftHost({
       id: o.serverName,
+      identity: this.identity,
+      log: (m) => o.log.info(`JetStream cluster: ${m}`),
       fs: o.fs,
       dir: o.dir,
       clock: o.clock,
@@ -276,7 +285,7 @@ export class MetaGroup implements GroupApp {
     const saved = this.o.fs.readFile(join(this.o.dir, PEERS_FILE));
     if (saved !== null) {
       const peers = JSON.parse(saved.toString("utf8")) as unknown;
-      if (!Array.isArray(peers) || !peers.every((p) => typeof p === "string") || !peers.includes(this.o.serverName)) {
+      if (!Array.isArray(peers) || !peers.every((p) => typeof p === "string") || !peers.some((p) => splitIdentity(p).name === this.o.serverName)) {
         throw new Error(`${join(this.o.dir, PEERS_FILE)} does not hold this server's meta peers`);
       }
       this.startGroup(peers as string[], false);
@@ -424,6 +433,8 @@ export class MetaGroup implements GroupApp {
     );
     if (!r.ok) return r;
     const group: RaftGroupInfo = { name: groupName("S", req.replicas, req.storage, this.o.random), peers: r.peers, store: req.storage, cluster: req.cluster === "" ? this.o.clusterName() : req.cluster, preferred: r.peers[0] };
+    const ids = Object.fromEntries(r.peers.flatMap((p) => { const id = this.host.ids.of(p); return id === undefined ? [] : [[p, id]]; }));
+    if (Object.keys(ids).length > 0) group.ids = ids;
     return { ok: true, group };
   }
 
@@ -536,11 +547,14 @@ export class MetaGroup implements GroupApp {
     return peer === this.o.serverName || this.connected.has(peer);
   }
 
+  /** peers: names (fresh: pinned here to the identities their HELLOs gave), or the saved
+   *  membership list. */
   private startGroup(peers: string[], fresh: boolean): void {
-    const sorted = [...new Set(peers)].sort();
-    if (fresh) writeFileAtomicSync(this.o.fs, this.o.dir, PEERS_FILE, Buffer.from(JSON.stringify(sorted)));
+    const sorted = [...new Set(peers.map((p) => splitIdentity(p).name))].sort();
+    const members = fresh ? this.host.ids.members(sorted) : peers;
+    if (fresh) writeFileAtomicSync(this.o.fs, this.o.dir, PEERS_FILE, Buffer.from(JSON.stringify(members)));
     this.peers = sorted;
-    this.host.addGroup(META_GROUP, sorted, this);
+    this.host.addGroup(META_GROUP, members, this);
     this.replayUpTo = this.host.status(META_GROUP)?.lastIndex ?? 0;
     this.host.start();
     const every = this.o.snapshotMs ?? META_SNAPSHOT_MS;
@@ -570,7 +584,7 @@ export class MetaGroup implements GroupApp {
 
   private sendHello(peer: string): void {
     const f0 = this.o.facts ?? { tags: [], maxStore: -1, maxMemory: -1 };
-    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory }));
+    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory, sid: this.identity }));
     const f = Buffer.allocUnsafe(1 + body.length);
     f[0] = TAG_HELLO;
     body.copy(f, 1);
@@ -583,7 +597,8 @@ export class MetaGroup implements GroupApp {
     const tag = frame[0]!;
     if (tag === TAG_HELLO) {
       try {
-        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown };
+        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown; sid?: unknown };
+        this.host.ids.setPeer(from, typeof h.sid === "string" ? h.sid : null);
         this.facts.set(from, {
           cluster: typeof h.cluster === "string" ? h.cluster : this.o.clusterName(),
           tags: Array.isArray(h.tags) ? h.tags.filter((t): t is string => typeof t === "string") : [],

@@ -16,6 +16,9 @@ export interface RaftGroupInfo {
   cluster?: string;
   /** The peer that should lead first (the meta leader's pick). */
   preferred?: string;
+  /** The storage identity of each peer when the group was made (raft/identity.ts): the
+   *  group's first membership pins them, so a server wiped since comes back as a new member. */
+  ids?: Record<string, string>;
 }
 
 export interface StreamAssignment {

@@ -24,6 +24,7 @@
 // entries that commit meanwhile wait. The format is stream-snap.ts; version 1 snapshots (the
 // whole store as an archive, installStoreSnapshot) are still restored.
 
+import { withIdentity } from "../raft/identity.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
 import { type Entry, EntryType, RaftError, type ReadState, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
@@ -72,6 +73,8 @@ export interface StreamGroupOptions {
   group: string;
   /** Server names (Raft ids), this one included. */
   peers: string[];
+  /** The peers' storage identities when the group was made (RaftGroupInfo.ids). */
+  ids?: Readonly<Record<string, string>>;
   self: string;
   /** The server's shared RaftHost (the meta group's host). */
   host: RaftHost;
@@ -244,7 +247,8 @@ export class StreamGroup implements GroupApp {
     this.stream.setIngest(false);
     this.replayTo = this.store.state().lastSeq;
     const join = o.joinVoters !== undefined && o.joinVoters.length > 0 ? [...o.joinVoters] : null;
-    const node = o.host.addGroup(o.group, o.seed !== undefined ? [o.self] : (join ?? o.peers), this, o.resync);
+    const first = o.seed !== undefined ? o.host.ids.members([o.self]) : (join ?? o.peers.map((p) => withIdentity(p, o.ids?.[p])));
+    const node = o.host.addGroup(o.group, first, this, o.resync);
     this.opening = false;
     if (o.seed !== undefined && node.snapshot === null) {
       // The store's messages are the state, as if the log had applied them.

@@ -10,6 +10,7 @@ export function enableStreamGroups(m: MetaGroup, clock: StreamGroupDeps["clock"]
     return StreamGroup.open({
       group: o.group.name,
       peers: o.group.peers,
+      ...(o.group.ids !== undefined ? { ids: o.group.ids } : {}),
       self: m.serverName,
       clusterName: m.clusterName,
       host: m.raftHost,

@@ -25,6 +25,10 @@ export interface RaftConfig {
    *  whole log goes quiet (no heartbeats, no election timers) until a proposal, a message or
    *  the driver wakes it (RaftNode.wake; the driver watches its peers' liveness). 0: never. */
   quiesceTicks?: number;
+  /** This server's storage identity (identity.ts): a group that pins another one to this
+   *  server's name holds it as a wiped server's new incarnation (no votes, no campaigns).
+   *  "" (default): none. */
+  identity?: string;
 }
 
 /** What the driver read back from disk on start. */
@@ -58,4 +62,6 @@ export interface RaftStatus {
   voters: string[];
   /** The learners in effect (replicated to, not counted). */
   learners: string[];
+  /** Storage identities pinned to members (identity.ts). */
+  identities: Record<string, string>;
 }

@@ -2,7 +2,8 @@
 // Ongaro's thesis §4.1): the voters as of the snapshot and the ConfChange entries after it,
 // for RaftNode (node.ts). Values only: no messages, no I/O.
 import type { RaftLog } from "./log.js";
-import { type Entry, EntryType, decodeVoters } from "./types.js";
+import { nextIdentities, reidentified, sameIdentities } from "./identity.js";
+import { type Entry, EntryType, RaftError, decodeVoters, encodeVoters, joinMembers } from "./types.js";
 
 /** A membership entry in the log after the snapshot. */
 interface ConfEntry {
@@ -73,4 +74,30 @@ export class ConfLog {
       after = e.index;
     }
   }
+}
+
+/**
+ * The ConfChange data taking the membership from `cur` to these voters and learners (a learner
+ * that is also a voter is a voter), with identities `ids` set for members (undefined or "":
+ * unpinned; not given: the current ones), or null when nothing changes. One voter added,
+ * removed or re-identified at a time: re-identifying a voter (a wiped server's new storage)
+ * replaces a member whose old identity can never vote again, so it is a single change.
+ */
+export function planConfChange(
+  cur: { voters: readonly string[]; learners: readonly string[]; ids: ReadonlyMap<string, string> },
+  voters: readonly string[],
+  learners: readonly string[],
+  ids?: ReadonlyMap<string, string | undefined>,
+): Uint8Array | null {
+  const next = [...new Set(voters)].sort();
+  const nextL = [...new Set(learners)].filter((l) => !next.includes(l)).sort();
+  const nextIds = nextIdentities(cur.ids, [...next, ...nextL], ids);
+  const added = next.filter((v) => !cur.voters.includes(v));
+  const removed = cur.voters.filter((v) => !next.includes(v));
+  const kept = next.filter((v) => cur.voters.includes(v));
+  const changes = added.length + removed.length + reidentified(cur.ids, nextIds, kept).length;
+  const learnersChanged = nextL.length !== cur.learners.length || nextL.some((l) => !cur.learners.includes(l));
+  if (changes === 0 && !learnersChanged && sameIdentities(cur.ids, nextIds)) return null;
+  if (changes > 1 || next.length === 0) throw new RaftError("failed", "membership changes add, remove or re-identify one voter at a time");
+  return encodeVoters(joinMembers(next, nextL, nextIds));
 }

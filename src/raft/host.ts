@@ -20,6 +20,7 @@ import { decodeMessage, encodeMessage } from "./codec.js";
 import { decodeHeartbeats, encodeHeartbeats, HEARTBEATS_TAG, isCoalesced, type GroupMsg } from "./heartbeats.js";
 import { RaftNode, type RaftStatus } from "./node.js";
 import { deleteSnapshotFile, loadSnapshotFile, quarantineSnapshotFile, saveSnapshotFile } from "./snapfile.js";
+import { HostIdentities } from "./identities.js";
 import { type Entry, emptyMessage, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
 import { Wal } from "./wal.js";
 
@@ -59,6 +60,9 @@ export interface GroupApp {
  *  shared round-robin between groups (RaftHost.sendBulk). */
 const TURN_BYTES_PER_PEER = 4 * 1024 * 1024;
 
+/** Ticks between two looks for members whose server's storage identity changed. */
+const REIDENTIFY_TICKS = 5;
+
 /** First byte of an app frame: [0xf3][u16 group length][group][data]. Raft frames start with
  *  their codec version (1). */
 export const APP_FRAME_TAG = 0xf3;
@@ -82,6 +86,10 @@ export interface RaftHostOptions {
   /** Past this many bytes of WAL segments, the groups that keep the oldest segment are asked
    *  to snapshot so it can be deleted (default 512 MiB; 0: no budget). */
   walBudgetBytes?: number;
+  /** This server's storage identity (identity.ts; "" or absent: none). */
+  identity?: string;
+  /** Where the host reports membership changes it makes itself (re-identifications). */
+  log?: (msg: string) => void;
 }
 
 export interface RaftHostStats {
@@ -96,6 +104,11 @@ export interface RaftHostStats {
   heartbeatsOut: number;
   /** Appends and snapshots that waited for a later turn (a peer's per-turn share was used). */
   bulkDeferred: number;
+  /** Raft messages dropped because their sender's storage identity is not the one the group
+   *  pins to its name (a wiped server's new incarnation, or one not introduced yet). */
+  notAdmitted: number;
+  /** Members re-identified by a conf change this host proposed. */
+  reidentified: number;
 }
 
 interface Group {
@@ -113,7 +126,7 @@ interface Group {
 }
 
 export class RaftHost {
-  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0, heartbeatFramesOut: 0, heartbeatsOut: 0, bulkDeferred: 0 };
+  readonly stats: RaftHostStats = { readies: 0, walSyncs: 0, framesIn: 0, framesOut: 0, badFrames: 0, unknownGroup: 0, heartbeatFramesOut: 0, heartbeatsOut: 0, bulkDeferred: 0, notAdmitted: 0, reidentified: 0 };
   readonly wal: Wal;
   private readonly groups = new Map<string, Group>();
   private readonly dirty = new Set<Group>();
@@ -134,6 +147,9 @@ export class RaftHost {
   /** Random at start, in every coalesced frame: a peer's that changes means it restarted. */
   private readonly incarnation: number;
   private readonly peerIncarnation = new Map<string, number>();
+  /** Storage identities of this server and its peers (identities.ts): a peer's is set when
+   *  it introduces itself, and cleared when it goes away. */
+  readonly ids: HostIdentities;
   /** Appends and snapshots waiting for a later turn: peer -> group -> frames (sendBulk). */
   private readonly bulk = new Map<string, Map<string, Uint8Array[]>>();
   /** Bytes of appends and snapshots sent to each peer in this turn. */
@@ -148,6 +164,7 @@ export class RaftHost {
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
+    this.ids = new HostIdentities(o.id, o.identity ?? "", this.stats, o.log);
     this.walBudget = o.walBudgetBytes ?? 512 * 1024 * 1024;
     this.incarnation = o.random.int(0x7fffffff);
     this.wal = Wal.open(o.fs, o.dir, o.sched, { segmentBytes: o.segmentBytes });
@@ -220,6 +237,7 @@ export class RaftHost {
         this.touch(g);
       }
       if (++this.ticks % (this.o.heartbeatTicks ?? 2) === 0) this.queueLiveness();
+      if (this.ticks % REIDENTIFY_TICKS === 0) this.ids.reidentify(this.groups.values(), (g) => this.touch(g as Group));
       this.checkWalBudget(now);
     };
     this.timer = this.o.clock.setTimer(tick, this.tickMs);
@@ -281,6 +299,7 @@ export class RaftHost {
         heartbeatTicks: this.o.heartbeatTicks ?? 2,
         quiesceTicks: this.o.quiesceTicks ?? this.o.electionTicks ?? 10,
         random: this.o.random,
+        identity: this.o.identity ?? "",
       },
       { hardState, snapshot: snap, entries, applied: snap?.index ?? 0, recovering: resync !== null || rec?.recovering === true },
     );
@@ -370,10 +389,15 @@ export class RaftHost {
   }
 
   /** Change group's voters by one server, and its learners (leader only;
-   *  RaftNode.proposeConfChange). learners undefined: the current ones stay. */
+   *  RaftNode.proposeConfChange). learners undefined: the current ones stay. A new member is
+   *  pinned to the storage identity its server introduced itself with, if known. */
   proposeConfChange(group: string, voters: readonly string[], learners?: readonly string[]): number {
     const g = this.mustGroup(group);
-    const i = g.node.proposeConfChange(voters, learners ?? g.node.learners);
+    const n = g.node;
+    const ls = learners ?? n.learners;
+    const fresh = new Map<string, string | undefined>();
+    for (const m of [...voters, ...ls]) if (!n.voters.includes(m) && !n.learners.includes(m)) fresh.set(m, this.ids.of(m));
+    const i = n.proposeConfChange(voters, ls, fresh);
     this.touch(g);
     return i;
   }
@@ -550,6 +574,7 @@ export class RaftHost {
         this.stats.unknownGroup++;
         continue;
       }
+      if (!this.ids.admits(g.node, from)) continue;
       g.node.step(m);
       this.touch(g);
     }
@@ -640,6 +665,7 @@ export class RaftHost {
       this.stats.unknownGroup++;
       return;
     }
+    if (!this.ids.admits(g.node, from)) return;
     g.node.step(d.msg);
     this.touch(g);
   }

@@ -10,7 +10,7 @@
 import { RaftLog } from "./log.js";
 import { type Progress, ProgressState } from "./progress.js";
 import { ReadRequests } from "./reads.js";
-import { ConfLog } from "./conflog.js";
+import { ConfLog, planConfChange } from "./conflog.js";
 import { Quiescence } from "./quiesce.js";
 import { Replication, answerAppend, answerSnapshot } from "./replicate.js";
 import type { RaftConfig, RaftRestore, RaftStatus } from "./config.js";
@@ -25,7 +25,6 @@ import {
   MsgType,
   NONE,
   RaftError,
-  encodeVoters,
   type Ready,
   Role,
   type Snapshot,
@@ -33,7 +32,6 @@ import {
   emptyMessage,
   isHardStateEqual,
   isTransferContext,
-  joinMembers,
   raftAssert,
   splitMembers,
   voteRespType,
@@ -50,6 +48,8 @@ export class RaftNode {
   /** Members replicated to that neither vote nor count (a new server catching up before it
    *  becomes a voter: single-server changes through learners). */
   learners: string[] = [];
+  /** Storage identities pinned to members (identity.ts); a member without one is unpinned. */
+  ids = new Map<string, string>();
   term = 0;
   vote = NONE;
   lead = NONE;
@@ -95,6 +95,7 @@ export class RaftNode {
       maxInflight: DEFAULT_MAX_INFLIGHT,
       maxApplyBytes: DEFAULT_MAX_APPLY_BYTES,
       quiesceTicks: 0,
+      identity: "",
       ...cfg,
     };
     raftAssert(cfg.electionTicks > cfg.heartbeatTicks && cfg.heartbeatTicks > 0, "electionTicks > heartbeatTicks > 0");
@@ -113,6 +114,7 @@ export class RaftNode {
     const members = splitMembers(this.confs.current());
     this.voters = members.voters;
     this.learners = members.learners;
+    this.ids = members.ids;
     this.becomeFollower(hs.term, NONE);
     this.vote = hs.vote;
     this.recovering = restore?.recovering === true;
@@ -217,19 +219,14 @@ export class RaftNode {
    * no-op: Ongaro's fix for single-server changes) and while an earlier change is not
    * committed. Returns the entry's index, or 0 when the voters are already these.
    */
-  proposeConfChange(voters: readonly string[], learners: readonly string[] = []): number {
+  proposeConfChange(voters: readonly string[], learners: readonly string[] = [], ids?: ReadonlyMap<string, string | undefined>): number {
     this.checkCanPropose();
     this.wake(false);
-    const next = [...new Set(voters)].sort();
-    const nextL = [...new Set(learners)].filter((l) => !next.includes(l)).sort();
-    const added = next.filter((v) => !this.voters.includes(v));
-    const removed = this.voters.filter((v) => !next.includes(v));
-    const learnersChanged = nextL.length !== this.learners.length || nextL.some((l) => !this.learners.includes(l));
-    if (added.length + removed.length === 0 && !learnersChanged) return 0;
-    if (added.length + removed.length > 1 || next.length === 0) throw new RaftError("failed", "membership changes add or remove one voter at a time");
+    const data = planConfChange({ voters: this.voters, learners: this.learners, ids: this.ids }, voters, learners, ids);
+    if (data === null) return 0;
     if (!this.committedInTerm()) throw new RaftError("conf_pending", "the leader has not committed an entry of its term yet");
     if (this.confs.pendingAbove(this.log.committed)) throw new RaftError("conf_pending", "a membership change is in progress");
-    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data: encodeVoters(joinMembers(next, nextL)) };
+    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: EntryType.ConfChange, data };
     this.log.append([e]);
     this.syncConfig([e]);
     this.needBcast = true;
@@ -386,6 +383,7 @@ export class RaftNode {
       progress,
       voters: [...this.voters],
       learners: [...this.learners],
+      identities: Object.fromEntries(this.ids),
     };
   }
 
@@ -396,7 +394,14 @@ export class RaftNode {
   }
 
   private promotable(): boolean {
-    return this.failed === null && !this.observer && !this.recovering && this.voters.includes(this.id);
+    return this.failed === null && !this.observer && !this.recovering && this.voters.includes(this.id) && !this.superseded();
+  }
+
+  /** The group pins another storage identity to this server's name: this node is a wiped
+   *  server's new incarnation, not yet the member (identity.ts). */
+  superseded(): boolean {
+    const pinned = this.ids.get(this.id);
+    return pinned !== undefined && this.cfg.identity !== "" && pinned !== this.cfg.identity;
   }
 
   private reset(term: number): void {
@@ -523,7 +528,7 @@ export class RaftNode {
     const r = this.msg(voteRespType(m.type), m.from);
     // A node that thinks it is not a voter still votes: the candidate may know of a later
     // membership entry that added it back (etcd-io/raft does the same for learners).
-    if (canVote && this.failed === null && !this.recovering && this.log.isUpToDate(m.index, m.logTerm)) {
+    if (canVote && this.failed === null && !this.recovering && !this.superseded() && this.log.isUpToDate(m.index, m.logTerm)) {
       // Granted responses carry the candidate's term (a pre-vote's term is not ours yet).
       r.term = m.term;
       if (m.type === MsgType.Vote) {
@@ -713,11 +718,12 @@ export class RaftNode {
     this.setVoters(this.confs.current());
   }
 
-  /** Take a membership list (voters and marked learners). */
+  /** Take a membership list (voters, marked learners, pinned identities). */
   private setVoters(list: readonly string[]): void {
-    const { voters: v, learners: l } = splitMembers(list);
+    const { voters: v, learners: l, ids } = splitMembers(list);
     const sameV = v.length === this.voters.length && v.every((x) => this.voters.includes(x));
     const sameL = l.length === this.learners.length && l.every((x) => this.learners.includes(x));
+    this.ids = ids;
     if (sameV && sameL) return;
     this.voters = v;
     this.learners = l;

@@ -2,6 +2,8 @@
 // pure state machine (etcd-io/raft `raftpb`). The driver encodes them (codec.ts), persists
 // them (wal.ts) and moves them between servers; nothing in src/raft does I/O.
 
+import { splitIdentity, withIdentity } from "./identity.js";
+
 export const MsgType = {
   App: 1,
   AppResp: 2,
@@ -151,20 +153,25 @@ export function isTransferContext(c: Uint8Array | null): boolean {
  *  leader replicates to that neither votes nor counts for commit or quorum. */
 export const LEARNER_MARK = "\u0001";
 
-/** A membership list split into its voters and its learners (both sorted). */
-export function splitMembers(list: readonly string[]): { voters: string[]; learners: string[] } {
+/** A membership list split into its voters and its learners (both sorted, names only) and
+ *  the storage identities pinned to them (identity.ts). */
+export function splitMembers(list: readonly string[]): { voters: string[]; learners: string[]; ids: Map<string, string> } {
   const voters: string[] = [];
   const learners: string[] = [];
+  const ids = new Map<string, string>();
   for (const x of list) {
-    if (x.startsWith(LEARNER_MARK)) learners.push(x.slice(LEARNER_MARK.length));
-    else voters.push(x);
+    const learner = x.startsWith(LEARNER_MARK);
+    const { name, id } = splitIdentity(learner ? x.slice(LEARNER_MARK.length) : x);
+    if (id !== "") ids.set(name, id);
+    if (learner) learners.push(name);
+    else voters.push(name);
   }
-  return { voters: voters.sort(), learners: learners.sort() };
+  return { voters: voters.sort(), learners: learners.sort(), ids };
 }
 
-/** The membership list of these voters and learners. */
-export function joinMembers(voters: readonly string[], learners: readonly string[]): string[] {
-  return [...[...voters].sort(), ...[...learners].sort().map((l) => LEARNER_MARK + l)];
+/** The membership list of these voters and learners, with their pinned identities. */
+export function joinMembers(voters: readonly string[], learners: readonly string[], ids?: ReadonlyMap<string, string>): string[] {
+  return [...[...voters].sort().map((v) => withIdentity(v, ids?.get(v))), ...[...learners].sort().map((l) => LEARNER_MARK + withIdentity(l, ids?.get(l)))];
 }
 
 /** A ConfChange entry's data: the members (voters, then marked learners) as a JSON array
