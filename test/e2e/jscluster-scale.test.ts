@@ -215,7 +215,7 @@ void test("STREAM.UPDATE scales a stream R1→R3→R5→R3→R1 while publishes 
   }
 });
 
-void test("a member whose disk was wiped rejoins under its name and catches up: current again, every message", async () => {
+void test("a member whose disk was wiped rejoins as a new member under its name (a new storage identity) and catches up: current again, every message, and it then counts for quorum", async () => {
   const rig = await startRig("jsc-wipe-");
   const ncs: Array<NatsConnection | null> = [];
   try {
@@ -253,6 +253,33 @@ void test("a member whose disk was wiped rejoins under its name and catches up: 
     // It goes on replicating.
     await js.publish("wr.c", "c");
     await until("the rejoined member has the new message", async () => (await jszMessages(p)) === want + 1, 10_000);
+    // It came back as a new member: the leaders of the stream group and of the meta group
+    // replaced its old storage identity by the new one.
+    const logs = rig.procs.map((q) => q?.log() ?? "").join("\n");
+    assert.match(logs, new RegExp(`raft group S-[^:]+: ${f} came back with a new storage identity`));
+    assert.match(logs, new RegExp(`raft group _meta_: ${f} came back with a new storage identity`));
+    // And it counts: with the stream's leader killed, it and the third server elect a leader
+    // (of the stream and of the meta group) and take publishes.
+    const ti = rig.names.findIndex((n) => n !== leader && n !== f);
+    await ncs[li]!.close();
+    ncs[li] = null;
+    rig.procs[li]!.proc.kill("SIGKILL");
+    await rig.procs[li]!.exited;
+    rig.procs[li] = null;
+    const js2 = jetstream(ncs[fi] ?? (ncs[fi] = await connect({ servers: p.url })));
+    await until("a new stream leader among the wiped member and the third server", async () => {
+      try {
+        const c = (await info(ncs[ti]!, "WR")).cluster;
+        return c.leader === f || c.leader === rig.names[ti];
+      } catch {
+        return false;
+      }
+    }, 20_000);
+    const ack = await js2.publish("wr.d", "d");
+    assert.equal(ack.seq, want + 2);
+    await until("a meta leader among the two", async () => (await agreedLeader(rig)) !== "", 20_000);
+    const made = await req(ncs[ti]!, "$JS.API.STREAM.CREATE.WR2", { name: "WR2", subjects: ["wr2.>"], num_replicas: 1 });
+    assert.equal(made["error"], undefined, JSON.stringify(made));
   } finally {
     for (const c of ncs) await c?.close().catch(() => undefined);
     await stopRig(rig);
