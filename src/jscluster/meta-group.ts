@@ -17,7 +17,6 @@
 // leader, which answers the requester's reply subject itself (the reply routes back over
 // the routes like any publish).
 
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { jsErr } from "../contracts/errors.js";
@@ -34,7 +33,9 @@ import type { Logger } from "../runtime/log.js";
 import type { Random } from "../runtime/random.js";
 import type { Scheduler } from "../runtime/sched.js";
 import { decodeMetaOp, encodeMetaOp, MetaState, type MetaChange, type MetaOp, type RaftGroupInfo } from "./meta.js";
-import { groupName, selectPeers, type PeerInfo } from "./placement.js";
+import { expectedClusterSize, groupName, selectPeers, serverHash, type PeerInfo } from "./placement.js";
+
+export { expectedClusterSize, serverHash };
 import type { EntryApplier, Proposer } from "../stream/entry.js";
 import type { Stream } from "../stream/stream.js";
 import type { ConsumerSeed } from "../contracts/jetstream.js";
@@ -128,35 +129,6 @@ interface ReplicaInfo {
   offline?: boolean;
   active: number;
   peer: string;
-}
-
-const HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/** The 8-character peer id nats-server shows for a server name (its getHash: the first bytes
- *  of SHA-256 of the name, each mod 62 in [0-9A-Za-z]), so /jsz agrees with nats-server's. */
-export function serverHash(name: string): string {
-  const b = createHash("sha256").update(name).digest();
-  let s = "";
-  for (let i = 0; i < 8; i++) s += HASH_DIGITS[b[i]! % 62];
-  return s;
-}
-
-/** The number of servers the configured routes name, this one included. */
-export function expectedClusterSize(routes: readonly string[], ownPort: number): number {
-  const others = new Set<string>();
-  for (const r of routes) {
-    let u: URL;
-    try {
-      u = new URL(r);
-    } catch {
-      continue;
-    }
-    const host = u.hostname === "localhost" || u.hostname === "0.0.0.0" || u.hostname === "[::1]" ? "127.0.0.1" : u.hostname;
-    const port = Number(u.port);
-    if (ownPort > 0 && port === ownPort && (host === "127.0.0.1" || host === "::1")) continue;
-    others.add(`${host}:${port}`);
-  }
-  return others.size + 1;
 }
 
 export class MetaGroup implements GroupApp {
@@ -525,7 +497,7 @@ export class MetaGroup implements GroupApp {
   }
 
   /** Opens a replicated stream's Raft group on this server's RaftHost (stream-groups.ts sets
-   *  it: this file does not import the stream group, which imports serverHash from here). */
+   *  it: this file does not import the stream group). */
   openStreamGroup?: (o: {
     group: RaftGroupInfo;
     open: (proposer: (applier: EntryApplier) => Proposer) => Stream;
@@ -582,9 +554,10 @@ export class MetaGroup implements GroupApp {
 
   // ---- frames ----
 
-  private sendHello(peer: string): void {
+  /** ask: the peer answers with its own HELLO (its identity is not known here). */
+  private sendHello(peer: string, ask = false): void {
     const f0 = this.o.facts ?? { tags: [], maxStore: -1, maxMemory: -1 };
-    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory, sid: this.identity }));
+    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory, sid: this.identity, ...(ask ? { ask: true } : {}) }));
     const f = Buffer.allocUnsafe(1 + body.length);
     f[0] = TAG_HELLO;
     body.copy(f, 1);
@@ -597,8 +570,9 @@ export class MetaGroup implements GroupApp {
     const tag = frame[0]!;
     if (tag === TAG_HELLO) {
       try {
-        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown; sid?: unknown };
+        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown; sid?: unknown; ask?: unknown };
         this.host.ids.setPeer(from, typeof h.sid === "string" ? h.sid : null);
+        if (h.ask === true) this.sendHello(from);
         this.facts.set(from, {
           cluster: typeof h.cluster === "string" ? h.cluster : this.o.clusterName(),
           tags: Array.isArray(h.tags) ? h.tags.filter((t): t is string => typeof t === "string") : [],
@@ -622,7 +596,19 @@ export class MetaGroup implements GroupApp {
       else this.onForward?.(from, req);
       return;
     }
+    // Raft traffic from a peer whose identity is unknown here (a route flap seen on this side
+    // only): its frames are not admitted to groups pinning its identity, so ask it to
+    // introduce itself again (at most once a second).
+    if (this.host.ids.of(from) === undefined) this.askHello(from);
     this.raftReceive?.(from, frame);
+  }
+
+  private readonly asked = new Map<string, number>();
+  private askHello(peer: string): void {
+    const now = this.o.clock.monoMs();
+    if (now - (this.asked.get(peer) ?? -Infinity) < 1000) return;
+    this.asked.set(peer, now);
+    this.sendHello(peer, true);
   }
 
   // ---- GroupApp ----

@@ -6,6 +6,7 @@
 // HA assets. The caller (the meta leader) proposes the result; nothing here is replicated
 // state, so the shuffle before sorting may use any Random.
 
+import { createHash } from "node:crypto";
 import type { Random } from "../runtime/random.js";
 
 /** What the meta leader knows of a server (its JetStream stats, by heartbeat). */
@@ -170,4 +171,33 @@ export function peerId(serverName: string, storageUuid: string): string {
     h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
   }
   return h.toString(36).padStart(13, "0").slice(-8);
+}
+
+const HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** The 8-character peer id nats-server shows for a server name (its getHash: the first bytes
+ *  of SHA-256 of the name, each mod 62 in [0-9A-Za-z]), so /jsz agrees with nats-server's. */
+export function serverHash(name: string): string {
+  const b = createHash("sha256").update(name).digest();
+  let s = "";
+  for (let i = 0; i < 8; i++) s += HASH_DIGITS[b[i]! % 62];
+  return s;
+}
+
+/** The number of servers the configured routes name, this one included. */
+export function expectedClusterSize(routes: readonly string[], ownPort: number): number {
+  const others = new Set<string>();
+  for (const r of routes) {
+    let u: URL;
+    try {
+      u = new URL(r);
+    } catch {
+      continue;
+    }
+    const host = u.hostname === "localhost" || u.hostname === "0.0.0.0" || u.hostname === "[::1]" ? "127.0.0.1" : u.hostname;
+    const port = Number(u.port);
+    if (ownPort > 0 && port === ownPort && (host === "127.0.0.1" || host === "::1")) continue;
+    others.add(`${host}:${port}`);
+  }
+  return others.size + 1;
 }

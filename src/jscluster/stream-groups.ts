@@ -1,5 +1,5 @@
 // Replicated streams on the meta group's RaftHost: gives a MetaGroup its openStreamGroup
-// (a separate file: stream-group.ts imports serverHash from meta-group.ts).
+// (a separate file, so that meta-group.ts does not import the stream group).
 
 import type { MetaGroup } from "./meta-group.js";
 import { StreamGroup } from "./stream-group.js";

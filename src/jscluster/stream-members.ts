@@ -10,7 +10,7 @@ import { ProgressState } from "../raft/progress.js";
 import { NONE, RaftError, Role } from "../raft/types.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
-import { serverHash } from "./meta-group.js";
+import { serverHash } from "./placement.js";
 
 /** While voters differ from the assigned members, the leader retries a change this often. */
 const RECONCILE_MS = 50;
