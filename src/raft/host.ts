@@ -574,7 +574,7 @@ export class RaftHost {
         this.stats.unknownGroup++;
         continue;
       }
-      if (!this.ids.admits(g.node, from)) continue;
+      if (!this.ids.admits(g.node, from, m.type)) continue;
       g.node.step(m);
       this.touch(g);
     }
@@ -665,7 +665,7 @@ export class RaftHost {
       this.stats.unknownGroup++;
       return;
     }
-    if (!this.ids.admits(g.node, from)) return;
+    if (!this.ids.admits(g.node, from, d.msg.type)) return;
     g.node.step(d.msg);
     this.touch(g);
   }

@@ -1,10 +1,10 @@
 // The storage identities a RaftHost knows (identity.ts): its own and each connected peer's,
-// as the peer introduced itself. A Raft message counts only if its sender is the member its
-// group pins; on groups led here, a member whose server came back with another identity (its
+// as the peer introduced itself. An answer that counts (votes, append acknowledgements) is
+// taken only from the member its group pins; on groups led here, a member whose server came back with another identity (its
 // disk was wiped) is replaced by the new one.
 import type { RaftNode } from "./node.js";
 import { withIdentity } from "./identity.js";
-import { RaftError, Role } from "./types.js";
+import { MsgType, RaftError, Role } from "./types.js";
 
 export class HostIdentities {
   /** Each connected peer's storage identity, as its introduction said. */
@@ -35,9 +35,15 @@ export class HostIdentities {
     return names.map((n) => withIdentity(n, this.of(n)));
   }
 
-  /** A message of the node's group from peer counts only if peer is the member the group
-   *  knows: no identity pinned, or the one its server introduced itself with. */
-  admits(node: RaftNode, from: string): boolean {
+  /** A message of the node's group from peer is taken unless it is an answer that counts
+   *  (a vote, an append or heartbeat answer: what elections, commit, check-quorum and
+   *  ReadIndex tally) from a peer that is not the member the group knows: a pinned identity
+   *  other than the one its server introduced itself with. Requests and a leader's appends
+   *  pass: granting a vote to an up-to-date log, or following a leader, is safe whoever sends
+   *  it, and a member whose own log is behind on a re-identification must still be able to
+   *  follow the new incarnation's leadership to learn of it. */
+  admits(node: RaftNode, from: string, type: MsgType): boolean {
+    if (type !== MsgType.VoteResp && type !== MsgType.PreVoteResp && type !== MsgType.AppResp && type !== MsgType.HeartbeatResp) return true;
     const pinned = node.ids.get(from);
     if (pinned === undefined || this.peers.get(from) === pinned) return true;
     this.stats.notAdmitted++;

@@ -1,4 +1,4 @@
-// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--resync|--no-resync] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
+// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--resync|--no-resync] [--wipe|--no-wipe] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
 // deterministic Raft simulator over many seeds and prints every failing seed with the command
 // that replays it.
 //
@@ -32,6 +32,7 @@ const codec = process.argv.includes("--codec");
 const fastFailover = process.argv.includes("--fast-failover");
 const membership = process.argv.includes("--membership");
 /** Corruption re-sync (a node with a bad CRC starts blank) on odd seeds, unless fixed. */
+const wipeOf = (s: number): boolean => (process.argv.includes("--wipe") ? true : process.argv.includes("--no-wipe") ? false : s % 4 === 2);
 const resyncOf = (s: number): boolean => (process.argv.includes("--resync") ? true : process.argv.includes("--no-resync") ? false : s % 2 === 1);
 const faultMs = arg("fault-ms") !== undefined ? Number(arg("fault-ms")) : undefined;
 const healMs = arg("heal-ms") !== undefined ? Number(arg("heal-ms")) : undefined;
@@ -136,13 +137,14 @@ for (const nodes of workloads.includes("raft") ? sizes : []) {
   const t0 = performance.now();
   for (let s = start; s < start + seeds; s++) {
     const resync = resyncOf(s);
-    const r: SimResult = runSeed({ seed: s, nodes, verbose, faultMs, healMs, codec, fastFailover, membership, resync });
+    const wipe = wipeOf(s);
+    const r: SimResult = runSeed({ seed: s, nodes, verbose, faultMs, healMs, codec, fastFailover, membership, resync, wipe });
     for (const [k, v] of Object.entries(r.stats) as Array<[keyof SimStats, number]>) total[k] = (total[k] ?? 0) + v;
     if (verbose) for (const l of r.log) console.log(l);
     if (r.violation !== null) {
       failed++;
       console.log(`FAIL seed=${s} nodes=${nodes}: ${r.violation}`);
-      console.log(`  replay: npm run sim -- --seed ${s} --nodes ${nodes}${resync ? " --resync" : " --no-resync"} --verbose`);
+      console.log(`  replay: npm run sim -- --seed ${s} --nodes ${nodes}${resync ? " --resync" : " --no-resync"}${wipe ? " --wipe" : " --no-wipe"} --verbose`);
     }
   }
   failures += failed;

@@ -6,6 +6,8 @@
 // fail() and take no further part). Invariants are checked after every event; a violation
 // stops the run and names the seed, which replays exactly.
 import { decodeMessage, encodeMessage } from "../../src/raft/codec.js";
+import { HostIdentities } from "../../src/raft/identities.js";
+import { withIdentity } from "../../src/raft/identity.js";
 import { RaftNode } from "../../src/raft/node.js";
 import { type Entry, EntryType, type Message, type Ready, Role, type Snapshot } from "../../src/raft/types.js";
 import { RaftError } from "../../src/raft/types.js";
@@ -34,6 +36,11 @@ export interface SimConfig {
   /** A node whose recovery finds a bad CRC starts blank and re-syncs, not voting until it
    *  caught up (RaftHost's corruption re-sync), instead of failing for good. */
   resync?: boolean;
+  /** A node's disk is wiped in place (a server replaced with an empty disk under the same
+   *  name): it comes back blank with a new storage identity, the members pinned to their
+   *  identities, and the production admission and re-identification (raft/identities.ts).
+   *  Messages its old incarnation sent are dropped once it is gone (their route closed). */
+  wipe?: boolean;
 }
 
 export interface SimStats {
@@ -53,6 +60,10 @@ export interface SimStats {
   bitFlips: number;
   failedNodes: number;
   resyncs: number;
+  wipes: number;
+  /** Messages not admitted (sender's identity not the pinned one) and members re-identified. */
+  notAdmitted: number;
+  reidentified: number;
   compactions: number;
   snapshotsInstalled: number;
   readsChecked: number;
@@ -119,6 +130,10 @@ interface SimNode {
   lastRole: Role;
   /** Outstanding reads: context → the highest acked index when the read started. */
   reads: Map<string, number>;
+  /** Storage identity (cfg.wipe: a new one after each wipe) and this life's knowledge of the
+   *  others' (the host's HostIdentities). */
+  identity: string;
+  hostIds: HostIdentities | null;
 }
 
 class Violation extends Error {}
@@ -142,6 +157,9 @@ export class Sim {
     bitFlips: 0,
     failedNodes: 0,
     resyncs: 0,
+    wipes: 0,
+    notAdmitted: 0,
+    reidentified: 0,
     compactions: 0,
     snapshotsInstalled: 0,
     readsChecked: 0,
@@ -212,6 +230,8 @@ export class Sim {
         seenCommit: 0,
         lastRole: Role.Follower,
         reads: new Map(),
+        identity: `${this.ids[i]!}i0`,
+        hostIds: null,
       };
       this.nodes.push(n);
       this.boot(n);
@@ -264,6 +284,7 @@ export class Sim {
     this.at(delay, () => {
       if (n.up && !n.paused && n.raft !== null) {
         n.raft.tick();
+        n.hostIds?.reidentify([{ name: "sim", node: n.raft }], () => undefined);
         this.afterEvent(n);
       }
       this.scheduleTick(n, this.tickMs);
@@ -276,15 +297,18 @@ export class Sim {
     const r = n.disk.recover();
     n.app = r.snap !== null ? PubLog.decode(r.snap.data) : new PubLog();
     if (r.snap !== null) this.checkCanonPrefix(n, "restore from disk");
+    const wipe = this.cfg.wipe === true;
     n.raft = new RaftNode(
       {
         id: n.id,
-        peers: this.ids,
+        // The identities the group was made with (a meta assignment's RaftGroupInfo.ids).
+        peers: wipe ? this.ids.map((p) => withIdentity(p, `${p}i0`)) : this.ids,
         electionTicks: 10,
         heartbeatTicks: 2,
         random: new SeededRandom(this.rnd.int(2 ** 31)),
         maxMsgBytes: 4096,
         maxInflight: 16,
+        ...(wipe ? { identity: n.identity } : {}),
       },
       { hardState: r.hs, snapshot: r.snap, entries: r.entries, applied: r.snap?.index ?? 0, recovering: r.recovering },
     );
@@ -295,6 +319,7 @@ export class Sim {
     n.reads = new Map();
     n.seenCommit = n.raft.log.committed;
     n.lastRole = Role.Follower;
+    if (wipe) this.introduce(n);
     // Whatever survived on disk must agree with what the cluster committed.
     // (An entry beyond its own commit index may be a stale one a new leader will replace.)
     for (const e of r.entries) if (e.index <= n.raft.log.committed) this.checkCommittedEntry(n, e.index, e.term, payloadOf(e), "recovered");
@@ -338,6 +363,8 @@ export class Sim {
     n.paused = false;
     n.raft = null;
     n.life++;
+    // Its routes close: the others forget its identity until it introduces itself again.
+    for (const o of this.nodes) o.hostIds?.setPeer(n.id, null);
     this.deferred.delete(n);
     if (this.cfg.fastFailover === true) {
       for (const o of this.nodes) if (o.up && !o.paused && o.raft !== null && o.raft.lead === n.id) {
@@ -463,9 +490,13 @@ export class Sim {
     const copies = this.rnd.next() < this.dupRate ? 2 : 1;
     if (copies === 2) this.stats.duplicated++;
     const frame = this.cfg.codec === true ? encodeMessage("sim", m) : null;
+    const sender = this.nodes[this.ids.indexOf(m.from)]!;
+    const senderId = sender.identity;
     for (let c = 0; c < copies; c++) {
       const delay = this.rnd.next() < 0.02 ? this.maxDelayMs * 5 : 0.1 + this.rnd.next() * this.maxDelayMs;
       this.at(delay, () => {
+        // Sent by an incarnation wiped since: its connection is gone with it.
+        if (sender.identity !== senderId) return void this.stats.dropped++;
         if (frame === null) return this.deliver(m);
         const d = decodeMessage(frame);
         if (d instanceof Error) this.fail(`codec: ${d.message}`);
@@ -484,9 +515,38 @@ export class Sim {
       n.inbox.push(m);
       return;
     }
+    if (n.hostIds !== null && !n.hostIds.admits(n.raft, m.from, m.type)) {
+      this.stats.dropped++;
+      return;
+    }
     this.stats.delivered++;
     n.raft.step(m);
     this.afterEvent(n);
+  }
+
+  /** cfg.wipe: n (just booted) and every node up learn each other's identity (HELLO). */
+  private introduce(n: SimNode): void {
+    n.hostIds = new HostIdentities(n.id, n.identity, this.stats, (msg) => this.note(msg));
+    for (const o of this.nodes) {
+      if (o === n || !o.up || o.raft === null) continue;
+      n.hostIds.setPeer(o.id, o.identity);
+      o.hostIds?.setPeer(n.id, n.identity);
+    }
+  }
+
+  /** cfg.wipe: n's disk is replaced by an empty one and it restarts with a new identity. What
+   *  it held counts as held until it is a member again and caught up (as a re-sync). */
+  private wipe(n: SimNode): void {
+    const heldUpTo = Math.max(this.committed.length - 1, n.disk.lastDurableIndex());
+    this.crash(n);
+    n.disk = new SimDisk();
+    n.identity = `${n.id}i${++this.stats.wipes}`;
+    n.resetUpTo = heldUpTo;
+    n.resyncing = true;
+    n.failed = true;
+    for (const k of [...this.flipped]) if (k.startsWith(`${n.id}:`)) this.flipped.delete(k);
+    this.note(`wipe ${n.id}: new identity ${n.identity}`);
+    this.at(10, () => this.restart(n));
   }
 
   // ---- invariants ----
@@ -494,7 +554,9 @@ export class Sim {
   private afterEvent(n: SimNode): void {
     const r = n.raft;
     if (r === null) return;
-    if (n.resyncing && !r.recovering) {
+    // A wiped node is done once the entry naming its new identity is in its log and its
+    // whole log is on disk: that entry came after everything its leader had.
+    if (n.resyncing && !r.recovering && !r.superseded() && (this.cfg.wipe !== true || r.log.stabled >= r.log.lastIndex())) {
       // Caught up with a leader: it holds everything committed again and takes part.
       n.disk.markRecovered();
       n.resyncing = false;
@@ -679,6 +741,14 @@ export class Sim {
     const f = Math.floor(this.nodes.length / 2);
     const kind = this.pickFault();
     const n = this.nodes[this.rnd.int(this.nodes.length)]!;
+    if (this.cfg.wipe === true && this.rnd.next() < 0.1) {
+      // A wiped disk, within the fault budget (a wiped node is damaged until re-synced).
+      const damaged = this.nodes.filter((m) => m.failed).length;
+      const someoneOut = this.cfg.membership === true && this.nodes.some((m) => m.raft !== null && m.raft.voters.length < this.ids.length);
+      if (damaged < f && !n.failed && n.up && !someoneOut) this.wipe(n);
+      this.at(50 + this.rnd.int(400), () => this.fault());
+      return;
+    }
     if (kind === 0) {
       // Partition: a random side, cut both ways or one way.
       this.blocked.clear();
@@ -800,7 +870,9 @@ export class Sim {
       next = voters.filter((v) => v !== victim);
     }
     try {
-      r.proposeConfChange(next);
+      // A member added is pinned to the identity its server introduced (RaftHost does this).
+      const added = next.filter((v) => !r.voters.includes(v));
+      r.proposeConfChange(next, [], this.cfg.wipe === true ? new Map(added.map((a) => [a, this.nodes[this.ids.indexOf(a)]!.identity])) : undefined);
       this.stats.confChanges++;
       this.note(`${l.id} changes voters to [${next.join(",")}]`);
     } catch (e) {

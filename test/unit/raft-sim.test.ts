@@ -18,16 +18,21 @@ function runMany(nodes: number, from: number, count: number): void {
   const failures: string[] = [];
   let acked = 0;
   let resyncs = 0;
+  let reidentified = 0;
   for (let s = from; s < from + count; s++) {
     // Odd seeds: a node with a flipped bit starts blank and re-syncs (RaftHost) instead of failing.
     const resync = s % 2 === 1;
-    const r = runSeed({ seed: s, nodes, faultMs: 1500, healMs: 1500, resync });
+    // Seeds 2 mod 4: disks wiped in place; the node comes back under a new storage identity.
+    const wipe = s % 4 === 2;
+    const r = runSeed({ seed: s, nodes, faultMs: 1500, healMs: 1500, resync, wipe });
     acked += r.stats.acked;
     resyncs += r.stats.resyncs;
-    if (r.violation !== null) failures.push(`seed=${s} nodes=${nodes}: ${r.violation}\n  replay: npm run sim -- --seed ${s} --nodes ${nodes}${resync ? " --resync" : " --no-resync"} --fault-ms 1500 --heal-ms 1500 --verbose`);
+    reidentified += r.stats.reidentified;
+    if (r.violation !== null) failures.push(`seed=${s} nodes=${nodes}: ${r.violation}\n  replay: npm run sim -- --seed ${s} --nodes ${nodes}${resync ? " --resync" : " --no-resync"}${wipe ? " --wipe" : " --no-wipe"} --fault-ms 1500 --heal-ms 1500 --verbose`);
   }
   assert.deepEqual(failures, []);
   assert.ok(resyncs > 0, "some seeds re-synced a corrupt node");
+  assert.ok(reidentified > 0, "some seeds re-identified a wiped node");
   assert.ok(acked > count * 50, `the workload made progress (${acked} acked publishes)`);
 }
 
