@@ -561,6 +561,16 @@ export class Cluster implements ClusterLike {
     return false;
   }
 
+  /** Bytes waiting to leave on the route to peer `name` (its outbound buffer plus what its
+   *  socket still holds); 0 with no route. */
+  peerBacklog(name: string): number {
+    for (const p of this.registry.peers.values()) {
+      if (p.name !== name || p.info.tsnats_peer !== PEER_PROTOCOL) continue;
+      return this.registry.systemRoute(p)?.pendingBytes() ?? 0;
+    }
+    return 0;
+  }
+
   /** sendPeer of a batch of length-prefixed frames, written straight into the route's
    *  outbound buffer (RoutePeerTransport). */
   sendPeerFrames(name: string, subject: string, frames: readonly Uint8Array[], from: number, to: number, size: number): boolean {

@@ -24,6 +24,8 @@ export interface PeerRoutes {
    *  without an intermediate buffer; optional. */
   sendPeerFrames?(name: string, subject: string, frames: readonly Uint8Array[], from: number, to: number, size: number): boolean;
   setPeerListener(l: PeerListener | null): void;
+  /** Bytes waiting to leave on the route to name; optional. */
+  peerBacklog?(name: string): number;
   /** Route peers connected now without JetStream. */
   nonJetStreamPeers?(): string[];
 }
@@ -78,6 +80,12 @@ export class RoutePeerTransport implements PeerListener {
   /** Route peers connected now that run without JetStream. */
   nonJetStreamPeers(): string[] {
     return this.routes.nonJetStreamPeers?.() ?? [];
+  }
+
+  /** Bytes queued for peer and not yet on the wire: this job's frames and the route's own
+   *  backlog (RaftHost holds back appends while a slow link has much waiting). */
+  backlog(peer: string): number {
+    return (this.out.get(peer)?.bytes ?? 0) + (this.routes.peerBacklog?.(peer) ?? 0);
   }
 
   /** Queue frame for peer; it leaves with the others queued in this job. */

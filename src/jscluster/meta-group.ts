@@ -84,6 +84,8 @@ export interface PeerChannel {
   send(peer: string, frame: Uint8Array): void;
   /** Peers reachable now. */
   peers(): string[];
+  /** Bytes waiting to leave for peer (queued and in the route's buffers); optional. */
+  backlog?(peer: string): number;
   /** Route peers connected now that run without JetStream (not meta group members). */
   nonJetStreamPeers?(): string[];
   close(): void;
@@ -214,6 +216,7 @@ export class MetaGroup implements GroupApp {
     });
     const t: RaftTransport = {
       send: (peer, frame) => this.transport.send(peer, frame),
+      backlog: (peer) => this.transport.backlog?.(peer) ?? 0,
       onReceive: (h) => (this.raftReceive = h),
     };
     o.fs.mkdirp(o.dir);

@@ -21,6 +21,7 @@ import { decodeHeartbeats, encodeHeartbeats, HEARTBEATS_TAG, isCoalesced, type G
 import { RaftNode, type RaftStatus } from "./node.js";
 import { deleteSnapshotFile, loadSnapshotFile, quarantineSnapshotFile, saveSnapshotFile } from "./snapfile.js";
 import { HostIdentities } from "./identities.js";
+import { RouteShare } from "./route-share.js";
 import { type Entry, emptyMessage, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
 import { Wal } from "./wal.js";
 
@@ -30,6 +31,9 @@ export interface RaftTransport {
   /** The caller may write into frame again once the current job (with its microtasks) is
    *  over: a transport that keeps it longer copies it. */
   send(peer: string, frame: Uint8Array): void;
+  /** Bytes waiting to leave for peer (queued, in the route's buffer and socket); optional.
+   *  Appends and snapshots wait while it is over MAX_PEER_BACKLOG. */
+  backlog?(peer: string): number;
   /** Register the receiver; a frame is a view valid only during the call. */
   onReceive(handler: (from: string, frame: Uint8Array) => void): void;
 }
@@ -55,10 +59,6 @@ export interface GroupApp {
   /** A frame another member's app sent with RaftHost.sendApp (a view valid during the call). */
   onAppFrame?(from: string, data: Buffer): void;
 }
-
-/** Bytes of appends and snapshots a peer gets per event-loop turn before the rest waits,
- *  shared round-robin between groups (RaftHost.sendBulk). */
-const TURN_BYTES_PER_PEER = 4 * 1024 * 1024;
 
 /** Ticks between two looks for members whose server's storage identity changed. */
 const REIDENTIFY_TICKS = 5;
@@ -150,12 +150,8 @@ export class RaftHost {
   /** Storage identities of this server and its peers (identities.ts): a peer's is set when
    *  it introduces itself, and cleared when it goes away. */
   readonly ids: HostIdentities;
-  /** Appends and snapshots waiting for a later turn: peer -> group -> frames (sendBulk). */
-  private readonly bulk = new Map<string, Map<string, Uint8Array[]>>();
-  /** Bytes of appends and snapshots sent to each peer in this turn. */
-  private readonly turnBytes = new Map<string, number>();
-  private turnScheduled = false;
-  private readonly turnBound = (): void => this.newTurn();
+  /** Appends and snapshots share each route fairly between groups (route-share.ts). */
+  private readonly share: RouteShare;
   /** Why every group starts blank (the WAL was corrupt at open), or null. */
   private readonly resync: string | null = null;
   private readonly resyncTerms = new Map<string, number>();
@@ -164,6 +160,7 @@ export class RaftHost {
 
   constructor(private readonly o: RaftHostOptions) {
     this.tickMs = o.tickMs ?? 100;
+    this.share = new RouteShare(o.transport, o.sched, o.clock, this.stats);
     this.ids = new HostIdentities(o.id, o.identity ?? "", this.stats, o.log);
     this.walBudget = o.walBudgetBytes ?? 512 * 1024 * 1024;
     this.incarnation = o.random.int(0x7fffffff);
@@ -246,6 +243,7 @@ export class RaftHost {
   close(): void {
     this.closed = true;
     if (this.timer !== null) this.o.clock.clearTimer(this.timer);
+    this.share.close();
     this.timer = null;
     this.wal.close();
   }
@@ -426,7 +424,7 @@ export class RaftHost {
    *  wake, so that check-quorum watches them again. */
   peerDown(peer: string, except = ""): void {
     // What waited for that route is stale once it is back (the leaders probe again).
-    this.bulk.delete(peer);
+    this.share.dropPeer(peer);
     const within = Math.max(1, Math.round(300 / this.tickMs));
     for (const g of this.groups.values()) {
       const n = g.node;
@@ -505,60 +503,8 @@ export class RaftHost {
     }
     this.stats.framesOut++;
     const frame = encodeMessage(group, m);
-    if (m.type === MsgType.App || m.type === MsgType.Snap) this.sendBulk(m.to, group, frame);
+    if (m.type === MsgType.App || m.type === MsgType.Snap) this.share.send(m.to, group, frame);
     else this.o.transport.send(m.to, frame);
-  }
-
-  /**
-   * Appends and snapshots share each route fairly between groups: up to TURN_BYTES_PER_PEER
-   * go to a peer in one turn as they come; past that they wait, per group in order, and the
-   * next turns take one frame from each waiting group in turn. Everything else (votes,
-   * answers, heartbeats) never waits behind them.
-   */
-  private sendBulk(peer: string, group: string, frame: Uint8Array): void {
-    const q = this.bulk.get(peer);
-    const used = this.turnBytes.get(peer) ?? 0;
-    if (q === undefined && used < TURN_BYTES_PER_PEER) {
-      this.turnBytes.set(peer, used + frame.length);
-      this.scheduleTurn();
-      this.o.transport.send(peer, frame);
-      return;
-    }
-    let pq = q;
-    if (pq === undefined) this.bulk.set(peer, (pq = new Map()));
-    let gq = pq.get(group);
-    if (gq === undefined) pq.set(group, (gq = []));
-    gq.push(frame);
-    this.stats.bulkDeferred++;
-    this.scheduleTurn();
-  }
-
-  private scheduleTurn(): void {
-    if (this.turnScheduled) return;
-    this.turnScheduled = true;
-    this.o.sched.nextTurn(this.turnBound);
-  }
-
-  /** A new turn: every peer's budget again, and what waited goes out round-robin by group. */
-  private newTurn(): void {
-    this.turnScheduled = false;
-    this.turnBytes.clear();
-    if (this.closed) return;
-    for (const [peer, pq] of this.bulk) {
-      let used = 0;
-      while (pq.size > 0 && used < TURN_BYTES_PER_PEER) {
-        for (const [group, gq] of pq) {
-          const f = gq.shift()!;
-          used += f.length;
-          this.o.transport.send(peer, f);
-          if (gq.length === 0) pq.delete(group);
-          if (used >= TURN_BYTES_PER_PEER) break;
-        }
-      }
-      this.turnBytes.set(peer, used);
-      if (pq.size === 0) this.bulk.delete(peer);
-    }
-    if (this.bulk.size > 0 || this.turnBytes.size > 0) this.scheduleTurn();
   }
 
   private receiveHeartbeats(from: string, frame: Uint8Array): void {

@@ -18,6 +18,8 @@ const dec = new TextDecoder();
 export class Hub {
   readonly handlers = new Map<string, (from: string, frame: Uint8Array) => void>();
   readonly down = new Set<string>();
+  /** Bytes a route "from>to" reports waiting (a slow link), for RaftTransport.backlog. */
+  readonly backlogs = new Map<string, number>();
   transport(id: string): RaftTransport {
     return {
       send: (peer, frame) => {
@@ -30,6 +32,7 @@ export class Hub {
       onReceive: (h) => {
         this.handlers.set(id, h);
       },
+      backlog: (peer) => this.backlogs.get(`${id}>${peer}`) ?? 0,
     };
   }
 }

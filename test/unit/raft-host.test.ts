@@ -359,3 +359,35 @@ void test("host: a route is shared fairly between groups: past a peer's per-turn
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+void test("host: a route with a big backlog (a slow link) gets no more appends until it drains, while heartbeats still reach it", async () => {
+  const root = mkdtempSync(join(tmpdir(), "raft-backlog-"));
+  const c = new Cluster(root, ["g"]);
+  try {
+    await c.proposeAll("g", ["a"]);
+    const l = c.leader("g")!;
+    const [f, o] = IDS.filter((id) => id !== l) as [string, string];
+    const h = c.hosts.get(l)!;
+    const term = h.node("g")!.term;
+    const before = h.stats.bulkDeferred;
+    c.hub.backlogs.set(`${l}>${f}`, 16 * 1024 * 1024);
+    h.propose("g", enc.encode("x"));
+    await c.until("the other follower applied x", () => c.app(o, "g").items.includes("x"));
+    // Many election timeouts of virtual time: f hears heartbeats, but no append.
+    for (let i = 0; i < 100; i++) {
+      c.clock.advance(10);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.ok(h.stats.bulkDeferred > before, "the append to f waited");
+    assert.deepEqual(c.app(f, "g").items, ["a"], "f got nothing new over the full route");
+    const fn = c.hosts.get(f)!.node("g")!;
+    assert.equal(fn.lead, l, "f still follows the leader (heartbeats passed)");
+    assert.equal(fn.term, term, "and never campaigned");
+    // The link drains: what waited goes out.
+    c.hub.backlogs.delete(`${l}>${f}`);
+    await c.until("f applied x", () => c.app(f, "g").items.includes("x"));
+  } finally {
+    c.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
