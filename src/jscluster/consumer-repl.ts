@@ -61,6 +61,9 @@ interface Shadow {
   createdNs: number;
 }
 
+/** Plain acks held while an entry is in flight are proposed anyway past this size. */
+const ACK_HOLD_BYTES = 256 * 1024;
+
 export class ConsumerRepl implements ConsumerReplicator {
   private _leading = false;
   /** Counts the terms this replica started leading in (bind()). */
@@ -70,6 +73,11 @@ export class ConsumerRepl implements ConsumerReplicator {
   private len = 1;
   private curName = "";
   private flushQueued = false;
+  /** The batch being built holds more than plain acks (deliveries, replies or waiters that
+   *  wait for its commit, config, removals): it is proposed at once. */
+  private urgent = false;
+  /** A batch of plain acks waits for the entry in flight to apply (flush). */
+  private holding = false;
   /** AckSync replies waiting for the batch being built. */
   private batchReplies: string[] = [];
   /** Replies waiting for a proposed index to be applied: [index, reply] pairs in order. */
@@ -111,6 +119,8 @@ export class ConsumerRepl implements ConsumerReplicator {
     this._leading = on;
     if (on) this._epoch++;
     this.len = 1;
+    this.urgent = false;
+    this.holding = false;
     this.curName = "";
     this.batchReplies = [];
     if (!on) {
@@ -157,6 +167,7 @@ export class ConsumerRepl implements ConsumerReplicator {
     b.writeUInt32LE(cl, p + 26);
     b.write(config, p + 30, "utf8");
     this.len = p + 30 + cl;
+    this.urgent = true;
   }
 
   consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> {
@@ -170,10 +181,12 @@ export class ConsumerRepl implements ConsumerReplicator {
     const p = this.room(name, 1);
     this.buf[p] = REC_DEL;
     this.len = p + 1;
+    this.urgent = true;
   }
 
   op(name: string, kind: LedgerKind, a: number, b: number, c: number, d: number, seqs?: readonly number[]): void {
     if (!this._leading) return;
+    if (kind !== LedgerKind.Acked) this.urgent = true;
     if (kind === LedgerKind.Gone) {
       const list = seqs ?? [];
       const p = this.room(name, 1 + 4 + list.length * 8);
@@ -200,6 +213,7 @@ export class ConsumerRepl implements ConsumerReplicator {
     if (!this._leading) return; // not answered: the client's AckSync times out and retries
     if (this.len > 1) {
       this.batchReplies.push(reply);
+      this.urgent = true;
       if (!this.flushQueued) {
         // A batch kept after a failed propose: try again (a retried AckSync retries it).
         this.flushQueued = true;
@@ -224,6 +238,7 @@ export class ConsumerRepl implements ConsumerReplicator {
     if (!this._leading) return w.dropped();
     if (this.len > 1) {
       this.batchWaiters.push(w);
+      this.urgent = true;
       if (!this.flushQueued) {
         // A batch kept after a failed propose: try again.
         this.flushQueued = true;
@@ -268,13 +283,21 @@ export class ConsumerRepl implements ConsumerReplicator {
 
   private readonly flushFn = (): void => {
     this.flushQueued = false;
-    this.flush();
+    this.flush(false);
   };
 
   /** Propose what this turn recorded as one entry (the stream group calls it before its own
    *  entries too, so a purge proposed after acks comes after them in the log). */
-  flush(): void {
+  flush(force = true): void {
     if (this.len <= 1 || !this._leading) return;
+    // Plain acks answer nobody and change nothing the leader's consumers do (they applied
+    // them already): while an entry of ours is in flight they wait for it, so a client's
+    // stream of acks becomes one entry per commit round instead of one per event-loop turn,
+    // and the deliveries' entries do not queue behind ack entries' fsyncs.
+    if (!force && !this.urgent && this.lastProposed > this.appliedIndex && this.len < ACK_HOLD_BYTES) {
+      this.holding = true;
+      return;
+    }
     this.buf[0] = OP_CONSUMERS;
     const data = Buffer.from(this.buf.subarray(0, this.len));
     let index: number;
@@ -293,6 +316,8 @@ export class ConsumerRepl implements ConsumerReplicator {
     }
     const replies = this.batchReplies;
     this.len = 1;
+    this.urgent = false;
+    this.holding = false;
     this.curName = "";
     this.batchReplies = [];
     this.lastProposed = index;
@@ -431,6 +456,10 @@ export class ConsumerRepl implements ConsumerReplicator {
       }
     }
     if (replies !== null) for (let i = 0; i < replies.length; i++) this.host.publishReply(replies[i]!);
+    if (this.holding && index >= this.lastProposed && !this.flushQueued) {
+      this.flushQueued = true;
+      this.host.later(this.flushFn);
+    }
   }
 
   /** A plain stream becomes replicated (STREAM.UPDATE to R>1): its consumers, as they were

@@ -13,8 +13,10 @@ import type { ConsumerState } from "../../src/storage/types.js";
 import type { Bus } from "../../src/contracts/bus.js";
 import { Outbox } from "../../src/consumer/outbox.js";
 
-/** A leader's replicator whose "Raft log" is an array; later() runs on flush(). */
-function leaderRig(): { repl: ConsumerRepl; log: Buffer[]; replies: string[]; turn(): void } {
+/** A leader's replicator whose "Raft log" is an array; later() runs on turn(); commit()
+ *  has the leader apply what it proposed (plain acks recorded while an entry is in flight
+ *  wait for it: ConsumerRepl.flush). */
+function leaderRig(): { repl: ConsumerRepl; log: Buffer[]; replies: string[]; turn(): void; commit(): void } {
   const log: Buffer[] = [];
   const replies: string[] = [];
   let queued: (() => void) | null = null;
@@ -39,6 +41,9 @@ function leaderRig(): { repl: ConsumerRepl; log: Buffer[]; replies: string[]; tu
       const f = queued;
       queued = null;
       f?.();
+    },
+    commit: () => {
+      if (log.length > 0) repl.applied(log.length);
     },
   };
 }
@@ -79,7 +84,7 @@ function report(repl: ConsumerRepl, live: ConsumerLedger, name: string, op: Ledg
   }
 }
 
-type Step = { k: "deliver" } | { k: "redeliver"; i: number } | { k: "ack"; i: number } | { k: "nak"; i: number; delay: number } | { k: "expire"; i: number } | { k: "term"; i: number } | { k: "progress"; i: number } | { k: "gone"; i: number } | { k: "purge"; n: number } | { k: "turn" } | { k: "snap" };
+type Step = { k: "commit" } | { k: "deliver" } | { k: "redeliver"; i: number } | { k: "ack"; i: number } | { k: "nak"; i: number; delay: number } | { k: "expire"; i: number } | { k: "term"; i: number } | { k: "progress"; i: number } | { k: "gone"; i: number } | { k: "purge"; n: number } | { k: "turn" } | { k: "snap" };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: fc.constant({ k: "deliver" as const }) },
@@ -92,6 +97,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ k: fc.constant("gone" as const), i: fc.nat(50) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant("purge" as const), n: fc.nat(5) }) },
   { weight: 3, arbitrary: fc.constant({ k: "turn" as const }) },
+  { weight: 2, arbitrary: fc.constant({ k: "commit" as const }) },
   { weight: 1, arbitrary: fc.constant({ k: "snap" as const }) },
 );
 
@@ -166,6 +172,9 @@ void test("a follower applying the leader's CONSUMERS entries, and one restored 
           case "turn":
             L.turn();
             break;
+          case "commit":
+            L.commit();
+            break;
           case "snap":
             L.turn();
             applyAll();
@@ -173,7 +182,11 @@ void test("a follower applying the leader's CONSUMERS entries, and one restored 
             break;
         }
       }
-      L.turn();
+      // Everything in flight commits; acks held behind it are proposed and commit too.
+      for (let k = 0; k < 3; k++) {
+        L.turn();
+        L.commit();
+      }
       applyAll();
       assert.deepEqual(plain(f.state("c1")), plain(live.state));
       assert.deepEqual(plain(f.state("c2")), plain(other.state));
@@ -392,4 +405,33 @@ void test("a consumer left over from an earlier term reports nothing: its operat
   assert.equal(L.log.length, 2);
   L.repl.apply(L.log[1]!, 2, true);
   assert.deepEqual(sent, ["inbox $JS.ACK.S.c.1.2.2.5.0 m2"]);
+});
+
+void test("plain acks wait while an entry of the replicator is in flight; a delivery or an AckSync goes at once and takes them along", () => {
+  const L = leaderRig();
+  L.repl.configure("c", "explicit", 0, 0, "{}", 1);
+  L.repl.op("c", LedgerKind.Delivered, 1, 1, 1, 10);
+  L.turn();
+  assert.equal(L.log.length, 1, "the delivery is proposed at once");
+  L.repl.op("c", LedgerKind.Acked, 1, 1, 0, 0);
+  L.turn();
+  assert.equal(L.log.length, 1, "a plain ack waits for the entry in flight");
+  L.repl.op("c", LedgerKind.Delivered, 2, 2, 1, 11);
+  L.turn();
+  assert.equal(L.log.length, 2, "a delivery does not wait, and carries the held ack");
+  L.repl.op("c", LedgerKind.Acked, 2, 2, 0, 0);
+  L.turn();
+  assert.equal(L.log.length, 2);
+  L.commit();
+  L.turn();
+  assert.equal(L.log.length, 3, "once the entries in flight applied, the held ack goes");
+  L.repl.op("c", LedgerKind.Delivered, 3, 3, 1, 12);
+  L.turn();
+  L.repl.op("c", LedgerKind.Acked, 3, 3, 0, 0);
+  L.repl.replyAfterCommit("sync-reply");
+  L.turn();
+  assert.equal(L.log.length, 5, "an AckSync's ack does not wait");
+  const f = follower();
+  for (let i = 0; i < L.log.length; i++) f.apply(L.log[i]!, i + 1, false);
+  assert.deepEqual(plain(f.state("c")), { delivered: { consumerSeq: 3, streamSeq: 3 }, ackFloor: { consumerSeq: 3, streamSeq: 3 }, pending: [], redelivered: [] });
 });
