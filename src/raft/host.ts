@@ -646,6 +646,7 @@ export class RaftHost {
       // synced (Raft thesis §10.2.1): it counts itself towards a commit only once advance()
       // says its entries are stable. Anything else waits for the sync.
       if (early) rd.messages = this.sendLeaderMessages(g, rd.messages);
+      this.applyDurable(g, rd);
       batch.push([g, rd]);
     }
     if (batch.length === 0) return;
@@ -712,6 +713,25 @@ export class RaftHost {
     return mustSync;
   }
 
+  /** Readies whose committed entries applyDurable applied before their sync. */
+  private readonly appliedEarly = new WeakSet<Ready>();
+
+  /**
+   * Committed entries already on this server's disk (a leader's always are: it counts itself
+   * only once its own write is durable) do not wait for the sync of the new entries in the
+   * same Ready: they are applied now, saving the leader a sync and a turn between a commit
+   * and the PubAck or delivery it releases. Committed means durable on a quorum, so nothing
+   * is applied that could be lost. Messages still wait for the sync (persist, then send).
+   */
+  private applyDurable(g: Group, rd: Ready): void {
+    const n = g.node;
+    const last = rd.committed[rd.committed.length - 1];
+    if (last === undefined || rd.snapshot !== null || n.failed !== null || last.index > n.log.stabled) return;
+    g.app.apply(rd.committed);
+    n.log.appliedTo(last.index);
+    this.appliedEarly.add(rd);
+  }
+
   private finish(g: Group, rd: Ready): void {
     // The group may have been removed (and even added again) while this Ready was written.
     const cur = this.groups.get(g.name);
@@ -725,7 +745,7 @@ export class RaftHost {
     if (n.failed === null && live !== null) {
       for (const m of rd.messages) this.sendMsg(live.name, m);
       if (rd.snapshot !== null) live.app.restore(rd.snapshot.data);
-      if (rd.committed.length > 0) live.app.apply(rd.committed);
+      if (rd.committed.length > 0 && !this.appliedEarly.delete(rd)) live.app.apply(rd.committed);
       for (const rs of rd.readStates) live.app.onReadState?.(rs);
     }
     n.advance(rd);
