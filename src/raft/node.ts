@@ -24,6 +24,7 @@ import {
   type Message,
   MsgType,
   NONE,
+  RESET_FLAG,
   RaftError,
   type Ready,
   Role,
@@ -68,6 +69,9 @@ export class RaftNode {
    *  have voted in a term it no longer remembers, and its log is gone, so it neither votes
    *  nor campaigns until it holds everything a leader reported committed. */
   recovering = false;
+  /** Recovering: a leader said it knows of the reset (RESET_FLAG), so the commits it reports
+   *  no longer count what this node held before. */
+  private resetKnown = false;
   /** Going quiet when idle and waking (quiesce.ts). */
   private readonly quiet: Quiescence;
 
@@ -550,7 +554,7 @@ export class RaftNode {
         return;
       case MsgType.HeartbeatResp:
         if (pr === undefined) return;
-        this.repl.onHeartbeatResp(m.from, pr, m.index - 1);
+        this.repl.onHeartbeatResp(m.from, pr, m.index - 1, m.logTerm === RESET_FLAG);
         // A learner's answer confirms no read: it does not count.
         if (this.voters.includes(m.from)) this.reads.onHeartbeatResp(m, this.quorum());
         return;
@@ -680,14 +684,18 @@ export class RaftNode {
   /** A recovering node takes part again once it holds all a leader reported committed. */
   private maybeRecovered(): void {
     const l = this.log;
-    if (this.recovering && this.lead !== NONE && this.leaderCommit > 0 && l.committed >= this.leaderCommit && l.stabled >= this.leaderCommit) this.recovering = false;
+    if (this.recovering && this.resetKnown && this.lead !== NONE && this.leaderCommit > 0 && l.committed >= this.leaderCommit && l.stabled >= this.leaderCommit) this.recovering = false;
   }
 
   private handleHeartbeat(m: Message): void {
     if (m.index > this.leaderCommit) this.leaderCommit = m.index;
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    // Recovering: a leader that counted what this node acknowledged before its reset learns
+    // of it here; only a commit it reports after saying it knows ends the re-sync.
+    if (m.logTerm === RESET_FLAG && this.recovering) this.resetKnown = true;
     const r = this.msg(MsgType.HeartbeatResp, m.from);
     r.context = m.context;
+    if (this.recovering) r.logTerm = RESET_FLAG;
     // The end of our log + 1 (0: not said): a leader that counted more of it learns that we
     // lost what we acknowledged (a wiped disk) even when it has nothing new to send.
     r.index = this.log.lastIndex() + 1;
@@ -723,6 +731,9 @@ export class RaftNode {
     const { voters: v, learners: l, ids } = splitMembers(list);
     const sameV = v.length === this.voters.length && v.every((x) => this.voters.includes(x));
     const sameL = l.length === this.learners.length && l.every((x) => this.learners.includes(x));
+    // A member re-identified (a wiped server's new storage) holds none of what the old one
+    // acknowledged: the leader counts from zero for it.
+    if (this.role === Role.Leader) for (const [k, was] of this.ids) if (ids.get(k) !== was) this.repl.get(k)?.lostEntries(0);
     this.ids = ids;
     if (sameV && sameL) return;
     this.voters = v;

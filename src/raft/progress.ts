@@ -55,6 +55,8 @@ export class Progress {
   snapshotTicks = 0;
   /** Heard from within the current election timeout (check-quorum). */
   recentActive = false;
+  /** The follower's last heartbeat answer said its log was reset (RESET_FLAG). */
+  resetSeen = false;
   /** Probe state: one append is out; wait for its answer or a heartbeat answer. */
   probeSent = false;
   readonly inflights: Inflights;

@@ -10,7 +10,7 @@
 // does I/O or reads a clock.
 import type { RaftLog } from "./log.js";
 import { Progress, ProgressState } from "./progress.js";
-import { type Message, MsgType, type Snapshot, emptyMessage } from "./types.js";
+import { type Message, MsgType, type Snapshot, emptyMessage, RESET_FLAG } from "./types.js";
 
 /** What Replication reads of its node (RaftNode has these). */
 export interface ReplicaSource {
@@ -169,16 +169,21 @@ export class Replication {
       // The leader's own commit, so a follower knows how far it has to go (isCurrent).
       m.index = committed;
       m.context = context;
+      if (pr.resetSeen) m.logTerm = RESET_FLAG;
       this.send(m);
     }
   }
 
   /** A heartbeat answer from `from`: it is alive, and gets what it lacks. `has`: the end of
    *  its log when it answered (-1: not said). */
-  onHeartbeatResp(from: string, pr: Progress, has = -1): void {
+  onHeartbeatResp(from: string, pr: Progress, has = -1, reset = false): void {
     pr.recentActive = true;
     pr.probeSent = false;
-    if (has === 0 && pr.match > 0) {
+    // A follower re-syncing after its log was reset (corruption) lost what it acknowledged
+    // past its end: count only what it holds, and say so in the next heartbeats (it stays
+    // out of elections until it holds what was committed after that).
+    pr.resetSeen = reset;
+    if ((has === 0 || (reset && has >= 0)) && pr.match > has) {
       // Its log is empty where we counted entries: it lost what it acknowledged (a wiped
       // disk, back under the same id). Only an empty log counts: an answer that arrives
       // late, after later acknowledgements, says less than the follower holds.

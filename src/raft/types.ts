@@ -78,6 +78,11 @@ export interface Message {
 
 export const NONE = "";
 
+/** In a HeartbeatResp's logTerm (unused there otherwise): "my log was reset and I am
+ *  re-syncing" (RaftNode.recovering), so the leader stops counting what it acknowledged
+ *  before. In a Heartbeat's logTerm: "I know, and count only what you hold now". */
+export const RESET_FLAG = 1;
+
 export const Role = {
   Follower: 0,
   PreCandidate: 1,
