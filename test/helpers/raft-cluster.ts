@@ -154,11 +154,12 @@ export class Cluster {
     }
     assert.fail(`proposals to ${group} not applied everywhere`);
   }
-  /** Advance virtual time and let real I/O run until cond holds (bounded). */
-  async until(what: string, cond: () => boolean, maxSteps = 4000): Promise<void> {
+  /** Advance virtual time (advanceMs per step; 0: none, so no election can start while
+   *  slow real I/O runs) and let real I/O run until cond holds (bounded). */
+  async until(what: string, cond: () => boolean, maxSteps = 4000, advanceMs = 10): Promise<void> {
     for (let i = 0; i < maxSteps; i++) {
       if (cond()) return;
-      this.clock.advance(10);
+      if (advanceMs > 0) this.clock.advance(advanceMs);
       await new Promise((r) => setTimeout(r, 1));
     }
     assert.fail(`timed out waiting for ${what}`);

@@ -348,8 +348,10 @@ void test("host: a route is shared fairly between groups: past a peer's per-turn
     const big = new Uint8Array(512 * 1024).fill(7);
     for (let i = 0; i < 12; i++) h.propose("big", big);
     h.propose("small", enc.encode("s1"));
-    await c.until("f has both", () => c.app(f, "small").items.includes("s1") && c.app(f, "big").items.length >= 2);
-    await c.until("every big entry at f", () => seen.filter((g) => g === "big").length >= 12);
+    // Virtual time stands still while the 6 MiB are written and synced (slow on a loaded
+    // machine): no election timer may fire and move leadership under the test.
+    await c.until("f has both", () => c.app(f, "small").items.includes("s1") && c.app(f, "big").items.length >= 2, 20_000, 0);
+    await c.until("every big entry at f", () => seen.filter((g) => g === "big").length >= 12, 20_000, 0);
     assert.ok(h.stats.bulkDeferred > before, "some appends waited for a later turn");
     const firstSmall = seen.indexOf("small");
     const lastBig = seen.lastIndexOf("big");
