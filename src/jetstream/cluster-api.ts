@@ -520,6 +520,8 @@ export class JsCluster implements ClusterApiHooks {
       const c = await this.meta.proposeWait({ op: "update_stream", sa: this.remapped(sa, found) }, PROPOSE_TIMEOUT_MS);
       if (c === null) fail("JSClusterNotAvailErr");
     }
+    // Not added back by itself while it keeps running (MetaGroup.admitJoiners).
+    if ((await this.meta.proposeWait({ op: "forget_peer", peer: found }, PROPOSE_TIMEOUT_MS)) === null) fail("JSClusterNotAvailErr");
     const err = await this.meta.removeMetaPeer(found, PROPOSE_TIMEOUT_MS);
     if (err === "inflight") fail("JSClusterServerMemberChangeInflightErr");
     if (err !== "") fail("JSRaftGeneralErrF", { err });

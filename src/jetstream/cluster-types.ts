@@ -41,7 +41,8 @@ export type ClusterOp =
   | { op: "remove_stream"; stream: string; reply?: string }
   | { op: "assign_consumer"; ca: ClusterConsumerAssignment }
   | { op: "remove_consumer"; stream: string; name: string; reply?: string }
-  | { op: "remove_peer"; peer: string };
+  | { op: "remove_peer"; peer: string }
+  | { op: "forget_peer"; peer: string };
 
 export type ClusterChange =
   | { kind: "stream_added"; sa: ClusterStreamAssignment }

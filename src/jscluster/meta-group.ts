@@ -22,8 +22,10 @@ import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import { jsErr } from "../contracts/errors.js";
 import type { ForwardedRequest } from "../contracts/jetstream.js";
 import { RaftHost, type GroupApp, type RaftTransport } from "../raft/host.js";
-import { EntryType, Role, type Entry, type ReadState } from "../raft/types.js";
-import { splitIdentity } from "../raft/identity.js";
+import { EntryType, joinMembers, LEARNER_MARK, Role, type Entry, type ReadState } from "../raft/types.js";
+import { withIdentity } from "../raft/identity.js";
+import { admitJoiners, JOIN_CHECK_MS, memberName } from "./meta-join.js";
+import type { MetaGroupOptions, PeerChannel, PeerEvents, ServerFacts } from "./meta-options.js";
 import { loadIdentity } from "./identity-file.js";
 import { MetaReads } from "./meta-read.js";
 import { decodeForward, encodeForward, TAG_FWD } from "./meta-forward.js";
@@ -71,58 +73,7 @@ const STEPDOWN_TYPE = "io.nats.jetstream.api.v1.meta_leader_stepdown_response";
 export type { ForwardedRequest };
 export { encodeForward, decodeForward };
 
-/** What a server says about itself in HELLO (placement input on the meta leader). */
-export interface ServerFacts {
-  tags: string[];
-  maxStore: number;
-  maxMemory: number;
-}
-
-/** The channel to other tsnats servers by name (RoutePeerTransport over the routes, made by
- *  the composition root): frames are views valid only during the call. */
-export interface PeerChannel {
-  send(peer: string, frame: Uint8Array): void;
-  /** Peers reachable now. */
-  peers(): string[];
-  /** Bytes waiting to leave for peer (queued and in the route's buffers); optional. */
-  backlog?(peer: string): number;
-  /** Route peers connected now that run without JetStream (not meta group members). */
-  nonJetStreamPeers?(): string[];
-  close(): void;
-}
-
-export interface PeerEvents {
-  frame(from: string, frame: Buffer): void;
-  peerUp?(name: string): void;
-  peerDown?(name: string): void;
-}
-
-export interface MetaGroupOptions {
-  serverName: string;
-  /** The cluster's name now (a dynamic name may change once). */
-  clusterName: () => string;
-  /** This server's route listen port (known once the cluster started). */
-  clusterPort: () => number;
-  /** Configured route URLs. */
-  routes: readonly string[];
-  /** The Raft directory (WAL, snapshots, meta-peers.json). */
-  dir: string;
-  bus: Bus;
-  log: Logger;
-  openChannel: (events: PeerEvents) => PeerChannel;
-  clock: Clock;
-  sched: Scheduler;
-  random: Random;
-  fs: Fs;
-  /** Tags and limits this server announces (placement). */
-  facts?: ServerFacts;
-  tickMs?: number;
-  /** Snapshot after this many applied ops (default 256) or every snapshotMs (default 60 s). */
-  snapshotEntries?: number;
-  snapshotMs?: number;
-  electionTicks?: number;
-  heartbeatTicks?: number;
-}
+export type { MetaGroupOptions, PeerChannel, PeerEvents, ServerFacts };
 
 /** nats-server's PeerInfo in /jsz meta_cluster.replicas. */
 interface ReplicaInfo {
@@ -174,6 +125,21 @@ export class MetaGroup implements GroupApp {
   /** Index of the last meta entry applied here; linearizable reads of the meta state. */
   private appliedIndex = 0;
   private readonly reads: MetaReads;
+  /** The running meta group's membership a peer's HELLO gave (before this one started). */
+  private heardMeta: string[] | null = null;
+  private joinLoop: TimerHandle | null = null;
+  private readonly joinTick = (): void => {
+    this.joinLoop = null;
+    if (this.closed) return;
+    this.admitJoiners();
+    this.joinLoop = this.o.clock.setTimer(this.joinTick, JOIN_CHECK_MS);
+  };
+
+  private admitJoiners(): void {
+    if (!this.isLeader) return;
+    admitJoiners(this.host, META_GROUP, this.jsPeers, (p) => this.connected.has(p) && !this.state.removedPeers.has(p) && this.facts.get(p)?.cluster === this.o.clusterName(), (m) => this.o.log.info(`JetStream cluster meta group: ${m}`));
+  }
+
   /** This server's storage identity (raft/identity.ts), made at the first start on its disk. */
   readonly identity: string;
   /** Proposals waiting for their entry to apply: index -> term, settle. */
@@ -260,10 +226,10 @@ export class MetaGroup implements GroupApp {
     const saved = this.o.fs.readFile(join(this.o.dir, PEERS_FILE));
     if (saved !== null) {
       const peers = JSON.parse(saved.toString("utf8")) as unknown;
-      if (!Array.isArray(peers) || !peers.every((p) => typeof p === "string") || !peers.some((p) => splitIdentity(p).name === this.o.serverName)) {
+      if (!Array.isArray(peers) || !peers.every((p) => typeof p === "string") || !peers.some((p) => memberName(p) === this.o.serverName)) {
         throw new Error(`${join(this.o.dir, PEERS_FILE)} does not hold this server's meta peers`);
       }
-      this.startGroup(peers as string[], false);
+      this.startGroup(peers as string[], "recover");
       return;
     }
     let lastWarn = this.startedMs;
@@ -271,6 +237,15 @@ export class MetaGroup implements GroupApp {
       this.bootTimer = null;
       if (this.closed || this.peers !== null) return;
       for (const p of this.transport.peers()) if (!this.jsPeers.has(p)) this.sendHello(p);
+      if (this.heardMeta !== null) {
+        // The cluster's meta group runs already: take its membership. A server it names (this
+        // one with a wiped disk, or one that was slow to bootstrap) starts as that member; a
+        // new server starts as a learner, which the leader admits (admitJoiners).
+        const named = this.heardMeta.some((m) => memberName(m) === this.o.serverName);
+        const self = LEARNER_MARK + withIdentity(this.o.serverName, this.identity);
+        this.startGroup(named ? this.heardMeta : [...this.heardMeta, self], named ? "recover" : "join");
+        return;
+      }
       const seen = this.jsPeers.size + 1;
       // A configured route to a server without JetStream (a connection-only server) names no
       // meta group member.
@@ -278,7 +253,7 @@ export class MetaGroup implements GroupApp {
       const routesConfigured = this.o.routes.length > 0;
       const now = this.o.clock.monoMs();
       if (seen >= expected && (routesConfigured || now - this.startedMs >= NO_ROUTES_GRACE_MS)) {
-        this.startGroup([this.o.serverName, ...this.jsPeers], true);
+        this.startGroup([this.o.serverName, ...this.jsPeers], "bootstrap");
         return;
       }
       if (now - lastWarn >= BOOT_WARN_MS) {
@@ -294,6 +269,7 @@ export class MetaGroup implements GroupApp {
     if (this.closed) return;
     this.closed = true;
     if (this.bootTimer !== null) this.o.clock.clearTimer(this.bootTimer);
+    if (this.joinLoop !== null) this.o.clock.clearTimer(this.joinLoop);
     for (const p of this.pendingStepdowns) this.o.clock.clearTimer(p.timer);
     this.pendingStepdowns = [];
     this.settleAll();
@@ -522,14 +498,17 @@ export class MetaGroup implements GroupApp {
     return peer === this.o.serverName || this.connected.has(peer);
   }
 
-  /** peers: names (fresh: pinned here to the identities their HELLOs gave), or the saved
-   *  membership list. */
-  private startGroup(peers: string[], fresh: boolean): void {
-    const sorted = [...new Set(peers.map((p) => splitIdentity(p).name))].sort();
-    const members = fresh ? this.host.ids.members(sorted) : peers;
+  /** bootstrap: peers are the names of a new cluster's servers, pinned here to the
+   *  identities their HELLOs gave; join: the running group's membership list and this server
+   *  as a learner; recover: a saved (or heard) membership list naming this server. */
+  private startGroup(peers: string[], how: "bootstrap" | "join" | "recover"): void {
+    const sorted = [...new Set(peers.map(memberName))].sort();
+    const members = how === "bootstrap" ? this.host.ids.members(sorted) : peers;
+    const fresh = how !== "recover" || this.o.fs.readFile(join(this.o.dir, PEERS_FILE)) === null;
     if (fresh) writeFileAtomicSync(this.o.fs, this.o.dir, PEERS_FILE, Buffer.from(JSON.stringify(members)));
     this.peers = sorted;
     this.host.addGroup(META_GROUP, members, this);
+    this.joinLoop = this.o.clock.setTimer(this.joinTick, JOIN_CHECK_MS);
     this.replayUpTo = this.host.status(META_GROUP)?.lastIndex ?? 0;
     this.host.start();
     const every = this.o.snapshotMs ?? META_SNAPSHOT_MS;
@@ -540,7 +519,7 @@ export class MetaGroup implements GroupApp {
       this.snapLoop = this.o.clock.setTimer(loop, every);
     };
     this.snapLoop = this.o.clock.setTimer(loop, every);
-    this.o.log.info(`JetStream cluster meta group ${fresh ? "bootstrapped" : "recovered"} with peers [${sorted.join(", ")}] (fixed: meta membership changes are not supported yet)`);
+    this.o.log.info(`JetStream cluster meta group ${how === "bootstrap" ? "bootstrapped" : how === "join" ? "joined (a learner until the leader admits it)" : "recovered"} with peers [${sorted.join(", ")}]`);
   }
 
   private takeSnapshot(): void {
@@ -560,7 +539,11 @@ export class MetaGroup implements GroupApp {
   /** ask: the peer answers with its own HELLO (its identity is not known here). */
   private sendHello(peer: string, ask = false): void {
     const f0 = this.o.facts ?? { tags: [], maxStore: -1, maxMemory: -1 };
-    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory, sid: this.identity, ...(ask ? { ask: true } : {}) }));
+    // A started meta group's voters (with their identities) tell a new or wiped server what
+    // to join.
+    const st = this.peers !== null ? this.host.status(META_GROUP) : undefined;
+    const meta = st !== undefined ? joinMembers(st.voters, [], new Map(Object.entries(st.identities))) : undefined;
+    const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory, sid: this.identity, ...(meta !== undefined ? { meta } : {}), ...(ask ? { ask: true } : {}) }));
     const f = Buffer.allocUnsafe(1 + body.length);
     f[0] = TAG_HELLO;
     body.copy(f, 1);
@@ -573,9 +556,10 @@ export class MetaGroup implements GroupApp {
     const tag = frame[0]!;
     if (tag === TAG_HELLO) {
       try {
-        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown; sid?: unknown; ask?: unknown };
+        const h = JSON.parse(frame.subarray(1).toString("utf8")) as { cluster?: unknown; tags?: unknown; max_store?: unknown; max_mem?: unknown; sid?: unknown; ask?: unknown; meta?: unknown };
         this.host.ids.setPeer(from, typeof h.sid === "string" ? h.sid : null);
         if (h.ask === true) this.sendHello(from);
+        if (this.peers === null && Array.isArray(h.meta) && h.meta.length > 0 && h.meta.every((x) => typeof x === "string") && h.cluster === this.o.clusterName()) this.heardMeta = h.meta as string[];
         this.facts.set(from, {
           cluster: typeof h.cluster === "string" ? h.cluster : this.o.clusterName(),
           tags: Array.isArray(h.tags) ? h.tags.filter((t): t is string => typeof t === "string") : [],

@@ -48,7 +48,10 @@ export type MetaOp =
   | { op: "remove_consumer"; stream: string; name: string; reply?: string }
   /** A server leaves the cluster: it is dropped from every group it was in (the meta leader
    *  proposes replacements separately). */
-  | { op: "remove_peer"; peer: string };
+  | { op: "remove_peer"; peer: string }
+  /** SERVER.REMOVE: the server is never added back to the meta group by itself (a new
+   *  JetStream server that appears is, MetaGroup.admitJoiners). */
+  | { op: "forget_peer"; peer: string };
 
 /** What one applied op changed; `error` when it was refused (state unchanged). */
 export type MetaChange =
@@ -68,6 +71,7 @@ const OP_CODES: Record<MetaOp["op"], number> = {
   assign_consumer: 4,
   remove_consumer: 5,
   remove_peer: 6,
+  forget_peer: 7,
 };
 const OP_NAMES = new Map(Object.entries(OP_CODES).map(([k, v]) => [v, k as MetaOp["op"]]));
 
@@ -95,6 +99,8 @@ function sameConfig(a: unknown, b: unknown): boolean {
 }
 
 export class MetaState {
+  /** Servers taken out by SERVER.REMOVE (forget_peer): never re-admitted by themselves. */
+  readonly removedPeers = new Set<string>();
   /** Streams by name, each with its consumers by name. */
   private readonly streams = new Map<string, { sa: StreamAssignment; consumers: Map<string, ConsumerAssignment> }>();
 
@@ -193,6 +199,9 @@ export class MetaState {
         }
         return { kind: "peer_removed", peer: op.peer, groups };
       }
+      case "forget_peer":
+        this.removedPeers.add(op.peer);
+        return { kind: "noop" };
     }
   }
 
@@ -203,13 +212,17 @@ export class MetaState {
       const s = this.streams.get(name)!;
       out.push({ sa: s.sa, consumers: this.consumerNames(name).map((c) => s.consumers.get(c)!) });
     }
-    return Buffer.from(JSON.stringify(out), "utf8");
+    // The removed servers ride along in an object form; a plain list is the older form.
+    return Buffer.from(JSON.stringify(this.removedPeers.size === 0 ? out : { streams: out, removed: [...this.removedPeers].sort() }), "utf8");
   }
 
   static restore(buf: Uint8Array): MetaState {
     const m = new MetaState();
-    const list = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset, buf.length).toString("utf8")) as Array<{ sa: StreamAssignment; consumers: ConsumerAssignment[] }>;
+    type Item = { sa: StreamAssignment; consumers: ConsumerAssignment[] };
+    const v = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset, buf.length).toString("utf8")) as Item[] | { streams: Item[]; removed: string[] };
+    const list = Array.isArray(v) ? v : v.streams;
     if (!Array.isArray(list)) throw new Error("meta snapshot: not a list");
+    if (!Array.isArray(v) && Array.isArray(v.removed)) for (const r of v.removed) if (typeof r === "string") m.removedPeers.add(r);
     for (const e of list) {
       const consumers = new Map<string, ConsumerAssignment>();
       for (const c of e.consumers) consumers.set(c.name, c);

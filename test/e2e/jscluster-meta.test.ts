@@ -8,12 +8,13 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect } from "@nats-io/transport-node";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
 import { startTsnatsChild, type ChildServer } from "../helpers/core-child.js";
-import { agreedLeader as rigLeader, jsz, metaLeader, startRig, stopRig } from "../helpers/jscluster-rig.js";
+import { agreedLeader as rigLeader, freePort, jsz, metaLeader, req, startRig, startRigWithLeader, stopRig } from "../helpers/jscluster-rig.js";
 import { until } from "../helpers/until.js";
 import { serverHash } from "../../src/jscluster/meta-group.js";
 
@@ -170,6 +171,69 @@ void test("meta group: a STREAM.CREATE that reaches a server while there is no m
       await nc.close();
     }
   } finally {
+    await stopRig(rig);
+  }
+});
+
+void test("meta group: a new JetStream server that joins a running cluster is admitted (a learner, then a voter) and takes replicas; a server taken out by SERVER.REMOVE is not admitted again by itself", async () => {
+  const rig = await startRigWithLeader("jsc-join-");
+  let d: ChildServer | null = null;
+  const ncs: NatsConnection[] = [];
+  try {
+    const nc = await connect({ servers: rig.procs[0]!.url });
+    ncs.push(nc);
+    const before = await req(nc, "$JS.API.STREAM.CREATE.J1", { name: "J1", subjects: ["j1.>"], num_replicas: 3 });
+    assert.equal(before["error"], undefined, JSON.stringify(before));
+    // A fourth server with routes to the three.
+    const conf0 = readFileSync(rig.confs[0]!, "utf8");
+    const routes = /routes: \[([^\]]*)\]/.exec(conf0)![1]!;
+    const port = await freePort();
+    const f = join(rig.dir, "d1.conf");
+    writeFileSync(f, ["server_name: d1", "listen: 127.0.0.1:-1", "http: 127.0.0.1:-1", 'server_tags: ["node:d1"]', `jetstream { store_dir: "${join(rig.dir, "d1")}" }`, "cluster {", "  name: jsc", `  listen: 127.0.0.1:${port}`, `  routes: [ ${routes}, nats-route://127.0.0.1:${port} ]`, "}", ""].join("\n"));
+    d = await startTsnatsChild(["-c", f]);
+    const dd = d;
+    const leaderServer = async (): Promise<ChildServer | undefined> => {
+      const l = await rigLeader(rig);
+      return l === "" ? undefined : (rig.procs[rig.names.indexOf(l)] ?? undefined);
+    };
+    // The leader's /jsz counts four voters, and the new server follows that leader.
+    await until("the new server is a meta voter", async () => {
+      const ls = await leaderServer();
+      if (ls === undefined) return false;
+      const mc = (await jsz(ls))["meta_cluster"] as { cluster_size?: number; replicas?: Array<{ name: string }> } | undefined;
+      return (mc?.replicas ?? []).some((r) => r.name === "d1") && (await metaLeader(dd)) === (await rigLeader(rig));
+    }, 30_000);
+    assert.match(dd.log(), /meta group joined/);
+    // It takes replicas: an R4 stream needs all four servers.
+    const r4 = await req(nc, "$JS.API.STREAM.CREATE.J4", { name: "J4", subjects: ["j4.>"], num_replicas: 4 });
+    assert.equal(r4["error"], undefined, JSON.stringify(r4));
+    const js = jetstream(nc);
+    await js.publish("j4.a", "x");
+    const nd = await connect({ servers: dd.url });
+    ncs.push(nd);
+    await until("the stream's INFO on the new server lists four members", async () => {
+      const i = await req(nd, "$JS.API.STREAM.INFO.J4").catch(() => ({}) as Record<string, unknown>);
+      const c = i["cluster"] as { leader?: string; replicas?: Array<{ name: string }> } | undefined;
+      return c?.leader !== undefined && (c.replicas ?? []).length === 3 && (i["state"] as { messages?: number } | undefined)?.messages === 1;
+    }, 20_000);
+    // SERVER.REMOVE of the new server (still running): out of the meta group, and it stays out.
+    const removed = await req(nc, "$JS.API.SERVER.REMOVE", { peer: "d1" }, 15_000);
+    assert.equal(removed["error"], undefined, JSON.stringify(removed));
+    const voters = async (): Promise<string[]> => {
+      const ls = await leaderServer();
+      const mc = ls === undefined ? undefined : ((await jsz(ls))["meta_cluster"] as { leader?: string; replicas?: Array<{ name: string }> } | undefined);
+      return mc === undefined ? [] : [mc.leader ?? "", ...(mc.replicas ?? []).map((r) => r.name)];
+    };
+    await until("d1 out of the meta group", async () => !(await voters()).includes("d1") && (await voters()).length === 3, 20_000);
+    // Several admission rounds later it is still out.
+    const until2 = Date.now() + 2000;
+    while (Date.now() < until2) {
+      assert.ok(!(await voters()).includes("d1"), "a removed server was admitted again");
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    for (const c of ncs) await c.close().catch(() => undefined);
+    await d?.stop();
     await stopRig(rig);
   }
 });
