@@ -72,6 +72,9 @@ export class RaftNode {
   /** Recovering: a leader said it knows of the reset (RESET_FLAG), so the commits it reports
    *  no longer count what this node held before. */
   private resetKnown = false;
+  /** Recovering: the leader's last index when it said it knows; held and committed here
+   *  before the re-sync ends. */
+  private mustHold = 0;
   /** Going quiet when idle and waking (quiesce.ts). */
   private readonly quiet: Quiescence;
 
@@ -684,7 +687,7 @@ export class RaftNode {
   /** A recovering node takes part again once it holds all a leader reported committed. */
   private maybeRecovered(): void {
     const l = this.log;
-    if (this.recovering && this.resetKnown && this.lead !== NONE && this.leaderCommit > 0 && l.committed >= this.leaderCommit && l.stabled >= this.leaderCommit) this.recovering = false;
+    if (this.recovering && this.resetKnown && this.lead !== NONE && this.leaderCommit > 0 && l.committed >= Math.max(this.leaderCommit, this.mustHold) && l.stabled >= l.committed) this.recovering = false;
   }
 
   private handleHeartbeat(m: Message): void {
@@ -692,7 +695,10 @@ export class RaftNode {
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     // Recovering: a leader that counted what this node acknowledged before its reset learns
     // of it here; only a commit it reports after saying it knows ends the re-sync.
-    if (m.logTerm === RESET_FLAG && this.recovering) this.resetKnown = true;
+    if (m.logTerm > 0 && this.recovering) {
+      this.resetKnown = true;
+      this.mustHold = Math.max(this.mustHold, m.logTerm - 1);
+    }
     const r = this.msg(MsgType.HeartbeatResp, m.from);
     r.context = m.context;
     if (this.recovering) r.logTerm = RESET_FLAG;

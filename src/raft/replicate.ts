@@ -10,7 +10,7 @@
 // does I/O or reads a clock.
 import type { RaftLog } from "./log.js";
 import { Progress, ProgressState } from "./progress.js";
-import { type Message, MsgType, type Snapshot, emptyMessage, RESET_FLAG } from "./types.js";
+import { type Message, MsgType, type Snapshot, emptyMessage } from "./types.js";
 
 /** What Replication reads of its node (RaftNode has these). */
 export interface ReplicaSource {
@@ -169,7 +169,7 @@ export class Replication {
       // The leader's own commit, so a follower knows how far it has to go (isCurrent).
       m.index = committed;
       m.context = context;
-      if (pr.resetSeen) m.logTerm = RESET_FLAG;
+      if (pr.resetSeen) m.logTerm = this.node.log.lastIndex() + 1;
       this.send(m);
     }
   }

@@ -80,7 +80,9 @@ export const NONE = "";
 
 /** In a HeartbeatResp's logTerm (unused there otherwise): "my log was reset and I am
  *  re-syncing" (RaftNode.recovering), so the leader stops counting what it acknowledged
- *  before. In a Heartbeat's logTerm: "I know, and count only what you hold now". */
+ *  before. A Heartbeat's logTerm, to such a follower, is the leader's last index + 1: "I
+ *  know; hold and see committed everything up to there" (it may hold entries the follower
+ *  helped commit before its reset, which only the log's end covers). */
 export const RESET_FLAG = 1;
 
 export const Role = {
