@@ -215,7 +215,8 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   private workLimit = 0;
   private workCap = 0;
   private readYielded = false;
-  private readonly resumeBound = (): void => this.resumeRead();
+  /** resumeRead for nextTurn, made on the first yield (most connections never yield). */
+  private resumeBound: (() => void) | null = null;
 
   protected nowMs(): number {
     return this.server.nowMs();
@@ -227,6 +228,12 @@ export class Client extends Conn implements ParserHandler, SubOwner {
 
   protected tracingOut(): boolean {
     return this.server.traceEnabled;
+  }
+
+  /** A read of an adopted plain socket (ChunkReader): parsed, then what it caused flushed. */
+  onRead(chunk: Buffer): void {
+    this.onData(chunk);
+    this.server.flushDirty();
   }
 
   onData(chunk: Buffer): void {
@@ -275,7 +282,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     if (this.readYielded || this.closed) return;
     this.readYielded = true;
     this.socket.pause?.();
-    this.server.sched.nextTurn(this.resumeBound);
+    this.server.sched.nextTurn((this.resumeBound ??= () => this.resumeRead()));
   }
 
   private resumeRead(): void {
@@ -288,7 +295,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     if (this.closed) return;
     if (again) {
       this.readYielded = true;
-      this.server.sched.nextTurn(this.resumeBound);
+      this.server.sched.nextTurn(this.resumeBound!);
       return;
     }
     this.socket.resume?.();
