@@ -5,7 +5,7 @@
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
 import { authenticate, connectionTypeAllowed, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
-import { redactSecrets } from "./redact.js";
+import { InboundTrace } from "./trace-in.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { mapCertUser } from "./tls.js";
@@ -66,8 +66,6 @@ const WORK_CHECK_UNITS = 64;
 const WORK_SLICE_MS = 2;
 const NO_IDENTITIES: readonly string[] = Object.freeze([]);
 const NO_SUBS: Map<string, Subscription> = new Map();
-// Trace only: the longest unfinished line kept between reads to be redacted whole.
-const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
 /** What a Client needs of its transport (see ConnSocket). */
 export type ClientConn = ConnSocket;
@@ -302,34 +300,13 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   }
   inBytesRaw = 0;
 
-  // Trace only: the unfinished last line of the previous read, so that a line (a CONNECT
-  // with a password) is redacted whole even when it arrives in pieces. Bounded: a longer
-  // line is traced by its start and the rest skipped.
-  private traceCarry = "";
-  private traceSkip = false;
+  /** Trace only: cuts the reads into lines (made when tracing is on). */
+  private inTrace: InboundTrace | null = null;
 
   private traceIn(chunk: Buffer): void {
-    const lines = (this.traceCarry + chunk.toString("latin1")).split("\r\n");
-    const carry = lines.pop() ?? "";
-    for (const line of lines) {
-      if (this.traceSkip) {
-        this.traceSkip = false; // the end of a line already traced by its start
-        continue;
-      }
-      if (line.length > 0) this.traceLineIn(line);
+    for (const shown of (this.inTrace ??= new InboundTrace()).lines(chunk)) {
+      this.server.log.trace(`${this.label()} - <<- [${shown.length > 200 ? shown.slice(0, 200) + "..." : shown}]`);
     }
-    if (carry.length <= TRACE_CARRY_MAX_CHARS) {
-      this.traceCarry = carry;
-      return;
-    }
-    if (!this.traceSkip) this.traceLineIn(carry);
-    this.traceSkip = true;
-    this.traceCarry = "";
-  }
-
-  private traceLineIn(line: string): void {
-    const shown = redactSecrets(line);
-    this.server.log.trace(`${this.label()} - <<- [${shown.length > 200 ? shown.slice(0, 200) + "..." : shown}]`);
   }
 
   label(): string {
