@@ -51,7 +51,7 @@ export const PUB_SPLIT_MS = 8;
 // per 64 KiB read cost as much as handling it.
 const READS_BEFORE_SLICE = 4;
 // Work a connection's publishes may hand to internal handlers in one turn (Router.internalWork:
-// one unit per message a stream stores, API request or ack taken, plus one per 8 KiB of it):
+// one unit per message a stream stores, API request or ack taken, plus one per 4 KiB of it):
 // past it, the parser stops after that message and the rest of the read waits for a later
 // turn. Time alone bounded a flood to a stream at PUB_SPLIT_MS per read, but a turn holds
 // several reads and the fsync rounds' PubAcks as well (10,000 PUBs to a file stream in one
