@@ -66,34 +66,63 @@ async function infoBurst(ctx: CaseContext): Promise<Record<string, number>> {
   const parts = ["SUB _HI.* 1\r\n"];
   for (let i = 0; i < N; i++) parts.push(`PUB $JS.API.STREAM.INFO.HINFO _HI.${i} 0\r\n\r\n`);
   const batch = Buffer.from(parts.join(""));
-  let got = 0;
-  let tail = "";
   try {
     return await underLoad(ctx.server.port, null, async () => {
-      const all = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`only ${got} of ${N} replies`)), 120_000);
-        c.s.on("data", (d: string) => {
-          const t = tail + d;
-          let i = t.indexOf("MSG _HI.");
-          let last = 0;
-          while (i >= 0) {
-            got++;
-            last = i + 8;
-            i = t.indexOf("MSG _HI.", last);
-          }
-          tail = t.slice(Math.max(last, t.length - 16));
-          if (got >= N) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-      });
+      const all = replies(c, "MSG _HI.", N);
       c.write(batch);
       await all;
     });
   } finally {
     c.destroy();
     await req.request("$JS.API.STREAM.DELETE.HINFO", "", 60_000).catch(() => undefined);
+  }
+}
+
+/** Resolves once n frames starting with needle came on c (counted as they come). */
+function replies(c: HSock, needle: string, n: number): Promise<void> {
+  let got = 0;
+  let tail = "";
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${got} of ${n} replies`)), 120_000);
+    c.s.on("data", (d: string) => {
+      const t = tail + d;
+      let i = t.indexOf(needle);
+      let last = 0;
+      while (i >= 0) {
+        got++;
+        last = i + needle.length;
+        i = t.indexOf(needle, last);
+      }
+      tail = t.slice(Math.max(last, t.length - needle.length));
+      if (got >= n) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}
+
+/** One client writes 10,000 PUBs (16 B, with reply subjects) to a file stream in one write;
+ *  done at the last PubAck. */
+async function jsPubFlood(ctx: CaseContext): Promise<Record<string, number>> {
+  const req = await ctx.requester();
+  const cr = await req.request("$JS.API.STREAM.CREATE.HFLOOD", JSON.stringify({ name: "HFLOOD", subjects: ["hostile.f.>"], storage: "file" }), 60_000);
+  const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
+  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+  const c = await connectRaw(ctx.server.port, null);
+  const N = 10_000;
+  const parts = ["SUB _HF.* 1\r\n"];
+  for (let i = 0; i < N; i++) parts.push(`PUB hostile.f.${i % 100} _HF.${i} 16\r\n0123456789abcdef\r\n`);
+  const batch = Buffer.from(parts.join(""));
+  try {
+    return await underLoad(ctx.server.port, null, async () => {
+      const all = replies(c, "MSG _HF.", N);
+      c.write(batch);
+      await all;
+    });
+  } finally {
+    c.destroy();
+    await req.request("$JS.API.STREAM.DELETE.HFLOOD", "", 60_000).catch(() => undefined);
   }
 }
 
@@ -197,6 +226,7 @@ export const hostileSuite: SuiteDef = {
     "stream create: one client sends $JS.API.STREAM.CREATE.HOSTILE with 10,000 literal subjects (memory storage); load done = its reply.",
     "STREAM.INFO burst: one client writes 5,000 $JS.API.STREAM.INFO requests for a memory stream with 100 subjects in one write; load done = the last reply.",
     "100k SUBs: one client writes 100,000 SUB lines and a PING in one write; load done = its PONG.",
+    "PUB flood to a file stream: one client writes 10,000 PUBs (16 B, each with its reply subject) to a file stream's subjects in one write; load done = the last PubAck.",
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a single Node process).",
     "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
@@ -223,6 +253,7 @@ export const hostileSuite: SuiteDef = {
       { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: streamCreate },
       { name: "while one client sends 5,000 STREAM.INFO in one write", metrics: BYSTANDER_METRICS, run: infoBurst },
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },
+      { name: "while one client sends 10,000 PUBs to a file stream in one write", metrics: BYSTANDER_METRICS, run: jsPubFlood },
       {
         name: "while 500 unauthenticated sockets send PUB x 1 MiB",
         metrics: [...BYSTANDER_METRICS, { label: "server RSS growth (peak)", unit: "MB", better: "lower" }],

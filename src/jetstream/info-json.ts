@@ -29,6 +29,12 @@ interface WireCache {
   config: string;
   created: string;
   infoHead: Buffer | null;
+  /** A plain STREAM.INFO reply up to its "ts" (head, state, domain, cluster block), while
+   *  what it shows is unchanged (bodyKey): a burst of INFO on a quiet stream costs one
+   *  copy and a timestamp per reply. Only for streams without a mirror, sources or a
+   *  cluster block. */
+  body: Buffer | null;
+  bodyKey: (number | string)[];
 }
 
 const INFO_HEAD = `{"type":${JSON.stringify(ApiType.StreamInfo)},"total":0,"offset":0,"limit":0,`;
@@ -42,7 +48,7 @@ export class StreamInfoText {
   private wire(st: Stream): WireCache {
     const c = this.cache.get(st);
     if (c !== undefined && c.cfg === st.cfg) return c;
-    const n: WireCache = { cfg: st.cfg, config: JSON.stringify(st.wireConfig()), created: JSON.stringify(rfc3339Ns(st.createdNs)), infoHead: null };
+    const n: WireCache = { cfg: st.cfg, config: JSON.stringify(st.wireConfig()), created: JSON.stringify(rfc3339Ns(st.createdNs)), infoHead: null, body: null, bodyKey: [] };
     this.cache.set(st, n);
     return n;
   }
@@ -61,11 +67,59 @@ export class StreamInfoText {
     const w = this.wire(st);
     let head = w.infoHead;
     if (head === null) head = w.infoHead = Buffer.from(`${INFO_HEAD}"config":${w.config},"created":${w.created},"state":`);
+    const h = this.host;
+    if (h.clusterBlock(st.name) === undefined && h.mirrorInfo(st) === undefined && h.sourcesInfo(st) === undefined) {
+      const body = this.plainBody(st, w, head);
+      // rfc3339Ns is digits, '-', ':', 'T', '.' and 'Z': quoted as is, one byte a char.
+      const ts = rfc3339Ns(h.nowNs());
+      const out = Buffer.allocUnsafe(body.length + ts.length + 9);
+      body.copy(out, 0);
+      let p = out.write(',"ts":"', body.length, "latin1") + body.length;
+      p += out.write(ts, p, "latin1");
+      out[p++] = 0x22; // "
+      out[p] = 0x7d; // }
+      return out;
+    }
     const rest = this.fromState(st, undefined, true, "");
     const out = Buffer.allocUnsafe(head.length + Buffer.byteLength(rest));
     head.copy(out, 0);
     out.write(rest, head.length);
     return out;
+  }
+
+  /** The cached reply up to "ts" (WireCache.body), made again when what it shows moved. */
+  private plainBody(st: Stream, w: WireCache, head: Buffer): Buffer {
+    const s = st.store.state();
+    const h = this.host;
+    const domain = h.domain();
+    const server = h.serverName();
+    const cc = st.consumerCount();
+    const k = w.bodyKey;
+    if (
+      w.body !== null &&
+      k[0] === s.msgs &&
+      k[1] === s.bytes &&
+      k[2] === s.firstSeq &&
+      k[3] === s.lastSeq &&
+      k[4] === s.firstTsNs &&
+      k[5] === s.lastTsNs &&
+      k[6] === s.numSubjects &&
+      k[7] === s.numDeleted &&
+      k[8] === cc &&
+      k[9] === domain &&
+      k[10] === server
+    ) {
+      return w.body;
+    }
+    let text = JSON.stringify(st.state());
+    if (domain !== "") text += `,"domain":${JSON.stringify(domain)}`;
+    text += `,"cluster":{"leader":${JSON.stringify(server)}}`;
+    const body = Buffer.allocUnsafe(head.length + Buffer.byteLength(text));
+    head.copy(body, 0);
+    body.write(text, head.length);
+    w.body = body;
+    w.bodyKey = [s.msgs, s.bytes, s.firstSeq, s.lastSeq, s.firstTsNs, s.lastTsNs, s.numSubjects, s.numDeleted, cc, domain, server];
+    return body;
   }
 
   /** From the state's value to the end. */

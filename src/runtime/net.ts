@@ -65,12 +65,39 @@ const onreadSymbols: { buffer: symbol; callback: symbol } | null = (() => {
   }
 })();
 
-/** The bytes are only valid during the call. */
-export type ChunkHandler = (chunk: Buffer) => void;
+/** Where an adopted socket's reads go: kept on the socket under a symbol, so that every
+ *  socket shares one read callback (`this` is the socket) instead of a closure and its
+ *  context per connection. The bytes are only valid during the call. */
+export interface ChunkReader {
+  onRead(chunk: Buffer): void;
+}
+
+const kReader = Symbol("tsnats.chunkReader");
+
+interface ReaderSlot {
+  [kReader]?: ChunkReader;
+}
+
+/** The reads of socket (adopted, or about to be) go to reader from now on. */
+export function setChunkReader(socket: net.Socket, reader: ChunkReader): void {
+  (socket as unknown as ReaderSlot)[kReader] = reader;
+}
+
+// Node calls the onread callback as a method of the socket (stream[kBufferCb](n, buf)), and
+// 'data' listeners with the socket as `this`.
+function userBufferRead(this: ReaderSlot, n: number, buf: Uint8Array): boolean {
+  this[kReader]?.onRead((buf as Buffer).subarray(0, n));
+  return true;
+}
+
+function dataRead(this: ReaderSlot, chunk: Buffer): void {
+  this[kReader]?.onRead(chunk);
+}
 
 /**
  * Take over a socket accepted with pauseOnConnect: true. The returned socket emits no
- * 'data' events; every read goes to onChunk.
+ * 'data' events; every read goes to reader.onRead (null: the reader is set with
+ * setChunkReader before the turn ends, once the caller has made it around the socket).
  *
  * The accepted socket itself is given what the `onread` option would have set (the shared
  * buffer and the callback, under the symbols found on a probe socket) and its handle reads
@@ -79,22 +106,20 @@ export type ChunkHandler = (chunk: Buffer) => void;
  * the handle is moved into a new Socket constructed with `onread`; without a handle that
  * can read into a user buffer, plain 'data' events.
  */
-export function adoptAccepted(raw: net.Socket, onChunk: ChunkHandler): net.Socket {
+export function adoptAccepted(raw: net.Socket, reader: ChunkReader | null): net.Socket {
   const carrier = raw as unknown as HandleCarrier;
   const handle = carrier._handle;
   if (handle === null || handle === undefined || typeof (handle as { useUserBuffer?: unknown }).useUserBuffer !== "function") {
-    raw.on("data", onChunk);
+    if (reader !== null) setChunkReader(raw, reader);
+    raw.on("data", dataRead);
     raw.resume();
     return raw;
   }
-  const callback = (n: number, buf: Uint8Array): boolean => {
-    onChunk((buf as Buffer).subarray(0, n));
-    return true;
-  };
   if (onreadSymbols !== null) {
     const slots = raw as unknown as Record<symbol, unknown>;
     slots[onreadSymbols.buffer] = shared;
-    slots[onreadSymbols.callback] = callback;
+    slots[onreadSymbols.callback] = userBufferRead;
+    if (reader !== null) setChunkReader(raw, reader);
     (handle as UserBufferHandle).useUserBuffer(shared);
     raw.resume();
     return raw;
@@ -104,9 +129,10 @@ export function adoptAccepted(raw: net.Socket, onChunk: ChunkHandler): net.Socke
     handle,
     readable: true,
     writable: true,
-    onread: { buffer: shared, callback },
+    onread: { buffer: shared, callback: userBufferRead },
   };
   const socket = new net.Socket(opts as net.SocketConstructorOpts);
+  if (reader !== null) setChunkReader(socket, reader);
   // The old socket no longer owns the handle: destroying it only releases the listener's
   // connection count.
   raw.destroy();

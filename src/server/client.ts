@@ -5,7 +5,7 @@
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
 import { authenticate, connectionTypeAllowed, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
-import { redactSecrets } from "./redact.js";
+import { InboundTrace } from "./trace-in.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
 import { Subscription, type SubOwner } from "./subscription.js";
 import { mapCertUser } from "./tls.js";
@@ -50,10 +50,24 @@ export const PUB_SPLIT_MS = 8;
 // READ_SLICE_MS of wall time by itself (the process was descheduled), and a pause and resume
 // per 64 KiB read cost as much as handling it.
 const READS_BEFORE_SLICE = 4;
+// Work a connection's publishes may hand to internal handlers in one turn (Router.internalWork:
+// one unit per message a stream stores, API request or ack taken, plus one per 4 KiB of it):
+// past it, the parser stops after that message and the rest of the read waits for a later
+// turn. Time alone bounded a flood to a stream at PUB_SPLIT_MS per read, but a turn holds
+// several reads and the fsync rounds' PubAcks as well (10,000 PUBs to a file stream in one
+// write kept a bystander's PING 10-28 ms on a warm server; nats-server 5-10 ms; now 4-6 ms).
+// A unit costs ~1.5 us on a warm server, 512 of them ~0.8 ms (256 cost a fast publisher a
+// third of its rate in turns; 1,024 gave no more rate and longer turns); code not yet
+// optimised (a fresh server's first flood or first burst of API requests) costs ten to a
+// hundred times that, so every WORK_CHECK_UNITS the turn's time is checked too, against
+// WORK_SLICE_MS (every 64, a fresh server's first STREAM.INFO burst read 64 requests in
+// 9-16 ms; every 16, at most 5-7 ms; a clock read per 16 units is well under 1% warm).
+// Core publishes hand nothing to internal handlers and pay one compare each.
+export const INTERNAL_WORK_PER_TURN = 512;
+const WORK_CHECK_UNITS = 16;
+const WORK_SLICE_MS = 2;
 const NO_IDENTITIES: readonly string[] = Object.freeze([]);
 const NO_SUBS: Map<string, Subscription> = new Map();
-// Trace only: the longest unfinished line kept between reads to be redacted whole.
-const TRACE_CARRY_MAX_CHARS = 64 * 1024;
 
 /** What a Client needs of its transport (see ConnSocket). */
 export type ClientConn = ConnSocket;
@@ -88,6 +102,8 @@ export interface ClientHost {
   readonly sublist: Sublist<Subscription>;
   /** Turns of the event loop in which some client spent its operation budget. */
   readonly turn: number;
+  /** Units of work handed to internal handlers so far (never decreases). */
+  readonly internalWork: number;
   nowMs(): number;
   armTurn(): void;
   authRequired(): boolean;
@@ -194,8 +210,13 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   private turnMark = -1;
   private turnStartMs = 0;
   private turnReads = 0;
+  /** The server's internalWork at which this connection checks its turn's work (workSpent),
+   *  and past which it yields. */
+  private workLimit = 0;
+  private workCap = 0;
   private readYielded = false;
-  private readonly resumeBound = (): void => this.resumeRead();
+  /** resumeRead for nextTurn, made on the first yield (most connections never yield). */
+  private resumeBound: (() => void) | null = null;
 
   protected nowMs(): number {
     return this.server.nowMs();
@@ -207,6 +228,12 @@ export class Client extends Conn implements ParserHandler, SubOwner {
 
   protected tracingOut(): boolean {
     return this.server.traceEnabled;
+  }
+
+  /** A read of an adopted plain socket (ChunkReader): parsed, then what it caused flushed. */
+  onRead(chunk: Buffer): void {
+    this.onData(chunk);
+    this.server.flushDirty();
   }
 
   onData(chunk: Buffer): void {
@@ -244,6 +271,9 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     this.turnOps = 0;
     this.turnReads = 0;
     this.turnStartMs = this.server.clock.monoMs();
+    const w = this.server.internalWork;
+    this.workLimit = w + WORK_CHECK_UNITS;
+    this.workCap = w + INTERNAL_WORK_PER_TURN;
     this.server.armTurn();
   }
 
@@ -252,52 +282,33 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     if (this.readYielded || this.closed) return;
     this.readYielded = true;
     this.socket.pause?.();
-    this.server.sched.nextTurn(this.resumeBound);
+    this.server.sched.nextTurn((this.resumeBound ??= () => this.resumeRead()));
   }
 
   private resumeRead(): void {
     this.readYielded = false;
     if (this.closed) return;
+    const t = this.server.turn;
+    if (this.turnMark !== t) this.markTurn(t);
     const again = this.parser.resume();
     this.server.flushDirty();
     if (this.closed) return;
     if (again) {
       this.readYielded = true;
-      this.server.sched.nextTurn(this.resumeBound);
+      this.server.sched.nextTurn(this.resumeBound!);
       return;
     }
     this.socket.resume?.();
   }
   inBytesRaw = 0;
 
-  // Trace only: the unfinished last line of the previous read, so that a line (a CONNECT
-  // with a password) is redacted whole even when it arrives in pieces. Bounded: a longer
-  // line is traced by its start and the rest skipped.
-  private traceCarry = "";
-  private traceSkip = false;
+  /** Trace only: cuts the reads into lines (made when tracing is on). */
+  private inTrace: InboundTrace | null = null;
 
   private traceIn(chunk: Buffer): void {
-    const lines = (this.traceCarry + chunk.toString("latin1")).split("\r\n");
-    const carry = lines.pop() ?? "";
-    for (const line of lines) {
-      if (this.traceSkip) {
-        this.traceSkip = false; // the end of a line already traced by its start
-        continue;
-      }
-      if (line.length > 0) this.traceLineIn(line);
+    for (const shown of (this.inTrace ??= new InboundTrace()).lines(chunk)) {
+      this.server.log.trace(`${this.label()} - <<- [${shown.length > 200 ? shown.slice(0, 200) + "..." : shown}]`);
     }
-    if (carry.length <= TRACE_CARRY_MAX_CHARS) {
-      this.traceCarry = carry;
-      return;
-    }
-    if (!this.traceSkip) this.traceLineIn(carry);
-    this.traceSkip = true;
-    this.traceCarry = "";
-  }
-
-  private traceLineIn(line: string): void {
-    const shown = redactSecrets(line);
-    this.server.log.trace(`${this.label()} - <<- [${shown.length > 200 ? shown.slice(0, 200) + "..." : shown}]`);
   }
 
   label(): string {
@@ -411,6 +422,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
       if (subject.startsWith("$JS.API.")) this.spendOp(API_OP_COST);
     }
     this.server.routeRange(this, subject, reply, hdr, buf, start, end, subject, false, null, null);
+    if (this.server.internalWork >= this.workLimit) this.workSpent();
   }
 
   /** A plain PUB whose subject buf[s0, s1) starts with "$JS.ACK." (see Server.routeAck); true
@@ -423,7 +435,19 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     if (reply.length > 0 && mayBeReserved(reply)) return false;
     if (!this.server.routeAck(buf, s0, s1, reply, start, end)) return false;
     this.countIn(end - start);
+    if (this.server.internalWork >= this.workLimit) this.workSpent();
     return true;
+  }
+
+  /** WORK_CHECK_UNITS more were handed to internal handlers: the parser stops after this
+   *  message once this turn's INTERNAL_WORK_PER_TURN or WORK_SLICE_MS is spent (a
+   *  connection's first publish in a turn only starts the count). */
+  private workSpent(): void {
+    const t = this.server.turn;
+    if (this.turnMark !== t) return this.markTurn(t);
+    const w = this.server.internalWork;
+    if (w >= this.workCap || this.server.clock.monoMs() - this.turnStartMs >= WORK_SLICE_MS) this.parser.yieldTurn();
+    else this.workLimit = w + WORK_CHECK_UNITS;
   }
 
   /** One inbound message of size bytes, for this connection's and the server's counters. */

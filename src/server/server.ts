@@ -514,7 +514,8 @@ export class Server extends Router implements ClientHost {
 
   clientClosed(c: Client): void {
     if (!this.clients.delete(c.cid)) return;
-    this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
+    // Guarded: a mass disconnect would build thousands of these strings for nothing.
+    if (this.log.debugEnabled) this.log.debug(`${c.label()} - Client connection closed: ${c.closeReason}`);
     this.closedClients.push({
       cid: c.cid,
       host: c.host,

@@ -114,7 +114,7 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
   ) {
     super();
     const t = listener.tls;
-    if (t === null) this.socket = adoptAccepted(raw, (chunk) => this.onChunk(chunk));
+    if (t === null) this.socket = adoptAccepted(raw, this);
     else {
       // wss: the TLS handshake first, then the HTTP upgrade over it (the handshake timeout
       // below covers both).
@@ -245,6 +245,11 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
   }
 
   // ---- reading ----
+
+  /** A read of the plain socket (ChunkReader: adoptAccepted). */
+  onRead(chunk: Buffer): void {
+    this.onChunk(chunk);
+  }
 
   private onChunk(chunk: Buffer): void {
     const d = this.decoder;

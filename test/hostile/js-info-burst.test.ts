@@ -44,6 +44,31 @@ void test("a STREAM.INFO without a body answers what one with a body does (the f
     const slow = await c.reply("_R.slow");
     const strip = (s: string): string => s.replace(/"ts":"[^"]*"/, '"ts":""');
     assert.equal(strip(fast.body), strip(slow.body));
+    // The fast reply's state part is cached while the stream is unchanged: every change a
+    // plain reply shows (a message stored, one deleted, a consumer) makes it anew.
+    const changes: [string, string, string][] = [
+      ["burst.1", "", "more"],
+      ["$JS.API.STREAM.MSG.DELETE.BURST", "_R.del", JSON.stringify({ seq: 3 })],
+      ["$JS.API.CONSUMER.CREATE.BURST.C1", "_R.cc", JSON.stringify({ stream_name: "BURST", config: { name: "C1", ack_policy: "explicit" } })],
+      ["$JS.API.CONSUMER.DELETE.BURST.C1", "_R.cd", ""],
+    ];
+    let prev = strip(fast.body);
+    for (const [i, [subject, reply, body]] of changes.entries()) {
+      c.pub(subject, reply, body);
+      if (reply !== "") await c.reply(reply);
+      c.pub("$JS.API.STREAM.INFO.BURST", `_R.fast${i}`, "");
+      c.pub("$JS.API.STREAM.INFO.BURST", `_R.slow${i}`, "{}");
+      const f = await c.reply(`_R.fast${i}`);
+      const g = await c.reply(`_R.slow${i}`);
+      assert.equal(strip(f.body), strip(g.body), `after ${subject}`);
+      assert.notEqual(strip(f.body), prev, `after ${subject}: the reply changed`);
+      prev = strip(f.body);
+    }
+    const after = JSON.parse((await c.reply("_R.fast1")).body) as { state: { messages: number; num_deleted: number } };
+    assert.deepEqual([after.state.messages, after.state.num_deleted], [10, 1]);
+    c.pub("$JS.API.STREAM.INFO.BURST", "_R.last", "");
+    const last = JSON.parse((await c.reply("_R.last")).body) as { state: { consumer_count: number } };
+    assert.equal(last.state.consumer_count, 0);
     const j = JSON.parse(fast.body) as { type: string; state: { messages: number }; config: { subjects: string[] }; cluster: { leader: string } };
     assert.equal(j.type, "io.nats.jetstream.api.v1.stream_info_response");
     assert.equal(j.state.messages, 10);
