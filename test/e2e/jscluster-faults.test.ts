@@ -57,6 +57,11 @@ void test("faults: R3 stream in network namespaces, the leader partitioned from 
   judge(r, (s) => t.diagnostic(s));
 });
 
+void test("faults: R3 stream on 4 servers, a member (a follower, then the leader) cut off and STREAM.PEER.REMOVE'd while cut off (the Jepsen scenario): nothing acked lost, the members identical", async (t) => {
+  const r = await runStreamScenario({ ...base, n: 4, faults: ["peerremove"], faultMs: 2000, seconds: secs(5), log: (s) => t.diagnostic(s) });
+  judge(r, (s) => t.diagnostic(s));
+});
+
 void test("faults: KV bucket with 3 replicas under leader SIGKILLs: put / CAS / leader get linearizable", async (t) => {
   const r = await runKvScenario({ n: 3, net: "mesh", faults: LONG ? ["kill", "pause", "killall"] : ["kill"], seconds: secs(4), faultMs: 2000, quietMs: 1000, clients: 4, keys: 3, seed: 17, log: (s) => t.diagnostic(s) });
   t.diagnostic(`kv ops ${r.ops}, unknown ${r.unknown}, checker steps ${r.result.steps}`);

@@ -17,7 +17,7 @@ import { until } from "../helpers/until.js";
  *  restart them all. pause: SIGSTOP the leader, SIGCONT it
  *  later. isolate: block every route link of the leader (loopback mesh). partition: drop its
  *  packets to and from the others (network namespaces). */
-export type Fault = "kill" | "killall" | "pause" | "isolate" | "partition";
+export type Fault = "kill" | "killall" | "pause" | "isolate" | "partition" | "peerremove";
 
 export interface StreamScenario {
   n: number;
@@ -131,6 +131,31 @@ async function nemesis(rig: FaultRig, sc: StreamScenario, stream: string, pubs: 
         log(`heal ${leader}${reset ? " (connections reset)" : ""}`);
         break;
       }
+      case "peerremove": {
+        // Jepsen's NATS scenario: a member (a follower, then the leader, in turn) is cut off
+        // and STREAM.PEER.REMOVE'd while cut off; publishes go on; then the link heals.
+        const members = await streamMembers(rig, stream);
+        const target = k % 2 === 0 ? (members.find((m) => m !== leader) ?? leader) : leader;
+        const ti = rig.index(target);
+        const others = rig.nodes.map((_, i) => i).filter((i) => i !== ti);
+        if (rig.tnet !== null) rig.tnet.partition([[ti], others]);
+        else rig.mesh!.isolate(target);
+        log(`cut off ${target} (of ${members.join(",")}, leader ${leader}) and remove it from ${stream}`);
+        const nc = await connect({ servers: rig.urls()[others.find((i) => rig.nodes[i]!.proc !== null)!]!, noRandomize: true });
+        try {
+          const r = await nc.request(`$JS.API.STREAM.PEER.REMOVE.${stream}`, JSON.stringify({ peer: target }), { timeout: 15_000 });
+          log(`peer remove ${target}: ${r.string().slice(0, 160)}`);
+        } catch (e) {
+          log(`peer remove ${target}: ${(e as Error).message}`);
+        } finally {
+          await nc.close();
+        }
+        await sleep(faultMs);
+        rig.tnet?.heal();
+        rig.mesh?.heal();
+        log(`heal ${target}; members now ${(await streamMembers(rig, stream)).join(",")}`);
+        break;
+      }
       case "partition": {
         const others = rig.nodes.map((_, i) => i).filter((i) => i !== li);
         rig.tnet!.partition([[li], others]);
@@ -144,6 +169,13 @@ async function nemesis(rig: FaultRig, sc: StreamScenario, stream: string, pubs: 
     await sleep(sc.quietMs);
     log(`leader now ${await rig.streamLeader(stream)}`);
   }
+}
+
+/** The stream's members as its leader's copy reports them (leader first). */
+async function streamMembers(rig: FaultRig, stream: string): Promise<string[]> {
+  const leader = await waitLeader(rig, stream);
+  const d = await rig.streamAt(rig.index(leader), stream);
+  return [leader, ...(d?.cluster?.replicas ?? []).map((r) => r.name)];
 }
 
 function sleep(ms: number): Promise<void> {
@@ -187,7 +219,10 @@ export async function runStreamScenario(sc: StreamScenario): Promise<StreamRepor
     const n0 = pubs.stats.ackTimes.length;
     await until("PubAcks after the heal", () => pubs!.stats.ackTimes.length > n0 + 10, 30_000);
     await pubs.stop();
-    return await judgeStream(rig, pubs, STREAM, events, failovers);
+    // After peer removals only the stream's members hold it.
+    const which = sc.faults.includes("peerremove") ? (await streamMembers(rig, STREAM)).map((m) => rig.index(m)) : rig.nodes.map((_, i) => i);
+    events.push(`judged on ${which.map((i) => rig.nodes[i]!.name).join(",")}`);
+    return await judgeStream(rig, pubs, STREAM, events, failovers, which);
   } catch (e) {
     await pubs?.stop().catch(() => undefined);
     (e as Error).message += `\nevents:\n${events.join("\n")}\nlogs:\n${rig.logs()}`;
@@ -197,8 +232,7 @@ export async function runStreamScenario(sc: StreamScenario): Promise<StreamRepor
   }
 }
 
-async function judgeStream(rig: FaultRig, pubs: Publishers, stream: string, events: string[], failovers: number[]): Promise<StreamReport> {
-  const all = rig.nodes.map((_, i) => i);
+async function judgeStream(rig: FaultRig, pubs: Publishers, stream: string, events: string[], failovers: number[], all: number[]): Promise<StreamReport> {
   await rig.waitConverged(stream, all, 60_000);
   for (const i of all) await rig.stopNode(i);
   const copies = [];
