@@ -3,6 +3,8 @@
 // manual clock for ticks. Servers may carry storage identities (raft/identity.ts), introduced
 // to each other as HELLO does in a real cluster.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RaftHost, type GroupApp, type RaftTransport } from "../../src/raft/host.js";
 import { withIdentity } from "../../src/raft/identity.js";
@@ -169,3 +171,15 @@ export class Cluster {
   }
 }
 
+/** A Cluster (NodeFs) in a fresh temporary directory for fn, closed and removed after it
+ *  whatever happens; fn gets the directory too. */
+export async function withTempCluster(prefix: string, groups: string[], fn: (c: Cluster, root: string) => Promise<void>, walBudgetBytes?: number, identities?: Map<string, string>): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  const c = new Cluster(root, groups, undefined, walBudgetBytes, identities);
+  try {
+    await fn(c, root);
+  } finally {
+    c.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+}

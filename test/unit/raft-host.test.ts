@@ -3,10 +3,7 @@
 // from the WAL and snapshots; plus codec round trips.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Cluster, IDS } from "../helpers/raft-cluster.js";
+import { Cluster, IDS, withTempCluster } from "../helpers/raft-cluster.js";
 import { decodeMessage, encodeMessage } from "../../src/raft/codec.js";
 import { EntryType, MsgType, Role, emptyMessage } from "../../src/raft/types.js";
 import { SimFs } from "../helpers/simfs.js";
@@ -62,9 +59,7 @@ void test("codec: random and mutated frames never throw", () => {
 });
 
 void test("host: three servers elect a leader per group, commit proposals, and recover from the WAL", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-host-"));
-  const c = new Cluster(root, ["meta", "S-R3F-a"]);
-  try {
+  await withTempCluster("raft-host-", ["meta", "S-R3F-a"], async (c) => {
     await c.until("leaders", () => c.leader("meta") !== undefined && c.leader("S-R3F-a") !== undefined);
     const values = Array.from({ length: 200 }, (_, i) => `m${i}`);
     await c.proposeAll("S-R3F-a", values);
@@ -83,16 +78,11 @@ void test("host: three servers elect a leader per group, commit proposals, and r
     await c.proposeAll("S-R3F-a", ["after"]);
     for (const id of IDS) assert.equal(c.app(id, "S-R3F-a").items.length, 201);
     for (const id of IDS) assert.equal(c.app(id, "meta").items.length, 1);
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  });
 });
 
 void test("host: snapshots compact the WAL; a server that was down catches up by snapshot", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-host-"));
-  const c = new Cluster(root, ["g"]);
-  try {
+  await withTempCluster("raft-host-", ["g"], async (c) => {
     await c.until("leader", () => c.leader("g") !== undefined);
     const l = c.leader("g")!;
     const lagger = IDS.find((id) => id !== l)!;
@@ -120,10 +110,7 @@ void test("host: snapshots compact the WAL; a server that was down catches up by
     c.start(l2);
     assert.equal(c.app(l2, "g").restored, 1);
     await c.until("leader restored", () => c.app(l2, "g").items.length === 100);
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  });
 });
 
 void test("host: power loss on all three servers (unsynced writes lost or torn) loses nothing acknowledged", async () => {
@@ -275,10 +262,8 @@ void test("host: an unreadable snapshot file: that group alone re-syncs (file ke
 });
 
 void test("host: over its WAL budget, the groups whose entries keep the oldest segment snapshot, the segment goes, and a restart recovers from snapshot plus log", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-budget-"));
   const budget = 48 * 1024;
-  const c = new Cluster(root, ["g", "h"], undefined, budget);
-  try {
+  await withTempCluster("raft-budget-", ["g", "h"], async (c) => {
     const pad = "x".repeat(500);
     await c.proposeAll("h", ["h-only"]);
     for (let k = 0; k < 8; k++) await c.proposeAll("g", Array.from({ length: 25 }, (_, i) => `${k}-${i}-${pad}`));
@@ -297,16 +282,11 @@ void test("host: over its WAL budget, the groups whose entries keep the oldest s
     await c.proposeAll("g", ["after"]);
     assert.deepEqual(c.app(victim, "g").items, c.app(c.leader("g")!, "g").items);
     assert.deepEqual(c.app(victim, "h").items, ["h-only"]);
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  }, budget);
 });
 
 void test("host: a deleted group's WAL records no longer keep segments, and it is gone after a restart", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-delete-"));
-  const c = new Cluster(root, ["g", "gone"]);
-  try {
+  await withTempCluster("raft-delete-", ["g", "gone"], async (c) => {
     const pad = "y".repeat(500);
     await c.proposeAll("gone", Array.from({ length: 60 }, (_, i) => `${i}-${pad}`));
     for (const id of IDS) c.hosts.get(id)!.deleteGroup("gone");
@@ -317,16 +297,11 @@ void test("host: a deleted group's WAL records no longer keep segments, and it i
     c.stop(id);
     c.start(id);
     assert.deepEqual(c.hosts.get(id)!.wal.recoveredGroups().get("gone")?.entries ?? [], []);
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  });
 });
 
 void test("host: a route is shared fairly between groups: past a peer's per-turn share, one group's appends wait and another group's append goes first", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-fair-"));
-  const c = new Cluster(root, ["big", "small"]);
-  try {
+  await withTempCluster("raft-fair-", ["big", "small"], async (c) => {
     await c.proposeAll("big", ["b0"]);
     await c.proposeAll("small", ["s0"]);
     // Both groups led by the same server.
@@ -356,16 +331,11 @@ void test("host: a route is shared fairly between groups: past a peer's per-turn
     const firstSmall = seen.indexOf("small");
     const lastBig = seen.lastIndexOf("big");
     assert.ok(firstSmall >= 0 && firstSmall < lastBig, `the small group's append went before the big group's backlog (${seen.join(",")})`);
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  });
 });
 
 void test("host: a route with a big backlog (a slow link) gets no more appends until it drains, while heartbeats still reach it", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-backlog-"));
-  const c = new Cluster(root, ["g"]);
-  try {
+  await withTempCluster("raft-backlog-", ["g"], async (c) => {
     await c.proposeAll("g", ["a"]);
     const l = c.leader("g")!;
     const [f, o] = IDS.filter((id) => id !== l) as [string, string];
@@ -388,8 +358,5 @@ void test("host: a route with a big backlog (a slow link) gets no more appends u
     // The link drains: what waited goes out.
     c.hub.backlogs.delete(`${l}>${f}`);
     await c.until("f applied x", () => c.app(f, "g").items.includes("x"));
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  });
 });

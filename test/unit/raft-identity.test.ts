@@ -5,10 +5,9 @@
 // one membership change, and from then on the new member counts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { Cluster, IDS } from "../helpers/raft-cluster.js";
+import { IDS, withTempCluster } from "../helpers/raft-cluster.js";
 import { planConfChange } from "../../src/raft/conflog.js";
 import { decodeVoters, RaftError, splitMembers } from "../../src/raft/types.js";
 import { ID_MARK } from "../../src/raft/identity.js";
@@ -35,10 +34,8 @@ void test("membership lists carry identities; re-identifying one voter is one ch
 });
 
 void test("a wiped server comes back as a new member: it does not help a stale server lead; the leader re-identifies it, it catches up and then counts", async () => {
-  const root = mkdtempSync(join(tmpdir(), "raft-ident-"));
   const ids = new Map(IDS.map((id) => [id, `${id}first`]));
-  const c = new Cluster(root, ["g"], undefined, undefined, ids);
-  try {
+  await withTempCluster("raft-ident-", ["g"], async (c, root) => {
     await c.proposeAll("g", ["a"]);
     // One server is cut off: b and c commit on the other two only.
     const lagger = IDS.find((id) => id !== c.leader("g"))!;
@@ -86,8 +83,5 @@ void test("a wiped server comes back as a new member: it does not help a stale s
     c.start(wiped);
     await c.proposeAll("g", ["f"], [lagger, wiped]);
     assert.equal(c.hosts.get(wiped)!.node("g")!.superseded(), false);
-  } finally {
-    c.close();
-    rmSync(root, { recursive: true, force: true });
-  }
+  }, undefined, ids);
 });
