@@ -55,26 +55,31 @@ async function streamCreate(ctx: CaseContext): Promise<Record<string, number>> {
 
 /** One client sends 5,000 STREAM.INFO requests (a stream with 100 subjects) in one write;
  *  done at the last reply. */
-async function infoBurst(ctx: CaseContext): Promise<Record<string, number>> {
-  const req = await ctx.requester();
+function infoBurst(ctx: CaseContext): Promise<Record<string, number>> {
   const subjects = Array.from({ length: 100 }, (_, i) => `hostile.i.${i}`);
-  const cr = await req.request("$JS.API.STREAM.CREATE.HINFO", JSON.stringify({ name: "HINFO", subjects, storage: "memory" }), 60_000);
+  return burstOnStream(ctx, { name: "HINFO", subjects, storage: "memory" }, "_HI", 5000, (i) => `PUB $JS.API.STREAM.INFO.HINFO _HI.${i} 0\r\n\r\n`);
+}
+
+/** Makes stream cfg, then one raw client subscribed to `<inbox>.*` writes n requests
+ *  (pub(i), reply `<inbox>.<i>`) in one write, under load; done at the n-th reply. */
+async function burstOnStream(ctx: CaseContext, cfg: { name: string; [k: string]: unknown }, inbox: string, n: number, pub: (i: number) => string): Promise<Record<string, number>> {
+  const req = await ctx.requester();
+  const cr = await req.request(`$JS.API.STREAM.CREATE.${cfg.name}`, JSON.stringify(cfg), 60_000);
   const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
   if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
   const c = await connectRaw(ctx.server.port, null);
-  const N = 5000;
-  const parts = ["SUB _HI.* 1\r\n"];
-  for (let i = 0; i < N; i++) parts.push(`PUB $JS.API.STREAM.INFO.HINFO _HI.${i} 0\r\n\r\n`);
+  const parts = [`SUB ${inbox}.* 1\r\n`];
+  for (let i = 0; i < n; i++) parts.push(pub(i));
   const batch = Buffer.from(parts.join(""));
   try {
     return await underLoad(ctx.server.port, null, async () => {
-      const all = replies(c, "MSG _HI.", N);
+      const all = replies(c, `MSG ${inbox}.`, n);
       c.write(batch);
       await all;
     });
   } finally {
     c.destroy();
-    await req.request("$JS.API.STREAM.DELETE.HINFO", "", 60_000).catch(() => undefined);
+    await req.request(`$JS.API.STREAM.DELETE.${cfg.name}`, "", 60_000).catch(() => undefined);
   }
 }
 
@@ -104,26 +109,8 @@ function replies(c: HSock, needle: string, n: number): Promise<void> {
 
 /** One client writes 10,000 PUBs (16 B, with reply subjects) to a file stream in one write;
  *  done at the last PubAck. */
-async function jsPubFlood(ctx: CaseContext): Promise<Record<string, number>> {
-  const req = await ctx.requester();
-  const cr = await req.request("$JS.API.STREAM.CREATE.HFLOOD", JSON.stringify({ name: "HFLOOD", subjects: ["hostile.f.>"], storage: "file" }), 60_000);
-  const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
-  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
-  const c = await connectRaw(ctx.server.port, null);
-  const N = 10_000;
-  const parts = ["SUB _HF.* 1\r\n"];
-  for (let i = 0; i < N; i++) parts.push(`PUB hostile.f.${i % 100} _HF.${i} 16\r\n0123456789abcdef\r\n`);
-  const batch = Buffer.from(parts.join(""));
-  try {
-    return await underLoad(ctx.server.port, null, async () => {
-      const all = replies(c, "MSG _HF.", N);
-      c.write(batch);
-      await all;
-    });
-  } finally {
-    c.destroy();
-    await req.request("$JS.API.STREAM.DELETE.HFLOOD", "", 60_000).catch(() => undefined);
-  }
+function jsPubFlood(ctx: CaseContext): Promise<Record<string, number>> {
+  return burstOnStream(ctx, { name: "HFLOOD", subjects: ["hostile.f.>"], storage: "file" }, "_HF", 10_000, (i) => `PUB hostile.f.${i % 100} _HF.${i} 16\r\n0123456789abcdef\r\n`);
 }
 
 /** (b) One client sends 100,000 SUBs in one write, then PING; done at its PONG. */
