@@ -541,8 +541,8 @@ export class MetaGroup implements GroupApp {
     const f0 = this.o.facts ?? { tags: [], maxStore: -1, maxMemory: -1 };
     // A started meta group's voters (with their identities) tell a new or wiped server what
     // to join.
-    const st = this.peers !== null ? this.host.status(META_GROUP) : undefined;
-    const meta = st !== undefined ? joinMembers(st.voters, [], new Map(Object.entries(st.identities))) : undefined;
+    const node = this.peers !== null ? this.host.node(META_GROUP) : undefined;
+    const meta = node !== undefined ? joinMembers(node.voters, [], node.ids) : undefined;
     const body = Buffer.from(JSON.stringify({ name: this.o.serverName, js: true, cluster: this.o.clusterName(), tags: f0.tags, max_store: f0.maxStore, max_mem: f0.maxMemory, sid: this.identity, ...(meta !== undefined ? { meta } : {}), ...(ask ? { ask: true } : {}) }));
     const f = Buffer.allocUnsafe(1 + body.length);
     f[0] = TAG_HELLO;

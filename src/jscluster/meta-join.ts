@@ -5,9 +5,8 @@
 // is within one append window of the commit. Identities are pinned by the host
 // (raft/identities.ts).
 import type { RaftHost } from "../raft/host.js";
-import { splitIdentity } from "../raft/identity.js";
 import { ProgressState } from "../raft/progress.js";
-import { LEARNER_MARK, RaftError } from "../raft/types.js";
+import { parseMember, RaftError } from "../raft/types.js";
 
 /** How often the meta leader looks for servers to admit. */
 export const JOIN_CHECK_MS = 500;
@@ -16,7 +15,7 @@ const JOIN_LAG = 256;
 
 /** A membership list item's server name (no learner mark, no identity). */
 export function memberName(item: string): string {
-  return splitIdentity(item.startsWith(LEARNER_MARK) ? item.slice(LEARNER_MARK.length) : item).name;
+  return parseMember(item).name;
 }
 
 /**

@@ -62,6 +62,4 @@ export interface RaftStatus {
   voters: string[];
   /** The learners in effect (replicated to, not counted). */
   learners: string[];
-  /** Storage identities pinned to members (identity.ts). */
-  identities: Record<string, string>;
 }

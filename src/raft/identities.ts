@@ -1,7 +1,7 @@
 // The storage identities a RaftHost knows (identity.ts): its own and each connected peer's,
 // as the peer introduced itself. An answer that counts (votes, append acknowledgements) is
-// taken only from the member its group pins; on groups led here, a member whose server came back with another identity (its
-// disk was wiped) is replaced by the new one.
+// taken only from the member its group pins; on groups led here, a member whose server came
+// back with another identity (its disk was wiped) is replaced by the new one.
 import type { RaftNode } from "./node.js";
 import { withIdentity } from "./identity.js";
 import { MsgType, RaftError, Role } from "./types.js";

@@ -390,7 +390,6 @@ export class RaftNode {
       progress,
       voters: [...this.voters],
       learners: [...this.learners],
-      identities: Object.fromEntries(this.ids),
     };
   }
 

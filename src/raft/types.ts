@@ -167,13 +167,19 @@ export function splitMembers(list: readonly string[]): { voters: string[]; learn
   const learners: string[] = [];
   const ids = new Map<string, string>();
   for (const x of list) {
-    const learner = x.startsWith(LEARNER_MARK);
-    const { name, id } = splitIdentity(learner ? x.slice(LEARNER_MARK.length) : x);
+    const { name, id, learner } = parseMember(x);
     if (id !== "") ids.set(name, id);
     if (learner) learners.push(name);
     else voters.push(name);
   }
   return { voters: voters.sort(), learners: learners.sort(), ids };
+}
+
+/** One membership list item: the server's name, its pinned identity ("" for none), and
+ *  whether it is a learner. */
+export function parseMember(item: string): { name: string; id: string; learner: boolean } {
+  const learner = item.startsWith(LEARNER_MARK);
+  return { ...splitIdentity(learner ? item.slice(LEARNER_MARK.length) : item), learner };
 }
 
 /** The membership list of these voters and learners, with their pinned identities. */
