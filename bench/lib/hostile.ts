@@ -3,7 +3,10 @@
 // bystander, a connection that keeps one PING in flight while a case runs and records each
 // round trip.
 
+import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { HOST } from "./servers.js";
 import { latencyStats, nowNs } from "./load.js";
 
@@ -136,4 +139,63 @@ function countOf(t: string, needle: string): number {
   let n = 0;
   for (let i = t.indexOf(needle); i >= 0; i = t.indexOf(needle, i + needle.length)) n++;
   return n;
+}
+
+/** A Bystander in a process of its own (bystander-child.ts), so that its round trips show the
+ *  server's loop and not the bench process's, which is busy with the load. */
+export class RemoteBystander {
+  private out = "";
+  private waiters: (() => void)[] = [];
+
+  private constructor(private readonly child: ChildProcess) {
+    child.stdout!.setEncoding("utf8");
+    child.stdout!.on("data", (d: string) => {
+      this.out += d;
+      const w = this.waiters;
+      this.waiters = [];
+      for (const f of w) f();
+    });
+    child.on("exit", () => {
+      const w = this.waiters;
+      this.waiters = [];
+      for (const f of w) f();
+    });
+  }
+
+  private async line(n: number, ms: number): Promise<string> {
+    const end = performance.now() + ms;
+    for (;;) {
+      const lines = this.out.split("\n");
+      if (lines.length > n) return lines[n - 1]!;
+      if (this.child.exitCode !== null || performance.now() > end) throw new Error(`bystander: no answer (${this.out.slice(0, 200)})`);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, Math.max(1, end - performance.now()));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+
+  /** Started, connected and handshaken on port. */
+  static async start(port: number, creds: Creds | null): Promise<RemoteBystander> {
+    const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), "bystander-child.js");
+    const args = [entry, String(port), creds?.user ?? "", creds?.pass ?? ""];
+    const b = new RemoteBystander(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] }));
+    if ((await b.line(1, 20_000)) !== "ready") throw new Error(`bystander: ${b.out.slice(0, 200)}`);
+    return b;
+  }
+
+  /** Stops after the PING in flight; p50/p99 in ms and the count of round trips. */
+  async stop(): Promise<{ p50: number; p99: number; pings: number }> {
+    this.child.stdin!.write("stop\n");
+    const r = JSON.parse(await this.line(2, 70_000)) as { p50: number; p99: number; pings: number; error?: string };
+    if (r.error !== undefined) throw new Error(`bystander: ${r.error}`);
+    return r;
+  }
+
+  kill(): void {
+    if (this.child.exitCode === null) this.child.kill("SIGKILL");
+  }
 }
