@@ -180,6 +180,18 @@ async function acceptRate(ctx: CaseContext, n: number): Promise<Record<string, n
 }
 
 /** RSS per idle authenticated connection: a fresh server, n connections, 2 s idle. */
+/** 2,000 connected clients destroy their sockets at once (the server gets 2,000 EOFs in a
+ *  turn or two); done at a new connection's PONG after that. */
+async function closeStorm(ctx: CaseContext, n: number): Promise<Record<string, number>> {
+  const socks: HSock[] = [];
+  for (let i = 0; i < n; i += 200) socks.push(...(await Promise.all(Array.from({ length: Math.min(200, n - i) }, () => connectRaw(ctx.server.port, null)))));
+  return underLoad(ctx.server.port, null, async () => {
+    for (const s of socks) s.destroy();
+    const after = await connectRaw(ctx.server.port, null);
+    after.destroy();
+  });
+}
+
 async function rssPerIdle(ctx: CaseContext, n: number): Promise<Record<string, number>> {
   const proc = await ServerProc.start({
     name: ctx.server.name,
@@ -215,6 +227,7 @@ export const hostileSuite: SuiteDef = {
     "100k SUBs: one client writes 100,000 SUB lines and a PING in one write; load done = its PONG.",
     "PUB flood to a file stream: one client writes 10,000 PUBs (16 B, each with its reply subject) to a file stream's subjects in one write; load done = the last PubAck.",
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
+    "close storm: 2,000 connected clients (opened 200 at a time beforehand) destroy their sockets in one turn; load done = a new connection's PONG after that.",
     "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a single Node process).",
     "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
   ],
@@ -237,6 +250,7 @@ export const hostileSuite: SuiteDef = {
         ],
         run: (c) => acceptRate(c, 2000),
       },
+      { name: "while 2,000 connected clients close at once", metrics: BYSTANDER_METRICS, run: (c) => closeStorm(c, 2000) },
       { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: streamCreate },
       { name: "while one client sends 5,000 STREAM.INFO in one write", metrics: BYSTANDER_METRICS, run: infoBurst },
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },

@@ -38,20 +38,37 @@ function onSocketDrain(this: net.Socket): void {
   clientOf(this).onDrain();
 }
 
+/** Sockets whose peer ended are closed this many per turn at most (and within
+ *  PEER_END_SLICE_MS): closing one costs ~40 us of Node's stream teardown and the close(2)
+ *  (on loopback the peer's side of the teardown runs in it too), and 2,000 clients that
+ *  close at once arrive in one read phase, which held the loop for 80 ms. */
+const PEER_ENDS_PER_TURN = 64;
+const PEER_END_SLICE_MS = 2;
+
 export class Acceptor {
   /** Accepted client sockets not yet closed (the listener no longer counts them). */
   private readonly liveSockets = new Set<net.Socket>();
   private socketsDrained: (() => void) | null = null;
   private tlsRateWindowMs = 0;
   private tlsRateCount = 0;
+  /** Sockets whose peer sent EOF, waiting to be closed (closeEnded works them off). */
+  private ended: net.Socket[] = [];
+  private endedHead = 0;
+  private endedScheduled = false;
+  private readonly closeEndedBound = (): void => this.closeEnded();
   /** The listeners every registered socket shares (they need this acceptor). */
   private readonly onSocketClose: (this: net.Socket) => void;
+  private readonly onSocketEnd: (this: net.Socket) => void;
   private readonly onSocketError: (this: net.Socket, err: Error) => void;
 
   constructor(private readonly server: AcceptHost) {
     const closed = (s: net.Socket): void => this.socketClosed(s);
     this.onSocketClose = function (this: net.Socket): void {
       closed(this);
+    };
+    const ended = (s: net.Socket): void => this.peerEnded(s);
+    this.onSocketEnd = function (this: net.Socket): void {
+      ended(this);
     };
     this.onSocketError = function (this: net.Socket, err: Error): void {
       const c = clientOf(this);
@@ -91,6 +108,7 @@ export class Acceptor {
     setChunkReader(socket, c);
     socket.on("drain", onSocketDrain);
     socket.on("error", this.onSocketError);
+    socket.on("end", this.onSocketEnd);
     c.queueString(`INFO ${this.server.infoJson(c)}\r\n`);
     if (overLimit) {
       // As nats-server: the INFO, then the error, then the close.
@@ -116,6 +134,40 @@ export class Acceptor {
     return c;
   }
 
+  /** The peer of a plain client socket sent EOF (the listener allows half-open sockets, so
+   *  Node left it open): the client is closed on a later turn, a slice of such sockets per
+   *  turn, as nats-server closes a connection whose read ends. */
+  private peerEnded(socket: net.Socket): void {
+    this.ended.push(socket);
+    if (!this.endedScheduled) {
+      this.endedScheduled = true;
+      this.server.sched.nextTurn(this.closeEndedBound);
+    }
+  }
+
+  private closeEnded(): void {
+    this.endedScheduled = false;
+    const clock = this.server.clock;
+    const t0 = clock.monoMs();
+    const q = this.ended;
+    let n = 0;
+    while (this.endedHead < q.length) {
+      const s = q[this.endedHead]!;
+      q[this.endedHead++] = undefined as unknown as net.Socket;
+      const c = clientOf(s);
+      if (c.socket === s) c.close(CloseReason.ClientClosed);
+      s.destroy();
+      if (++n >= PEER_ENDS_PER_TURN || ((n & 15) === 0 && clock.monoMs() - t0 >= PEER_END_SLICE_MS)) break;
+    }
+    if (this.endedHead < q.length) {
+      this.endedScheduled = true;
+      this.server.sched.nextTurn(this.closeEndedBound);
+    } else {
+      this.ended = [];
+      this.endedHead = 0;
+    }
+  }
+
   private socketClosed(socket: net.Socket): void {
     this.liveSockets.delete(socket);
     clientOf(socket).close(CloseReason.ClientClosed);
@@ -132,6 +184,9 @@ export class Acceptor {
    */
   private acceptTls(raw: net.Socket, t: TlsSetup): void {
     const c = this.register(raw);
+    // Until a TLS socket takes the connection over (it ends at its own peer's EOF), and for
+    // good on a plaintext connection (allow_non_tls).
+    raw.on("end", this.onSocketEnd);
     // connection_rate_limit: new TLS connections per second, refused in plaintext before any
     // handshake work (nats-server's connRateCounter).
     if (t.opts.rateLimit > 0 && !this.tlsRateAllows(t.opts.rateLimit)) {

@@ -20,6 +20,8 @@ export interface ConnSocket {
   resume?(): void;
   readonly writableLength: number;
   readonly destroyed: boolean;
+  /** The peer's EOF has been read (a net.Socket's readableEnded); optional for adapters. */
+  readonly readableEnded?: boolean;
   readonly remoteAddress?: string | undefined;
   readonly remotePort?: number | undefined;
 }
@@ -148,6 +150,11 @@ export abstract class Conn {
   protected release(clock: Clock): void {
     const s = this.socket;
     if (s.destroyed) return;
+    // The peer has gone and the kernel took every byte: nothing to wait for.
+    if (s.readableEnded === true && s.writableLength === 0) {
+      s.destroy();
+      return;
+    }
     s.pause?.();
     s.end(() => s.destroy());
     clock.setTimer(() => s.destroy(), CLOSE_LINGER_MS);

@@ -178,7 +178,9 @@ export class Server extends Router implements ClientHost {
     if (o.websocket !== null && o.websocket.port !== 0) await this.startWebSocket();
 
     // Paused, so that accept() can move the handle into a socket with a shared read buffer.
-    const listener = net.createServer({ noDelay: true, pauseOnConnect: true }, (s) => this.acceptor.accept(s));
+    // Half-open allowed: Node does not end and destroy a socket at its peer's EOF within the
+    // read; the acceptor lets such sockets go a slice per turn (Acceptor.peerEnded).
+    const listener = net.createServer({ noDelay: true, pauseOnConnect: true, allowHalfOpen: true }, (s) => this.acceptor.accept(s));
     this.listener = listener;
     const port = o.port < 0 ? 0 : o.port;
     await listenAny(listener, o.host, port);
