@@ -129,6 +129,27 @@ async function subFlood(ctx: CaseContext): Promise<Record<string, number>> {
   }
 }
 
+/** One client's 10 PUBs (16 B, in one write) to a subject another client subscribed 100,000
+ *  times; done at the publisher's PONG (after every fan-out). */
+async function fanout(ctx: CaseContext): Promise<Record<string, number>> {
+  const a = await connectRaw(ctx.server.port, null);
+  const b = await connectRaw(ctx.server.port, null);
+  const parts: string[] = [];
+  for (let i = 0; i < 100_000; i++) parts.push(`SUB hostile.fan ${i + 1}\r\n`);
+  a.write(parts.join("") + "PING\r\n");
+  try {
+    if (!(await a.until((t) => t.includes("PONG\r\n"), 120_000))) throw new Error("no PONG after the SUBs");
+    const pubs = Buffer.from("PUB hostile.fan 16\r\n0123456789abcdef\r\n".repeat(10) + "PING\r\n");
+    return await underLoad(ctx.server.port, null, async () => {
+      b.write(pubs);
+      if (!(await b.until((t) => t.includes("PONG\r\n"), 120_000))) throw new Error("no PONG after the PUBs");
+    });
+  } finally {
+    a.destroy();
+    b.destroy();
+  }
+}
+
 /** (c) 500 unauthenticated sockets each send `PUB x 1048576` + 1 MiB, on a server with auth. */
 async function unauthFlood(ctx: CaseContext): Promise<Record<string, number>> {
   const proc = await ServerProc.start({
@@ -225,6 +246,7 @@ export const hostileSuite: SuiteDef = {
     "stream create: one client sends $JS.API.STREAM.CREATE.HOSTILE with 10,000 literal subjects (memory storage); load done = its reply.",
     "STREAM.INFO burst: one client writes 5,000 $JS.API.STREAM.INFO requests for a memory stream with 100 subjects in one write; load done = the last reply.",
     "100k SUBs: one client writes 100,000 SUB lines and a PING in one write; load done = its PONG.",
+    "fan-out: one client subscribes 100,000 times to one subject; another writes 10 PUBs (16 B) to it and a PING in one write; load done = that PING's PONG (1M deliveries, 36 MB to the subscriber, which the bench reads).",
     "PUB flood to a file stream: one client writes 10,000 PUBs (16 B, each with its reply subject) to a file stream's subjects in one write; load done = the last PubAck.",
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "close storm: 2,000 connected clients (opened 200 at a time beforehand) destroy their sockets in one turn; load done = a new connection's PONG after that.",
@@ -254,6 +276,7 @@ export const hostileSuite: SuiteDef = {
       { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: streamCreate },
       { name: "while one client sends 5,000 STREAM.INFO in one write", metrics: BYSTANDER_METRICS, run: infoBurst },
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },
+      { name: "while one client's 10 PUBs fan out to 100k subscriptions", metrics: BYSTANDER_METRICS, run: fanout },
       { name: "while one client sends 10,000 PUBs to a file stream in one write", metrics: BYSTANDER_METRICS, run: jsPubFlood },
       {
         name: "while 500 unauthenticated sockets send PUB x 1 MiB",

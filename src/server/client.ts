@@ -215,6 +215,9 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   private workLimit = 0;
   private workCap = 0;
   private readYielded = false;
+  /** Messages of this client still being delivered a slice per turn (Router's fan-out):
+   *  its reads wait for them, so that its later messages come after. */
+  private fanoutHolds = 0;
   /** resumeRead for nextTurn, made on the first yield (most connections never yield). */
   private resumeBound: (() => void) | null = null;
 
@@ -285,7 +288,21 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     this.server.sched.nextTurn((this.resumeBound ??= () => this.resumeRead()));
   }
 
+  /** A message of this client is being delivered over several turns: the parser stops after
+   *  it and reads wait until releaseReads. */
+  holdReads(): void {
+    this.fanoutHolds++;
+    this.parser.yieldTurn();
+  }
+
+  releaseReads(): void {
+    if (--this.fanoutHolds > 0 || !this.readYielded || this.closed) return;
+    this.server.sched.nextTurn((this.resumeBound ??= () => this.resumeRead()));
+  }
+
   private resumeRead(): void {
+    // Held by a fan-out (releaseReads schedules this again), or already resumed.
+    if (this.fanoutHolds > 0 || !this.readYielded) return;
     this.readYielded = false;
     if (this.closed) return;
     const t = this.server.turn;
