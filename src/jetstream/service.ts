@@ -232,6 +232,7 @@ export class JetStreamService {
       canAddConsumer: () => true,
       syncIntervalMs: this.syncIntervalMs(),
       storeFailed: (st, err) => this.storeFailed(st, err),
+      nextTurn: (fn) => this.deps.sched.nextTurn(fn),
     };
   }
 

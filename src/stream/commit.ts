@@ -23,7 +23,14 @@ export interface CommitHost {
   republishStored(seq: number, prevSeq: number): void;
   /** A sync failed (the PubAcks waiting on it were answered with the error). */
   syncFailed(err: Error): void;
+  /** fn on a later turn of the loop; absent: every synced PubAck is sent at once. */
+  nextTurn?(fn: () => void): void;
 }
+
+/** PubAcks sent per turn after syncs complete: one fsync round can cover thousands of
+ *  publishes (all parsed while the previous fsync ran), and sending all their PubAcks in the
+ *  sync's callback held the loop 18 ms for 5,000. */
+const ACKS_PER_TURN = 1024;
 
 /** Pending PubAcks answered together when one store.sync() completes. */
 class AckBatch {
@@ -32,11 +39,16 @@ class AckBatch {
   dups: boolean[] = [];
   /** The last sequence stored before this batch's sync was asked for (0: none to make visible). */
   coverSeq = 0;
+  /** Once synced: the sync's error, and how many of the PubAcks went out. */
+  err: Error | null = null;
+  sent = 0;
   clear(): void {
     this.replies.length = 0;
     this.seqs.length = 0;
     this.dups.length = 0;
     this.coverSeq = 0;
+    this.err = null;
+    this.sent = 0;
   }
 }
 
@@ -124,40 +136,79 @@ export class CommitQueue {
     this.host.store.sync(this.onSynced);
   };
 
+  /** Synced batches whose PubAcks are not all out yet, oldest first. */
+  private readonly synced: AckBatch[] = [];
+  private releaseQueued = false;
+
   private readonly onSynced = (err: Error | null): void => {
     const b = this.inflight.shift();
     if (b === undefined) return;
+    b.err = err;
+    this.synced.push(b);
+    if (!this.releaseQueued) this.release(this.host.nextTurn !== undefined ? ACKS_PER_TURN : Infinity);
+  };
+
+  private readonly releaseNext = (): void => {
+    this.releaseQueued = false;
+    this.release(ACKS_PER_TURN);
+  };
+
+  /** Up to budget PubAcks of the synced batches, in order; a batch's messages become visible
+   *  once its last PubAck is out. The rest waits for a later turn. */
+  private release(budget: number): void {
+    while (this.synced.length > 0 && budget > 0) {
+      const b = this.synced[0]!;
+      const n = Math.min(b.replies.length, b.sent + budget);
+      budget -= n - b.sent;
+      this.sendAcks(b, n);
+      if (b.sent < b.replies.length) break;
+      this.synced.shift();
+      const err = b.err;
+      const cover = b.coverSeq;
+      b.clear();
+      if (this.spare.length < 4) this.spare.push(b);
+      // PubAcks first, then deliveries: a publisher sees its ack before any consumer's copy.
+      if (err === null && cover > this.visibleSeq) this.advanceVisible(cover);
+    }
+    if (this.synced.length > 0 && !this.releaseQueued) {
+      this.releaseQueued = true;
+      this.host.nextTurn!(this.releaseNext);
+    }
+  }
+
+  /** b's PubAcks from b.sent up to n. */
+  private sendAcks(b: AckBatch, n: number): void {
     const bus = this.bus;
-    const n = b.replies.length;
+    const from = b.sent;
+    b.sent = n;
+    if (from >= n) return;
+    const err = b.err;
     if (err !== null) {
-      this.log.error(`JetStream sync failed on stream '$G > ${this.host.name}': ${err.message}`);
+      if (from === 0) {
+        this.log.error(`JetStream sync failed on stream '$G > ${this.host.name}': ${err.message}`);
+        this.host.syncFailed(err);
+      }
       const body = Buffer.from(
         JSON.stringify({ error: jsErr("JSStreamStoreFailedF", { err: err.message }), stream: this.host.name, seq: 0 }),
       );
-      for (let i = 0; i < n; i++) bus.publish(b.replies[i]!, "", null, body);
-      this.host.syncFailed(err);
-    } else {
-      // Every body of the batch in one buffer, written byte by byte: no string building or
-      // UTF-8 encoding per ack; each publish gets a view (receivers copy or keep the view).
-      const pre = this.ackPrefix;
-      const buf = Buffer.allocUnsafe(n * (pre.length + MAX_SEQ_DIGITS + ACK_DUP_TAIL.length));
-      let p = 0;
-      for (let i = 0; i < n; i++) {
-        const start = p;
-        for (let k = 0; k < pre.length; k++) buf[p++] = pre[k]!;
-        p = putSeq(buf, p, b.seqs[i]!);
-        if (b.dups[i]) for (let k = 0; k < ACK_DUP_TAIL.length; k++) buf[p++] = ACK_DUP_TAIL[k]!;
-        else buf[p++] = 0x7d; // }
-        if (bus.publishRange !== undefined) bus.publishRange(b.replies[i]!, "", null, buf, start, p);
-        else bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
-      }
+      for (let i = from; i < n; i++) bus.publish(b.replies[i]!, "", null, body);
+      return;
     }
-    const cover = b.coverSeq;
-    b.clear();
-    if (this.spare.length < 4) this.spare.push(b);
-    // PubAcks first, then deliveries: a publisher sees its ack before any consumer's copy.
-    if (err === null && cover > this.visibleSeq) this.advanceVisible(cover);
-  };
+    // Every body of the slice in one buffer, written byte by byte: no string building or
+    // UTF-8 encoding per ack; each publish gets a view (receivers copy or keep the view).
+    const pre = this.ackPrefix;
+    const buf = Buffer.allocUnsafe((n - from) * (pre.length + MAX_SEQ_DIGITS + ACK_DUP_TAIL.length));
+    let p = 0;
+    for (let i = from; i < n; i++) {
+      const start = p;
+      for (let k = 0; k < pre.length; k++) buf[p++] = pre[k]!;
+      p = putSeq(buf, p, b.seqs[i]!);
+      if (b.dups[i]) for (let k = 0; k < ACK_DUP_TAIL.length; k++) buf[p++] = ACK_DUP_TAIL[k]!;
+      else buf[p++] = 0x7d; // }
+      if (bus.publishRange !== undefined) bus.publishRange(b.replies[i]!, "", null, buf, start, p);
+      else bus.publish(b.replies[i]!, "", null, buf.subarray(start, p));
+    }
+  }
 
   private advanceVisible(upTo: number): void {
     this.visibleSeq = upTo;
@@ -193,8 +244,8 @@ export class CommitQueue {
   /** Wait until every queued PubAck has been answered (used before close). */
   async drain(): Promise<void> {
     if (this.current.replies.length > 0) this.flush();
-    if (this.inflight.length === 0) return;
-    await new Promise<void>((res) => this.host.store.sync(() => res()));
+    if (this.inflight.length > 0) await new Promise<void>((res) => this.host.store.sync(() => res()));
+    this.release(Infinity);
   }
 }
 

@@ -56,6 +56,8 @@ export interface StreamEnv {
   storeFailed?(st: Stream, err: Error): void;
   /** The proposer between checks and apply (absent: a LocalProposer, which applies at once). */
   proposer?(applier: EntryApplier): Proposer;
+  /** Runs fn on a later turn of the loop (absent: a sync's PubAcks all go in one call). */
+  nextTurn?(fn: () => void): void;
 }
 
 export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHost {
@@ -66,6 +68,8 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   /** Stream directory (file streams) or null. */
   readonly dir: string | null;
   private readonly env: StreamEnv;
+  /** CommitHost: the env's later-turn scheduler (synced PubAcks go out a slice per turn). */
+  readonly nextTurn: ((fn: () => void) => void) | undefined;
   /** A replicated stream's copy: where its consumers' ledger operations go (StreamGroup). */
   consumerRepl: ConsumerReplicator | null = null;
   private subs: InternalSubscription[] = [];
@@ -102,6 +106,7 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
     this.store = store;
     this.dir = dir;
     this.env = env;
+    this.nextTurn = env.nextTurn;
     this.createdNs = createdNs;
     this.checks = new PublishChecks(cfg, store, env);
     this.proposer = env.proposer?.(this) ?? new LocalProposer(this);
