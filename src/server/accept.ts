@@ -277,6 +277,9 @@ export class Acceptor {
   private upgradeTls(c: Client, raw: net.Socket, t: TlsSetup, first: Buffer | null, deadline: TimerHandle, onSecure: (() => void) | null): void {
     if (c.closed) return;
     if (first !== null) raw.unshift(first);
+    // A TLS socket takes allowHalfOpen from the socket it wraps: off, so that it ends and
+    // closes at its peer's EOF as before (peerEnded paces only plain sockets).
+    raw.allowHalfOpen = false;
     const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
     c.socket = ts;
     ts.on("error", (err) => {

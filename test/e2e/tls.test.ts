@@ -99,6 +99,25 @@ void test("tls required: the official client upgrades after INFO; a plaintext cl
   });
 });
 
+/** Bounded wait until the server holds no client connection. */
+async function noClients(s: RunningServer, what: string): Promise<void> {
+  const end = Date.now() + 5000;
+  while (s.server.clients.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(s.server.clients.size, 0, `${what}: the server let the connection go`);
+}
+
+void test("a client that closes is let go at once, over TLS and in plaintext beside it (the listener allows half-open sockets)", async () => {
+  await withServer({ tls: tlsOpts(), allowNonTls: true }, async (s) => {
+    for (const [what, tlsOpt] of [["TLS", { caFile: certs.caCert }], ["plaintext", null]] as const) {
+      const nc = await connect({ servers: s.url, maxReconnectAttempts: 0, reconnect: false, tls: tlsOpt });
+      await nc.flush();
+      assert.equal(s.server.clients.size, 1);
+      await nc.close();
+      await noClients(s, what);
+    }
+  });
+});
+
 void test("allow_non_tls: plaintext and TLS clients both connect; INFO says tls_available", async () => {
   await withServer({ tls: tlsOpts(), allowNonTls: true }, async (s) => {
     const r = await raw(s.port, "CONNECT {\"verbose\":false}\r\nPING\r\n");
