@@ -29,12 +29,14 @@ const SYS_GROUP = "_sys_";
 const FIRST_OUT_BYTES = 1024;
 // SUB and UNSUB a connection may send in one turn of the event loop before its parser
 // yields until the next (Client.spendOp): a burst of 100k in one write otherwise ran ~300 ms
-// without a break, as Node reads a socket up to 32 times in a row.
-export const OPS_PER_TURN = 1000;
+// without a break, as Node reads a socket up to 32 times in a row. 500 (~2.3 ms of SUBs):
+// with 1,000 a bystander's PING p99 during 100k SUBs was 21-32 ms, with 500 13-18 ms, and
+// the burst took no longer.
+export const OPS_PER_TURN = 500;
 // What one PUB to $JS.API. costs of that budget: a request is copied and queued (or, for a
 // direct get, answered in place), several times a SUB's work, so a client writing thousands
 // of API requests at once has its read yield every OPS_PER_TURN / API_OP_COST of them.
-export const API_OP_COST = 4;
+export const API_OP_COST = 2;
 // Plain PUBs (and acks) are bounded by time instead: one costs ~50 ns with no interest and
 // tens of microseconds when a stream stores it or thousands of subscribers get it. After each
 // read, a connection that has spent READ_SLICE_MS in this turn stops reading until the next

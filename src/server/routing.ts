@@ -553,9 +553,9 @@ export abstract class Router implements Bus {
 }
 
 const EMPTY = Buffer.alloc(0);
-/** Subscriptions of a closed connection removed from the index per turn (Client's
+/** Subscriptions of a closed connection removed from the index per turn (as Client's
  *  OPS_PER_TURN). */
-const DROP_PER_TURN = 1000;
+const DROP_PER_TURN = 500;
 
 /** Whether buf[at, end) starts with key. */
 function bytesAt(buf: Buffer, at: number, end: number, key: Buffer): boolean {

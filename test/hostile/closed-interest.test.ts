@@ -1,5 +1,5 @@
 // Hostile: a client with 100,000 subscriptions goes away. Its subscriptions leave the
-// Sublist 1,000 per turn (so the removal does not hold the loop), but they are marked closed
+// Sublist 500 per turn (so the removal does not hold the loop), but they are marked closed
 // at once: from the turn of the close they are no interest any more. A request to one of
 // their subjects gets a no-responders 503 straight away, not after the ~100 turns of removal,
 // and the server's hasInterest (JetStream's push consumers and advisories ask it) says no.
@@ -32,7 +32,7 @@ void test("closed subscriptions stop counting as interest at once, while they ar
 
     const clientsBefore = server.clients.size;
     a.close();
-    // Checked on the first turn the server has seen the close: the removal (1,000 per turn)
+    // Checked on the first turn the server has seen the close: the removal (500 per turn)
     // has barely started.
     await waitUntil(() => server.clients.size < clientsBefore, "the server to see the close", 10_000);
     const left = server.sublist.size;
