@@ -69,6 +69,12 @@ const RECONNECT_MAX_MS = 2000;
 const DIAL_TIMEOUT_MS = 2000;
 const ROUTE_RECONNECT_MS = 1000;
 const FIRST_PING_MS = 1000;
+/** A route's reads in one turn of the loop: past ROUTE_SLICE_READS reads and ROUTE_SLICE_MS
+ *  of that turn, the socket pauses until the next turn. Node reads a busy socket up to 32
+ *  times (2 MiB) in a row, and a peer flooding RMSGs had every one of them routed in that
+ *  one go; a client's reads yield the same way (Client.onData). */
+const ROUTE_SLICE_READS = 4;
+const ROUTE_SLICE_MS = 2;
 /** The pool size when `cluster { accounts }` pins accounts and pool_size is not set
  *  (nats-server's default); without either, tsnats speaks the 2.9 protocol. */
 export const DEFAULT_POOL_SIZE = 3;
@@ -353,10 +359,30 @@ export class Cluster implements ClusterLike {
     const r = new Route(this.host.allocCid(), s, this, didSolicit, url, explicit);
     this.all.add(r);
     this.log.info(`${r.label()} - Route connection created`);
+    // This turn's reads of this route (sliceArmed: counting; cleared on the next turn).
+    let sliceArmed = false;
+    let sliceReads = 0;
+    let sliceStartMs = 0;
+    const disarm = (): void => {
+      sliceArmed = false;
+    };
+    const resume = (): void => {
+      if (!r.closed && !s.destroyed) s.resume();
+    };
     s.on("data", (chunk: Buffer) => {
+      if (!sliceArmed) {
+        sliceArmed = true;
+        sliceReads = 0;
+        sliceStartMs = this.host.clock.monoMs();
+        this.host.sched.nextTurn(disarm);
+      }
       r.onData(chunk);
       this.host.flushDirty();
       this.flushRoutes();
+      if (++sliceReads >= ROUTE_SLICE_READS && this.host.clock.monoMs() - sliceStartMs >= ROUTE_SLICE_MS && !r.closed) {
+        s.pause();
+        this.host.sched.nextTurn(resume);
+      }
     });
     s.on("error", (err) => {
       this.log.debug(`${r.label()} - Route connection error: ${err.message}`);
