@@ -155,8 +155,10 @@ export class Acceptor {
       const s = q[this.endedHead]!;
       q[this.endedHead++] = undefined as unknown as net.Socket;
       const c = clientOf(s);
+      // The client's close lets its socket go (Conn.release: at once when nothing is left to
+      // write, else after its last bytes); a socket it no longer uses goes now.
       if (c.socket === s) c.close(CloseReason.ClientClosed);
-      s.destroy();
+      else s.destroy();
       if (++n >= PEER_ENDS_PER_TURN || ((n & 15) === 0 && clock.monoMs() - t0 >= PEER_END_SLICE_MS)) break;
     }
     if (this.endedHead < q.length) {
