@@ -107,7 +107,8 @@ interface FanoutRest {
   readonly reply: string;
   readonly hdr: Buffer | null;
   readonly payload: Buffer;
-  readonly noEcho: boolean;
+  /** The publisher's connection when it asked for no echo; -1: none. */
+  readonly noEchoCid: number;
 }
 
 /** Where internal deliveries are counted (Router.internalWork). */
@@ -243,19 +244,9 @@ export abstract class Router implements Bus {
     // turns (queue groups and routes get theirs now, below).
     const sliced = n > FANOUT_SLICE && from !== null && from.origin === Origin.Client && ack === null;
     if (sliced) n = FANOUT_SLICE;
-    for (let i = 0; i < n; i++) {
-      const sub = ps[i]!;
-      // Closed (its client is being removed a slice per turn): no delivery, no interest.
-      if (sub.closed || (noEcho && sub.owner.cid === from.cid)) continue;
-      // Subscriptions not announced over routes (internal ones without `cluster`) take
-      // nothing from them.
-      if (fromRoute && !sub.routable) continue;
-      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
-      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
-      delivered++;
-      if (probe) this.probeBacklog(sub);
-    }
-    if (sliced) this.fanoutLater(from as Client, ps, subject, shown, reply, hdr, buf.subarray(start, end), noEcho);
+    const noEchoCid = noEcho ? from.cid : -1;
+    delivered += this.deliverPlain(ps, 0, n, noEchoCid, fromRoute, subject, shown, reply, hdr, buf, start, end, ack, probe);
+    if (sliced) this.fanoutLater(from as Client, ps, subject, shown, reply, hdr, buf.subarray(start, end), noEchoCid);
     const qs = r.qsubs;
     if (fromRoute) {
       if (queues !== null) this.deliverNamedQueues(qs, queues, subject, shown, reply, hdr, buf, start, end);
@@ -288,6 +279,26 @@ export abstract class Router implements Bus {
     if (delivered === 0 && reply.length > 0 && from !== null && from.noResponders) this.noResponders(from as Client, subject, reply);
   }
 
+  /** Delivers to the plain subscriptions ps[from, to) that take the message; how many did.
+   *  noEchoCid: the publisher's connection when it asked for no echo (-1: none); fromRoute:
+   *  only subscriptions announced over routes take it. */
+  private deliverPlain(ps: readonly Subscription[], from: number, to: number, noEchoCid: number, fromRoute: boolean, subject: string, shown: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number, ack: AckReply | null, probe: boolean): number {
+    let delivered = 0;
+    for (let i = from; i < to; i++) {
+      const sub = ps[i]!;
+      // Closed (its client is being removed a slice per turn): no delivery, no interest.
+      if (sub.closed || sub.owner.cid === noEchoCid) continue;
+      // Subscriptions not announced over routes (internal ones without `cluster`) take
+      // nothing from them.
+      if (fromRoute && !sub.routable) continue;
+      if (sub.denyFilter !== null && sub.denyFilter.denies(subject, "")) continue;
+      sub.owner.deliverMsg(sub, shown, reply, hdr, buf, start, end, ack);
+      delivered++;
+      if (probe) this.probeBacklog(sub);
+    }
+    return delivered;
+  }
+
   /** A routed message's queue groups: one local routable member of each group it names. */
   private deliverNamedQueues(qs: SublistResult<Subscription>["qsubs"], queues: readonly string[], subject: string, shown: string, reply: string, hdr: Buffer | null, buf: Buffer, start: number, end: number): void {
     for (let g = 0; g < qs.length; g++) {
@@ -315,7 +326,7 @@ export abstract class Router implements Bus {
   /** Queue the rest of a client message's fan-out (ps past FANOUT_SLICE), with copies of
    *  what the read buffer holds; its publisher reads nothing more until it is done, so that
    *  its later messages reach every subscriber after this one. */
-  private fanoutLater(from: Client, ps: readonly Subscription[], subject: string, shown: string, reply: string, hdr: Buffer | null, payload: Buffer, noEcho: boolean): void {
+  private fanoutLater(from: Client, ps: readonly Subscription[], subject: string, shown: string, reply: string, hdr: Buffer | null, payload: Buffer, noEchoCid: number): void {
     this.fanouts.push({
       from,
       subs: ps.slice(FANOUT_SLICE),
@@ -325,7 +336,7 @@ export abstract class Router implements Bus {
       reply,
       hdr: hdr === null ? null : Buffer.from(hdr),
       payload: Buffer.from(payload),
-      noEcho,
+      noEchoCid,
     });
     from.holdReads();
     if (!this.fanoutScheduled) {
@@ -344,12 +355,7 @@ export abstract class Router implements Bus {
       const end = Math.min(f.subs.length, f.next + budget);
       budget -= end - f.next;
       const body = f.payload;
-      for (let i = f.next; i < end; i++) {
-        const sub = f.subs[i]!;
-        if (sub.closed || (f.noEcho && sub.owner.cid === f.from.cid)) continue;
-        if (sub.denyFilter !== null && sub.denyFilter.denies(f.subject, "")) continue;
-        sub.owner.deliverMsg(sub, f.shown, f.reply, f.hdr, body, 0, body.length, null);
-      }
+      this.deliverPlain(f.subs, f.next, end, f.noEchoCid, false, f.subject, f.shown, f.reply, f.hdr, body, 0, body.length, null, false);
       f.next = end;
       if (end < f.subs.length) break;
       q[this.fanoutHead++] = undefined as unknown as FanoutRest;
