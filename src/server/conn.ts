@@ -35,6 +35,10 @@ const INITIAL_OUT_BYTES = 32 * 1024;
 const MAX_REALLOC_OUT_BYTES = 1024 * 1024;
 /** A closed connection's socket is destroyed at the latest this long after close(). */
 export const CLOSE_LINGER_MS = 1000;
+/** After our last bytes and FIN are out, a socket whose peer has not ended is kept (paused)
+ *  this long before it is destroyed: destroying it with the peer's bytes unread sends a RST,
+ *  and a RST that reaches the peer before it has read the -ERR makes its kernel drop it. */
+export const CLOSE_AFTER_FIN_MS = 50;
 
 export abstract class Conn {
   // outbound: none until something is queued; the first buffer is firstOutBytes, doubled as
@@ -145,8 +149,9 @@ export abstract class Conn {
     this.out = NO_OUT;
   }
 
-  /** On close: read nothing more and let the socket go once its last bytes are out, at the
-   *  latest after CLOSE_LINGER_MS (a peer that never reads). */
+  /** On close: read nothing more and let the socket go CLOSE_AFTER_FIN_MS after its last
+   *  bytes are out (the peer reads them before the reset), at the latest after
+   *  CLOSE_LINGER_MS (a peer that never reads). */
   protected release(clock: Clock): void {
     const s = this.socket;
     if (s.destroyed) return;
@@ -156,7 +161,11 @@ export abstract class Conn {
       return;
     }
     s.pause?.();
-    s.end(() => s.destroy());
+    s.end(() => {
+      if (s.destroyed) return;
+      if (s.readableEnded === true) s.destroy();
+      else clock.setTimer(() => s.destroy(), CLOSE_AFTER_FIN_MS, true);
+    });
     clock.setTimer(() => s.destroy(), CLOSE_LINGER_MS);
   }
 }

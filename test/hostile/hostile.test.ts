@@ -142,7 +142,10 @@ void test("a huge control line (16 MB without a line end) is refused at max_cont
     });
     // The -ERR, or nothing (a reset: the server closed with bytes unread), never more.
     for (const t of texts) assert.ok(t === "-ERR 'maximum control line exceeded'\r\n" || t === "", JSON.stringify(t));
-    assert.ok(texts.some((t) => t !== ""), "some refusals are read");
+    // The server keeps a refused socket (paused) for a moment after its FIN, so the reset
+    // comes after the peer has read the -ERR: most of the 20 read it, not just some.
+    const read = texts.filter((t) => t !== "").length;
+    assert.ok(read >= N / 2, `${read} of ${N} refusals are read`);
     const grown = h.rss() - rss0;
     const b = missBudget(pings);
     assert.ok(b.ok, b.text);
