@@ -6,9 +6,11 @@
 // are the server's event-loop lag as a client sees it.
 
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import { connectRaw, HSock, handshake, RemoteBystander, type Creds } from "../lib/hostile.js";
 import { sleep } from "../lib/load.js";
-import { ServerProc } from "../lib/servers.js";
+import { freePort, HOST, ServerProc, waitForListen } from "../lib/servers.js";
+import { wsUpgrade } from "../lib/ws.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
 const MB = 1024 * 1024;
@@ -213,6 +215,41 @@ async function closeStorm(ctx: CaseContext, n: number): Promise<Record<string, n
   });
 }
 
+/** The same over WebSocket: a server started for the case with a plain websocket listener;
+ *  n clients upgrade (200 at a time) and then destroy their sockets at once; done at a new
+ *  (plain) connection's PONG after that. */
+async function wsCloseStorm(ctx: CaseContext, n: number): Promise<Record<string, number>> {
+  const wsPort = await freePort();
+  const proc = await ServerProc.start({
+    name: ctx.server.name,
+    jetstream: false,
+    config: `websocket {\n  listen: "${HOST}:${wsPort}"\n  no_tls: true\n}\n`,
+  });
+  const socks: net.Socket[] = [];
+  try {
+    await waitForListen(wsPort, 10_000);
+    const one = async (): Promise<void> => {
+      const s = net.connect({ host: HOST, port: wsPort });
+      socks.push(s);
+      s.on("error", () => undefined);
+      await new Promise<void>((resolve, reject) => {
+        s.once("connect", resolve);
+        s.once("error", reject);
+      });
+      await wsUpgrade(s, HOST, wsPort);
+    };
+    for (let i = 0; i < n; i += 200) await Promise.all(Array.from({ length: Math.min(200, n - i) }, one));
+    return await underLoad(proc.port, null, async () => {
+      for (const s of socks) s.destroy();
+      const after = await connectRaw(proc.port, null);
+      after.destroy();
+    });
+  } finally {
+    for (const s of socks) s.destroy();
+    await proc.stop();
+  }
+}
+
 async function rssPerIdle(ctx: CaseContext, n: number): Promise<Record<string, number>> {
   const proc = await ServerProc.start({
     name: ctx.server.name,
@@ -250,6 +287,7 @@ export const hostileSuite: SuiteDef = {
     "PUB flood to a file stream: one client writes 10,000 PUBs (16 B, each with its reply subject) to a file stream's subjects in one write; load done = the last PubAck.",
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "close storm: 2,000 connected clients (opened 200 at a time beforehand) destroy their sockets in one turn; load done = a new connection's PONG after that.",
+    "WebSocket close storm: a server started for the case with websocket { listen, no_tls: true }; 2,000 clients upgrade (200 at a time) and destroy their sockets in one turn; the bystander is on the client port; load done = a new connection's PONG after that.",
     "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a single Node process).",
     "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
   ],
@@ -273,6 +311,7 @@ export const hostileSuite: SuiteDef = {
         run: (c) => acceptRate(c, 2000),
       },
       { name: "while 2,000 connected clients close at once", metrics: BYSTANDER_METRICS, run: (c) => closeStorm(c, 2000) },
+      { name: "while 2,000 WebSocket clients close at once", metrics: BYSTANDER_METRICS, run: (c) => wsCloseStorm(c, 2000) },
       { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: streamCreate },
       { name: "while one client sends 5,000 STREAM.INFO in one write", metrics: BYSTANDER_METRICS, run: infoBurst },
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },

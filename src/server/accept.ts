@@ -156,8 +156,9 @@ export class Acceptor {
       q[this.endedHead++] = undefined as unknown as net.Socket;
       const c = clientOf(s);
       // The client's close lets its socket go (Conn.release: at once when nothing is left to
-      // write, else after its last bytes); a socket it no longer uses goes now.
-      if (c.socket === s) c.close(CloseReason.ClientClosed);
+      // write, else after its last bytes); a socket it no longer uses goes now. A WebSocket
+      // client's socket is under its WsConn.
+      if (c.socket === s || c.kind === "ws") c.close(CloseReason.ClientClosed);
       else s.destroy();
       if (++n >= PEER_ENDS_PER_TURN || ((n & 15) === 0 && clock.monoMs() - t0 >= PEER_END_SLICE_MS)) break;
     }
@@ -332,6 +333,12 @@ export class Acceptor {
     this.server.clients.set(cid, c);
     const socket = conn.socket;
     this.liveSockets.add(socket);
+    if (conn.tlsVersion === "") {
+      // ws (not wss): its listener allows half-open sockets; the peer's EOF closes the
+      // client a slice per turn, as on the client port.
+      (socket as unknown as ClientSlot)[kClient] = c;
+      socket.on("end", this.onSocketEnd);
+    }
     this.server.stats.totalConnections++;
     this.server.log.debug(`${c.label()} - Client connection created`);
     conn.on("drain", () => c.onDrain());

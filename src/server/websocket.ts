@@ -114,8 +114,17 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
   ) {
     super();
     const t = listener.tls;
-    if (t === null) this.socket = adoptAccepted(raw, this);
-    else {
+    if (t === null) {
+      this.socket = adoptAccepted(raw, this);
+      // The listener allows half-open sockets (a client's EOF is paced by the acceptor once
+      // it is a Client): one that ends during its handshake is let go after what we wrote.
+      this.socket.on("end", () => {
+        if (this.client === null) this.socket.end();
+      });
+    } else {
+      // A TLS socket takes allowHalfOpen from the socket it wraps: off, so that it ends and
+      // closes at its peer's EOF (only plain sockets are paced).
+      raw.allowHalfOpen = false;
       // wss: the TLS handshake first, then the HTTP upgrade over it (the handshake timeout
       // below covers both).
       const ts = new tls.TLSSocket(raw, serverSocketOptions(t));
@@ -157,6 +166,9 @@ export class WsConn extends EventEmitter implements ClientConn, WsSink {
   }
   get destroyed(): boolean {
     return this.socket.destroyed;
+  }
+  get readableEnded(): boolean {
+    return this.socket.readableEnded;
   }
   get remoteAddress(): string | undefined {
     return this.socket.remoteAddress;
@@ -364,7 +376,9 @@ export class WsListener {
   }
 
   static async start(server: WsHost, opts: WebSocketOptions): Promise<WsListener> {
-    const srv = net.createServer({ noDelay: true, pauseOnConnect: true });
+    // Half-open: 2,000 clients that close at once are not all torn down in the read phase
+    // that brings their EOFs (Acceptor.peerEnded closes them a slice per turn).
+    const srv = net.createServer({ noDelay: true, pauseOnConnect: true, allowHalfOpen: true });
     const l = new WsListener(server, srv, opts);
     srv.on("connection", (raw: net.Socket) => l.accept(raw));
     const port = opts.port < 0 ? 0 : opts.port;

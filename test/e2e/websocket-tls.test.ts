@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import tls from "node:tls";
 import { WebSocket } from "ws";
 import { wsconnect, type NatsConnection } from "@nats-io/nats-core";
 import { startServer, type RunningServer, type OptionsPatch } from "../../src/index.js";
@@ -74,5 +75,26 @@ void test("wss with verify_and_map: the client certificate names the user", asyn
     // Without a certificate the TLS handshake is refused.
     useWebSocket();
     await assert.rejects(() => wsconnect({ servers: `wss://localhost:${port}`, maxReconnectAttempts: 0, reconnect: false, timeout: 3000 }));
+  });
+});
+
+void test("wss: a client whose TLS socket ends is closed at once (the plain ws listener is half-open, wss is not)", async () => {
+  await withServer(tlsOpts(), {}, async (s, port) => {
+    const sock = tls.connect({ host: "127.0.0.1", port, ca, servername: "localhost" });
+    let got = "";
+    sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+    sock.on("error", () => undefined);
+    await new Promise<void>((r) => sock.once("secureConnect", () => r()));
+    sock.write("GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    const until = async (cond: () => boolean): Promise<boolean> => {
+      const end = Date.now() + 5000;
+      while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+      return cond();
+    };
+    assert.ok(await until(() => got.includes("\r\n\r\n") && s.server.clients.size === 1), got);
+    assert.match(got, /^HTTP\/1\.1 101 /);
+    sock.end();
+    assert.ok(await until(() => s.server.clients.size === 0), "the server closed the wss client after its EOF");
+    sock.destroy();
   });
 });

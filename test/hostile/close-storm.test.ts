@@ -10,6 +10,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startServer } from "../../src/index.js";
+import { defaultWebSocketOptions } from "../../src/server/options.js";
+import { WsRaw } from "../helpers/ws-raw.js";
 import { connected, type Sock } from "./harness.js";
 
 const N = 600;
@@ -42,6 +44,83 @@ void test(`${N} clients closing at once are let go a slice per turn, all of them
     c.write("PING\r\n");
     assert.ok(await c.until((t) => t.includes("PONG\r\n"), 5000));
     c.destroy();
+  } finally {
+    await srv.close();
+  }
+});
+
+/** Samples the number of open clients once per turn (a setImmediate ticker) until it is 0 or
+ *  30 s have passed; the largest drop between two samples. */
+async function largestDropPerTurn(count: () => number): Promise<number> {
+  const sizes: number[] = [];
+  let ticking = true;
+  const tick = (): void => {
+    sizes.push(count());
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  await new Promise((r) => setImmediate(r));
+  return await new Promise<number>((resolve) => {
+    const end = Date.now() + 30_000;
+    const poll = (): void => {
+      if (count() > 0 && Date.now() < end) {
+        setTimeout(poll, 5);
+        return;
+      }
+      ticking = false;
+      sizes.push(count());
+      let maxDrop = 0;
+      for (let i = 1; i < sizes.length; i++) maxDrop = Math.max(maxDrop, sizes[i - 1]! - sizes[i]!);
+      resolve(maxDrop);
+    };
+    poll();
+  });
+}
+
+void test(`${N} WebSocket clients closing at once are let go a slice per turn, all of them`, { timeout: 60_000 }, async () => {
+  const ws = { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true };
+  const srv = await startServer({ port: 0, host: "127.0.0.1", websocket: ws });
+  try {
+    const port = srv.server.wsPort;
+    const socks: WsRaw[] = [];
+    for (let i = 0; i < N; i += 100) socks.push(...(await Promise.all(Array.from({ length: 100 }, () => WsRaw.open(port)))));
+    const end0 = Date.now() + 10_000;
+    while (srv.server.clients.size < N && Date.now() < end0) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(srv.server.clients.size, N);
+    const drop = largestDropPerTurn(() => srv.server.clients.size);
+    for (const s of socks) s.socket.destroy();
+    const maxDrop = await drop;
+    assert.equal(srv.server.clients.size, 0, "every client was closed");
+    assert.ok(maxDrop <= SLICE, `at most ${SLICE} clients closed in one turn (most: ${maxDrop})`);
+    // A later WebSocket client is served as usual.
+    const c = await WsRaw.open(port);
+    c.proto("CONNECT {}\r\nPING\r\n");
+    const t = Date.now() + 5000;
+    while (!c.text.includes("PONG\r\n") && Date.now() < t) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(c.text.includes("PONG\r\n"), c.text);
+    c.socket.destroy();
+  } finally {
+    await srv.close();
+  }
+});
+
+void test("a WebSocket client that sends PING and then EOF still gets its PONG, and is closed", async () => {
+  const ws = { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true };
+  const srv = await startServer({ port: 0, host: "127.0.0.1", websocket: ws });
+  try {
+    const c = await WsRaw.open(srv.server.wsPort);
+    c.proto("CONNECT {}\r\nPING\r\n");
+    c.socket.end();
+    const t = Date.now() + 5000;
+    while ((!c.text.includes("PONG\r\n") || srv.server.clients.size > 0) && Date.now() < t) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(c.text.includes("PONG\r\n"), c.text);
+    assert.equal(srv.server.clients.size, 0, "closed after its EOF");
+    // And one that ends during its handshake goes too.
+    const h = await WsRaw.connect(srv.server.wsPort);
+    h.socket.end();
+    const t2 = Date.now() + 5000;
+    while (!h.closed && Date.now() < t2) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(h.closed, "a socket that ended before its upgrade was closed");
   } finally {
     await srv.close();
   }
