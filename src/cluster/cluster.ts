@@ -367,7 +367,8 @@ export class Cluster implements ClusterLike {
       sliceArmed = false;
     };
     const resume = (): void => {
-      if (!r.closed && !s.destroyed) s.resume();
+      // Not while a fan-out of one of its messages holds its reads (Route.releaseReads).
+      if (!r.closed && !s.destroyed && !r.readsHeld) s.resume();
     };
     s.on("data", (chunk: Buffer) => {
       if (!sliceArmed) {
@@ -615,6 +616,15 @@ export class Cluster implements ClusterLike {
   }
 
   // ---- output ----
+
+  nextTurn(fn: () => void): void {
+    this.host.sched.nextTurn(fn);
+  }
+
+  flushAfterRead(): void {
+    this.host.flushDirty();
+    this.flushRoutes();
+  }
 
   markDirty(r: Route): void {
     this.dirty.push(r);

@@ -50,6 +50,10 @@ export class RouteParser {
   private state = S_CONTROL;
   private partialLine: Buffer | null = null;
   private stopped = false;
+  /** The handler asked to stop after the current operation (yieldTurn): what is left of the
+   *  read, and whatever arrives until resume(), waits in `rest`. */
+  private yielded = false;
+  private rest: Buffer | null = null;
   // The message whose payload is being collected.
   private mAcc = "";
   private mSubject = "";
@@ -65,6 +69,30 @@ export class RouteParser {
 
   stop(): void {
     this.stopped = true;
+    this.rest = null;
+  }
+
+  /** Called by the handler during an operation (a routed message delivered over several
+   *  turns): parse nothing after it until resume(). The bytes not parsed yet are copied (the
+   *  read buffer is Node's), at most a read's worth plus what arrives before the route's
+   *  socket pauses. */
+  yieldTurn(): void {
+    this.yielded = true;
+  }
+
+  /** Whether parsing is held until resume() (the route then pauses its socket). */
+  get isYielded(): boolean {
+    return this.yielded;
+  }
+
+  /** Parses what was held back; true when it yielded again. */
+  resume(): boolean {
+    if (!this.yielded) return false;
+    this.yielded = false;
+    const r = this.rest;
+    this.rest = null;
+    if (r !== null && !this.stopped) this.parse(r);
+    return this.yielded;
   }
 
   get isStopped(): boolean {
@@ -72,9 +100,13 @@ export class RouteParser {
   }
 
   parse(buf: Buffer): void {
+    if (this.yielded) {
+      if (!this.stopped) this.rest = this.rest === null ? Buffer.from(buf) : Buffer.concat([this.rest, buf]);
+      return;
+    }
     let i = 0;
     const n = buf.length;
-    while (i < n && !this.stopped) {
+    while (i < n && !this.stopped && !this.yielded) {
       if (this.state === S_CONTROL) {
         const nl = buf.indexOf(LF, i);
         if (nl < 0) {
@@ -108,6 +140,8 @@ export class RouteParser {
         }
       }
     }
+    // Yielded after a message (never inside a payload or a partial line): keep the rest.
+    if (this.yielded && !this.stopped && i < n) this.rest = Buffer.from(buf.subarray(i));
   }
 
   private deliver(buf: Buffer, start: number, end: number): void {

@@ -80,6 +80,10 @@ export interface RouteHost {
   routePong(r: Route): void;
   remoteSub(r: Route, acc: string, subject: string, queue: string, weight: number): void;
   remoteUnsub(r: Route, acc: string, subject: string, queue: string): void;
+  /** fn runs on a later turn of the event loop. */
+  nextTurn(fn: () => void): void;
+  /** After a route's bytes were parsed outside its socket's read: flush what they made. */
+  flushAfterRead(): void;
   inbound(r: Route, acc: string, subject: string, reply: string, queues: string[] | null, hdr: Buffer | null, buf: Buffer, start: number, end: number, size: number): void;
 }
 
@@ -205,6 +209,37 @@ export class Route extends Conn implements RouteParserHandler {
     this.lastActivityMs = this.cluster.nowMs();
     if (this.cluster.traceEnabled) this.traceIn(chunk);
     this.parser.parse(chunk);
+    if (this.parser.isYielded && !this.closed) this.socket.pause?.();
+  }
+
+  /** Fan-outs of this route's messages still being delivered (Router.fanoutLater). */
+  private readHolds = 0;
+  private readonly resumeBound = (): void => this.resumeRead();
+
+  /** Whether reads wait for a fan-out of one of its messages to finish. */
+  get readsHeld(): boolean {
+    return this.readHolds > 0;
+  }
+
+  /** A message of this route is being delivered over several turns: the parser stops after
+   *  it and the socket pauses until releaseReads, so that the route's later messages reach
+   *  every local subscriber after this one. */
+  holdReads(): void {
+    this.readHolds++;
+    this.parser.yieldTurn();
+  }
+
+  releaseReads(): void {
+    if (--this.readHolds > 0 || this.closed) return;
+    this.cluster.nextTurn(this.resumeBound);
+  }
+
+  private resumeRead(): void {
+    if (this.readHolds > 0 || this.closed) return;
+    const again = this.parser.resume();
+    this.cluster.flushAfterRead();
+    if (this.closed || again) return; // held again: that fan-out's release resumes
+    if (!this.socket.destroyed) this.socket.resume?.();
   }
 
   private traceIn(chunk: Buffer): void {

@@ -72,6 +72,13 @@ export interface Sender {
   readonly noResponders: boolean;
 }
 
+/** A connection whose reads a fan-out can hold (a client, a route): its messages after the
+ *  one being delivered wait until releaseReads. */
+export interface HeldSender extends Sender {
+  holdReads(): void;
+  releaseReads(): void;
+}
+
 const NO_RESPONDERS_HDR = "NATS/1.0 503\r\n";
 
 /** JetStream deliveries pause (deliverAs returns true) past this many queued bytes. */
@@ -99,7 +106,9 @@ const FANOUT_SLICE = 4096;
 
 /** The rest of one client message's plain subscriptions, delivered a slice per turn. */
 interface FanoutRest {
-  readonly from: Client;
+  readonly from: HeldSender;
+  /** It came over a route: only routable subscriptions take it. */
+  readonly fromRoute: boolean;
   readonly subs: Subscription[];
   next: number;
   readonly subject: string;
@@ -240,13 +249,13 @@ export abstract class Router implements Bus {
     const fromRoute = from !== null && from.origin === Origin.Route;
     const ps = r.psubs;
     let n = ps.length;
-    // A client's message to very many subscriptions: the first slice now, the rest on later
-    // turns (queue groups and routes get theirs now, below).
-    const sliced = n > FANOUT_SLICE && from !== null && from.origin === Origin.Client && ack === null;
+    // A client's or a route's message to very many subscriptions: the first slice now, the
+    // rest on later turns (queue groups and routes get theirs now, below).
+    const sliced = n > FANOUT_SLICE && from !== null && from.origin !== Origin.Internal && ack === null;
     if (sliced) n = FANOUT_SLICE;
     const noEchoCid = noEcho ? from.cid : -1;
     delivered += this.deliverPlain(ps, 0, n, noEchoCid, fromRoute, subject, shown, reply, hdr, buf, start, end, ack, probe);
-    if (sliced) this.fanoutLater(from as Client, ps, subject, shown, reply, hdr, buf.subarray(start, end), noEchoCid);
+    if (sliced) this.fanoutLater(from as HeldSender, fromRoute, ps, subject, shown, reply, hdr, buf.subarray(start, end), noEchoCid);
     const qs = r.qsubs;
     if (fromRoute) {
       if (queues !== null) this.deliverNamedQueues(qs, queues, subject, shown, reply, hdr, buf, start, end);
@@ -323,12 +332,13 @@ export abstract class Router implements Bus {
   private fanoutScheduled = false;
   private readonly fanoutBound = (): void => this.fanoutTurn();
 
-  /** Queue the rest of a client message's fan-out (ps past FANOUT_SLICE), with copies of
-   *  what the read buffer holds; its publisher reads nothing more until it is done, so that
-   *  its later messages reach every subscriber after this one. */
-  private fanoutLater(from: Client, ps: readonly Subscription[], subject: string, shown: string, reply: string, hdr: Buffer | null, payload: Buffer, noEchoCid: number): void {
+  /** Queue the rest of a client's or route's message fan-out (ps past FANOUT_SLICE), with
+   *  copies of what the read buffer holds; its publisher reads nothing more until it is done,
+   *  so that its later messages reach every subscriber after this one. */
+  private fanoutLater(from: HeldSender, fromRoute: boolean, ps: readonly Subscription[], subject: string, shown: string, reply: string, hdr: Buffer | null, payload: Buffer, noEchoCid: number): void {
     this.fanouts.push({
       from,
+      fromRoute,
       subs: ps.slice(FANOUT_SLICE),
       next: 0,
       subject,
@@ -355,7 +365,7 @@ export abstract class Router implements Bus {
       const end = Math.min(f.subs.length, f.next + budget);
       budget -= end - f.next;
       const body = f.payload;
-      this.deliverPlain(f.subs, f.next, end, f.noEchoCid, false, f.subject, f.shown, f.reply, f.hdr, body, 0, body.length, null, false);
+      this.deliverPlain(f.subs, f.next, end, f.noEchoCid, f.fromRoute, f.subject, f.shown, f.reply, f.hdr, body, 0, body.length, null, false);
       f.next = end;
       if (end < f.subs.length) break;
       q[this.fanoutHead++] = undefined as unknown as FanoutRest;

@@ -51,3 +51,89 @@ void test(`a route peer's ${N} RMSGs in one write are routed over several turns,
     await srv.close();
   }
 });
+
+const SUBS = 20_000;
+const MSGS = 3;
+const SLICE = 4096; // routing.ts FANOUT_SLICE
+
+void test(`a route peer's RMSG to ${SUBS} local subscriptions is delivered a slice per turn, in order, the route's later messages after it`, { timeout: 60_000 }, async () => {
+  const srv = await startServer({ port: 0, host: "127.0.0.1", serverName: "s", cluster: { ...defaultClusterOptions(), name: "w", host: "127.0.0.1", port: -1 } });
+  try {
+    const a = await connected(srv.port);
+    const by = await connected(srv.port);
+    // a counts, per sid, the messages in the order they come (m0, m1, m2 expected).
+    const next = new Int32Array(SUBS + 1);
+    let got = 0;
+    let outOfOrder = 0;
+    let atPong = -1;
+    let tail = "";
+    a.s.removeAllListeners("data");
+    a.s.on("data", (d: string) => {
+      const t = tail + d;
+      const re = /MSG fan (\d+) 2\r\nm(\d)\r\n/g;
+      let m: RegExpExecArray | null;
+      let last = 0;
+      while ((m = re.exec(t)) !== null) {
+        const sid = Number(m[1]);
+        if (Number(m[2]) !== next[sid]) outOfOrder++;
+        next[sid]!++;
+        got++;
+        last = re.lastIndex;
+      }
+      tail = t.slice(last);
+    });
+    const subs: string[] = [];
+    for (let i = 1; i <= SUBS; i++) subs.push(`SUB fan ${i}\r\n`);
+    a.write(subs.join(""));
+    const deadline = Date.now() + 20_000;
+    while (srv.server.sublist.match("fan").psubs.length < SUBS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(srv.server.sublist.match("fan").psubs.length, SUBS);
+
+    const peer = await RawClient.connect(srv.server.cluster!.port);
+    await peer.waitForText("INFO ");
+    const info = { server_id: "NPEER", server_name: "peer", cluster: "w", headers: true, port: 1 };
+    peer.write(`CONNECT ${JSON.stringify({ name: "NPEER", cluster: "w", headers: true, echo: true, verbose: false, pedantic: false })}\r\nINFO ${JSON.stringify(info)}\r\nPING\r\n`);
+    await peer.waitForText("PONG");
+    await peer.waitForText("RS+ $G fan");
+
+    const clients = [...srv.server.clients.values()];
+    const delivered = (): number => clients.reduce((n, c) => n + c.outMsgs, 0);
+    const samples: number[] = [delivered()];
+    let ticking = true;
+    const tick = (): void => {
+      samples.push(delivered());
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    by.s.removeAllListeners("data");
+    by.s.on("data", (d: string) => {
+      if (d.includes("PONG") && atPong < 0) atPong = got;
+    });
+    const msgs: string[] = [];
+    for (let i = 0; i < MSGS; i++) msgs.push(`RMSG $G fan 2\r\nm${i}\r\n`);
+    peer.write(msgs.join(""));
+    // The bystander pings once the first deliveries arrived.
+    while (got === 0 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    by.write("PING\r\n");
+    while (got < SUBS * MSGS && Date.now() < deadline + 20_000) await new Promise((r) => setTimeout(r, 5));
+    ticking = false;
+    samples.push(delivered());
+    assert.equal(got, SUBS * MSGS, `${got} of ${SUBS * MSGS} messages`);
+    assert.equal(outOfOrder, 0, "each subscription got m0, m1, m2 in order");
+    let most = 0;
+    for (let i = 1; i < samples.length; i++) most = Math.max(most, samples[i]! - samples[i - 1]!);
+    assert.ok(most <= 2 * SLICE, `at most two slices delivered in one turn (most: ${most})`);
+    assert.ok(atPong >= 0 && atPong < SUBS * MSGS, `the bystander's PONG came before the last delivery (at ${atPong})`);
+    // The route is read again afterwards: a later RMSG and a PING are answered.
+    peer.write("RMSG $G fan 2\r\nm9\r\nPING\r\n");
+    const before = peer.text.split("PONG").length;
+    const t2 = Date.now() + 10_000;
+    while ((got < SUBS * (MSGS + 1) || peer.text.split("PONG").length <= before) && Date.now() < t2) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(got, SUBS * (MSGS + 1), "the later message reached every subscription");
+    peer.close();
+    a.destroy();
+    by.destroy();
+  } finally {
+    await srv.close();
+  }
+});

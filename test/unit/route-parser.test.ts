@@ -81,6 +81,39 @@ void test("the same bytes split at every position give the same operations", () 
   }
 });
 
+void test("a handler that yields after every message: nothing after it is parsed until resume(), and the operations come out the same, split anywhere", () => {
+  const b = Buffer.from(STREAM, "latin1");
+  for (let cut = 1; cut < b.length; cut += 7) {
+    const { h, evs, errors } = recorder();
+    const onMsg = h.onMsg;
+    let p: RouteParser | null = null;
+    let yields = 0;
+    h.onMsg = (...args) => {
+      onMsg(...args);
+      yields++;
+      p!.yieldTurn();
+    };
+    p = new RouteParser(h, LIMITS);
+    p.parse(Buffer.from(b.subarray(0, cut)));
+    const seen = evs.length;
+    const heldBefore = p.isYielded;
+    // While yielded, a read is kept, not parsed.
+    p.parse(Buffer.from(b.subarray(cut)));
+    if (heldBefore) assert.equal(evs.length, seen, `cut ${cut}: nothing parsed while yielded`);
+    let rounds = 0;
+    while (p.isYielded && rounds++ < 100) {
+      const before = evs.length;
+      const again = p.resume();
+      assert.equal(again, p.isYielded);
+      if (again) assert.equal(evs[evs.length - 1]![0], "MSG", "it stopped right after a message");
+      assert.ok(evs.length > before || !again, "each resume makes progress");
+    }
+    assert.deepEqual(errors, [], `cut ${cut}`);
+    assert.deepEqual(evs, EXPECTED, `cut ${cut}`);
+    assert.equal(yields, EXPECTED.filter((e) => e[0] === "MSG").length);
+  }
+});
+
 void test("malformed frames stop the parser with one error", () => {
   const bad = [
     "BOGUS x\r\n",
