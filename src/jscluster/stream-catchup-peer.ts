@@ -10,6 +10,7 @@
 // "lost too" (CU_LOST) while it is catching up itself: when every replica has, nobody holds
 // the messages and the group resets (StreamGroup.resetLost).
 
+import { randomInt } from "node:crypto";
 import type { RaftHost } from "../raft/host.js";
 import type { Clock, TimerHandle } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
@@ -96,7 +97,11 @@ interface Serving {
 
 export class CatchupPeer {
   private cu: Active | null = null;
-  private nextReqId = 1;
+  /** Request ids start at a random point: a group closed and opened again (or a restarted
+   *  server) must not take the DATA frames still on their way from an earlier catch-up's
+   *  responder for its own (the same id and chunk numbers, from another starting sequence:
+   *  a chunk stored out of place leaves a run of sequences deleted). */
+  private nextReqId = randomInt(1, 0x7fffffff);
   private readonly serving = new Map<string, Serving>();
   private readonly out: Buffer[] = [];
   /** Catch-ups completed / answered, data chunks received (tests, stats). */

@@ -23,6 +23,11 @@
 // no longer holds, the messages past ours), installs it, and applies only entries after Y;
 // entries that commit meanwhile wait. The format is stream-snap.ts; version 1 snapshots (the
 // whole store as an archive, installStoreSnapshot) are still restored.
+//
+// A purge entry that would take long (a million messages: 40-100 ms in one go) is applied a
+// slice per turn when the group has a scheduler: the entries after it wait in `queued`, as
+// during a catch-up, and the group's applied index stays before it until it is done, so
+// reads, snapshots and catch-up answers never see a half-purged store as applied state.
 
 import { withIdentity } from "../raft/identity.js";
 import type { RaftHost, GroupApp } from "../raft/host.js";
@@ -33,7 +38,7 @@ import type { Scheduler } from "../runtime/sched.js";
 import { decodeStreamSnapshot, encodeArchiveSnapshot, encodeStateSnapshot } from "./stream-snap.js";
 import type { StreamStore } from "../storage/types.js";
 import { StreamEntry, type EntryApplier, type Proposer } from "../stream/entry.js";
-import type { Stream } from "../stream/stream.js";
+import type { Stream, StreamPurge } from "../stream/stream.js";
 import { ConsumerRepl, OP_CONSUMERS } from "./consumer-repl.js";
 import { CU_ACK, CU_OPEN, installStoreSnapshot, type LostState } from "./stream-catchup.js";
 import { CatchupPeer, DEFAULT_CATCHUP_WINDOW } from "./stream-catchup-peer.js";
@@ -64,6 +69,8 @@ import {
 /** nats-server snapshots a stream's group every 65,536 entries or 8 MiB. */
 const DEFAULT_SNAPSHOT_ENTRIES = 65_536;
 const DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024;
+/** A purge entry applied over several turns works at most this long per turn. */
+const PURGE_SLICE_MS = 2;
 /** A peer that asked for a catch-up (or acknowledged a chunk of one) this recently is still
  *  catching up (it asks again within a second while unanswered). */
 const ASKING_MS = 1500;
@@ -92,6 +99,12 @@ export interface StreamGroupOptions {
   clusterName?: string;
   /** A configuration entry was applied (stream.update done): persist it (meta.json). */
   onConfig?(cfg: StreamConfig): void;
+  /** A purge entry is applied a step of this many sequences at a time (default: the
+   *  Stream's), for at most PURGE_SLICE_MS per turn ... */
+  purgeStepSeqs?: number;
+  /** ... and at most this many steps per turn (tests, whose clock does not move; default no
+   *  limit but the time). */
+  purgeTurnSteps?: number;
   /** Snapshot the group after this many applied publishes and other entries (default 65,536) ... */
   snapshotEntries?: number;
   /** ... or this many bytes of applied entries (default 64 MiB); 0 turns automatic snapshots off. */
@@ -163,6 +176,11 @@ export class StreamGroup implements GroupApp {
   /** Catching up from a peer after a state-only snapshot: entries wait in `queued`. */
   private readonly cu: CatchupPeer;
   private queued: Entry[] = [];
+  /** A purge entry being applied a slice per turn; the entries after it wait in `queued`. */
+  private purging: { run: StreamPurge; e: Entry } | null = null;
+  private readonly purgeTurnBound = (): void => this.purgeTurn();
+  /** A snapshot was asked for while a purge was being applied: taken once it is done. */
+  private snapAfterPurge = false;
   private closed = false;
   /** The members the meta group assigned and the Raft voters (stream-members.ts). */
   private readonly membership: GroupMembers;
@@ -173,6 +191,8 @@ export class StreamGroup implements GroupApp {
   private readonly seed: SeedSnapshot;
   /** Entries applied since open (tests, logs). */
   applied = 0;
+  /** Purge entries applied over more than one turn since open (tests). */
+  pacedPurges = 0;
   /** Snapshots restored since open (tests). */
   restores = 0;
   /** Catch-ups completed / answered since open (tests). */
@@ -227,7 +247,7 @@ export class StreamGroup implements GroupApp {
       closed: () => this.closed,
       leader: () => this.leaderName,
       others: () => this.membership.others(),
-      servable: () => (this.applySeq < this.replayTo ? null : { appliedIndex: this.appliedIndex, applySeq: this.applySeq }),
+      servable: () => (this.applySeq < this.replayTo || this.purging !== null ? null : { appliedIndex: this.appliedIndex, applySeq: this.applySeq }),
       installed: (index, applySeq) => this.caughtUp(index, applySeq),
       resetLost: (at) => this.resetLost(at),
     });
@@ -403,6 +423,8 @@ export class StreamGroup implements GroupApp {
    *  away, or turned plain): its Raft state is dropped, not kept for a reopen. */
   close(deleted = false): void {
     if (this.closed) return;
+    // A purge under way is finished: the store may go on (reopened, or plain again).
+    if (!deleted) this.abandonPurge();
     this.closed = true;
     this.membership.close();
     this.stopLeading("stream group closed");
@@ -431,9 +453,10 @@ export class StreamGroup implements GroupApp {
 
   apply(entries: Entry[]): void {
     if (this.closed) return;
-    if (this.cu.active) {
-      // The store is not at the snapshot's state yet: these wait for the catch-up.
-      for (let i = 0; i < entries.length; i++) if (entries[i]!.index > this.skipThrough) this.queued.push(entries[i]!);
+    if (this.cu.active || this.purging !== null) {
+      // The store is not at the snapshot's state yet, or a purge is still being applied:
+      // these wait for it.
+      this.hold(entries, 0);
       return;
     }
     for (let i = 0; i < entries.length; i++) {
@@ -470,7 +493,12 @@ export class StreamGroup implements GroupApp {
             this.applyBatch(e);
             break;
           case OP_PURGE:
-            this.applyPurge(e);
+            if (this.applyPurge(e)) {
+              // Applied over the next turns: the rest waits, and the purge is not applied yet.
+              this.appliedIndex = e.index - 1;
+              this.hold(entries, i + 1);
+              return;
+            }
             break;
           case OP_DELETE:
             this.applyDelete(e);
@@ -490,12 +518,22 @@ export class StreamGroup implements GroupApp {
         this.ops.delete(e.index);
       }
     }
+    this.afterApply();
+  }
+
+  private afterApply(): void {
     // Leading with entries of an earlier instance in the log: all applied now?
     if (!this.taking) this.maybeStartTaking();
-    if (this.snapBytes > 0 && this.snapTimer === null && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)) {
+    if (this.snapTimer === null && (this.snapAfterPurge || (this.snapBytes > 0 && (this.sinceSnapEntries >= this.snapEntries || this.sinceSnapBytes >= this.snapBytes)))) {
+      this.snapAfterPurge = false;
       // Not from inside apply: the host has not advanced past these entries yet.
       this.snapTimer = this.o.clock.setTimer(() => this.takeSnapshot(), 0);
     }
+  }
+
+  /** entries[from...] wait in `queued` (a catch-up or a purge is under way). */
+  private hold(entries: Entry[], from: number): void {
+    for (let i = from; i < entries.length; i++) if (entries[i]!.index > this.skipThrough) this.queued.push(entries[i]!);
   }
 
   private applyBatch(e: Entry): void {
@@ -534,7 +572,8 @@ export class StreamGroup implements GroupApp {
     this.consumers.apply(e.data, e.index, this.leadTerm !== 0 && e.term === this.leadTerm);
   }
 
-  private applyPurge(e: Entry): void {
+  /** Applies a purge entry; true when it goes on over the next turns (purgeTurn). */
+  private applyPurge(e: Entry): boolean {
     const p = decodePurgeOp(e.data);
     let n = 0;
     // A purge followed in the log by messages the store holds was applied before a restart.
@@ -542,11 +581,65 @@ export class StreamGroup implements GroupApp {
       const req: { filter?: string; seq?: number; keep?: number } = { filter: p.filter };
       if (p.seq > 0) req.seq = p.seq;
       if (p.keep > 0) req.keep = p.keep;
-      n = this.stream.purge(req);
-      const last = this.store.state().lastSeq;
-      if (last > this.applySeq) this.applySeq = last;
+      if (this.o.sched !== undefined) {
+        const run = this.stream.beginPurge(req, this.o.purgeStepSeqs);
+        if (!this.purgeSlice(run)) {
+          this.purging = { run, e };
+          this.pacedPurges++;
+          this.o.sched.nextTurn(this.purgeTurnBound);
+          return true;
+        }
+        n = run.purged;
+      } else n = this.stream.purge(req);
+      this.purgeApplied();
     }
     this.settleOp(e, n);
+    return false;
+  }
+
+  /** A purge may move the last sequence up (a purge to a sequence past the end). */
+  private purgeApplied(): void {
+    const last = this.store.state().lastSeq;
+    if (last > this.applySeq) this.applySeq = last;
+  }
+
+  /** One turn's share of a purge; true once it is done. */
+  private purgeSlice(run: StreamPurge): boolean {
+    const clock = this.o.clock;
+    const t0 = clock.monoMs();
+    const maxSteps = this.o.purgeTurnSteps ?? Infinity;
+    let steps = 0;
+    while (!run.step()) if (++steps >= maxSteps || clock.monoMs() - t0 >= PURGE_SLICE_MS) return false;
+    return true;
+  }
+
+  /** The purge under way goes on; once done, it is applied, and the entries that waited. */
+  private purgeTurn(): void {
+    const p = this.purging;
+    if (p === null || this.closed) return;
+    if (!this.purgeSlice(p.run)) {
+      this.o.sched!.nextTurn(this.purgeTurnBound);
+      return;
+    }
+    this.purging = null;
+    this.purgeApplied();
+    this.appliedIndex = p.e.index;
+    this.settleOp(p.e, p.run.purged);
+    const q = this.queued;
+    this.queued = [];
+    if (q.length > 0) this.apply(q);
+    else this.afterApply();
+  }
+
+  /** A snapshot replaces the state a purge under way was working on: it is finished at once
+   *  (the store must not keep a half-done job under what is installed), and the entries that
+   *  waited for it are covered by the snapshot. */
+  private abandonPurge(): void {
+    const p = this.purging;
+    if (p === null) return;
+    this.purging = null;
+    while (!p.run.step());
+    this.queued = [];
   }
 
   private applyDelete(e: Entry): void {
@@ -588,6 +681,7 @@ export class StreamGroup implements GroupApp {
 
   restore(data: Uint8Array): void {
     const d = decodeStreamSnapshot(this.name, asBuffer(data));
+    this.abandonPurge();
     this.restores++;
     this.sinceSnapEntries = 0;
     this.sinceSnapBytes = 0;
@@ -608,7 +702,12 @@ export class StreamGroup implements GroupApp {
     // Our own snapshot, and the store reaches it: a snapshot is kept only once the store had
     // synced what it describes, so the store holds that state or a later one (a restart or a
     // power loss cannot take it back); replay from it. A memory store starts empty: catch up.
-    if (this.opening && (st.lastSeq > last || (st.lastSeq === last && (st.lastSeq === 0 || this.store.type === "file" || (st.firstSeq === first && st.msgs === msgs))))) {
+    // Not a store a catch-up was filling when the server stopped (the mark is still there):
+    // it may hold a peer's later messages without the removals that come at the catch-up's
+    // end, which no replay brings back; it catches up again from where it got to.
+    const fileStore = this.store.type === "file";
+    const halfFilled = this.opening && fileStore && this.o.host.catchupMarked(this.name);
+    if (this.opening && !halfFilled && (st.lastSeq > last || (st.lastSeq === last && (st.lastSeq === 0 || this.store.type === "file" || (st.firstSeq === first && st.msgs === msgs))))) {
       this.applySeq = applySeq;
       this.replayTo = st.lastSeq;
       this.cu.stop();
@@ -617,6 +716,8 @@ export class StreamGroup implements GroupApp {
     const lost = this.opening && this.store.type === "memory" && st.lastSeq === 0 && last > 0 ? { index, applySeq, lastSeq: last, lastTsNs: d.state.lastTsNs } : null;
     this.queued = [];
     if (this.taking) this.stopLeading("catching up");
+    // Durably, before the first message of the catch-up is stored (see halfFilled above).
+    if (fileStore) this.o.host.markCatchup(this.name, true);
     this.cu.start(index, lost);
   }
 
@@ -657,6 +758,12 @@ export class StreamGroup implements GroupApp {
     this.appliedIndex = Math.max(this.appliedIndex, index);
     this.skipThrough = Math.max(this.skipThrough, index);
     this.stream.storeReplaced();
+    if (this.store.type === "file") {
+      // The store is the peer's state now; once that is on disk, a restart may trust it.
+      this.store.sync((err) => {
+        if (err === null && !this.closed && !this.cu.active) this.o.host.markCatchup(this.name, false);
+      });
+    }
     const q = this.queued;
     this.queued = [];
     if (q.length > 0) this.apply(q);
@@ -741,6 +848,11 @@ export class StreamGroup implements GroupApp {
 
   private takeSnapshot(): void {
     this.snapTimer = null;
+    if (this.purging !== null) {
+      // The store is half-way through a purge the applied index does not cover yet.
+      this.snapAfterPurge = true;
+      return;
+    }
     if (this.closed || this.applySeq < this.replayTo || this.cu.active) return;
     // The snapshot describes the store as of now; the log before it is dropped only once the
     // store has that on disk (a restart then finds its store at or past its snapshot).

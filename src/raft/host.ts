@@ -19,7 +19,7 @@ import type { Scheduler } from "../runtime/sched.js";
 import { decodeMessage, encodeMessage } from "./codec.js";
 import { decodeHeartbeats, encodeHeartbeats, HEARTBEATS_TAG, isCoalesced, type GroupMsg } from "./heartbeats.js";
 import { RaftNode, type RaftStatus } from "./node.js";
-import { deleteSnapshotFile, loadSnapshotFile, quarantineSnapshotFile, saveSnapshotFile } from "./snapfile.js";
+import { clearCatchupMark, deleteSnapshotFile, hasCatchupMark, loadSnapshotFile, quarantineSnapshotFile, saveCatchupMark, saveSnapshotFile } from "./snapfile.js";
 import { HostIdentities } from "./identities.js";
 import { RouteShare } from "./route-share.js";
 import { type Entry, emptyMessage, type Message, MsgType, type ReadState, type Ready, type Snapshot, Role } from "./types.js";
@@ -263,6 +263,7 @@ export class RaftHost {
       // gone, so the group starts with nothing at all.
       resync ??= resyncWhy;
       quarantineSnapshotFile(this.o.fs, this.o.dir, name);
+      clearCatchupMark(this.o.fs, this.o.dir, name);
     }
     const loaded = loadSnapshotFile(this.o.fs, this.o.dir, name);
     let snap: Snapshot | null = null;
@@ -327,6 +328,7 @@ export class RaftHost {
     this.detached.delete(name);
     this.wal.forgetGroup(name);
     deleteSnapshotFile(this.o.fs, this.o.dir, name);
+    clearCatchupMark(this.o.fs, this.o.dir, name);
     this.wal.sync(() => this.wal.releaseSegments());
   }
 
@@ -530,6 +532,18 @@ export class RaftHost {
   snapshot(group: string): number {
     const g = this.mustGroup(group);
     return this.snapshotAt(group, g.node.log.applied, null);
+  }
+
+  /** The group's app is rebuilding its state from a peer (on) or has finished (off): a
+   *  mark kept durably beside its snapshot (set before this returns), which catchupMarked
+   *  reports after a restart. */
+  markCatchup(group: string, on: boolean): void {
+    if (on) saveCatchupMark(this.o.fs, this.o.dir, group);
+    else clearCatchupMark(this.o.fs, this.o.dir, group);
+  }
+
+  catchupMarked(group: string): boolean {
+    return hasCatchupMark(this.o.fs, this.o.dir, group);
   }
 
   /** snapshot() with data the app took earlier, at index (≤ applied; e.g. once the state it

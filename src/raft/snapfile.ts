@@ -80,3 +80,27 @@ export function deleteSnapshotFile(fs: Fs, dir: string, group: string): void {
   if (fs.stat(path) === null) return;
   fs.unlink(path);
 }
+
+/** The catch-up mark of a group: present while its app's state is being rebuilt from a peer
+ *  (a replicated stream's store filled by a catch-up, stream-catchup.ts), so that after a
+ *  crash in the middle the half-filled state is not taken for one the snapshot describes. */
+function catchupMarkName(group: string): string {
+  return `${snapFileName(group)}.catchup`;
+}
+
+/** Sets the mark, durably (the file and its directory are synced before this returns). */
+export function saveCatchupMark(fs: Fs, dir: string, group: string): void {
+  writeFileAtomicSync(fs, dir, catchupMarkName(group), Buffer.alloc(0));
+}
+
+export function hasCatchupMark(fs: Fs, dir: string, group: string): boolean {
+  return fs.stat(`${dir}/${catchupMarkName(group)}`) !== null;
+}
+
+/** Clears the mark, durably. */
+export function clearCatchupMark(fs: Fs, dir: string, group: string): void {
+  const path = `${dir}/${catchupMarkName(group)}`;
+  if (fs.stat(path) === null) return;
+  fs.unlink(path);
+  fs.fsyncDirSync(dir);
+}

@@ -9,7 +9,7 @@ import type { Bus, InternalSubscription } from "../contracts/bus.js";
 import type { Clock } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
 import type { ConsumerHook, ConsumerReplicator, StreamHandle } from "../contracts/jetstream.js";
-import type { StreamStore, StoreLimits } from "../storage/types.js";
+import type { StorePurge, StreamStore, StoreLimits } from "../storage/types.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
 import type { StreamConfig, StreamInfoWire, StreamStateWire, PubAckWire } from "../contracts/wire.js";
 import { configToWire, NS_PER_MS } from "./config.js";
@@ -431,12 +431,19 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
    *  purged now (StreamStore.beginPurge); publishes while it runs are kept. Consumers hear of
    *  it once it is done. */
   async purgePaced(opts: { filter?: string; seq?: number; keep?: number }, pace: (step: () => boolean) => Promise<void>): Promise<number> {
+    const run = this.beginPurge(opts);
+    await pace(() => run.step());
+    return run.purged;
+  }
+
+  /** purge() begun now, done by calling step() (each about stepSeqs sequences) until it
+   *  answers true; consumers hear of it then. What it purges is fixed now (as purgePaced). */
+  beginPurge(opts: { filter?: string; seq?: number; keep?: number }, stepSeqs = PURGE_STEP_SEQS): StreamPurge {
     const store = this.store;
-    if (store.beginPurge === undefined) return this.purge(opts);
-    const job = store.beginPurge(purgeOpts(opts));
-    if (!job.done) await pace(() => job.step(PURGE_STEP_SEQS));
-    if (!this.closed) this.afterPurge();
-    return job.purged;
+    if (store.beginPurge === undefined) return new StreamPurge(null, this.purge(opts), stepSeqs, () => undefined);
+    return new StreamPurge(store.beginPurge(purgeOpts(opts)), 0, stepSeqs, () => {
+      if (!this.closed) this.afterPurge();
+    });
   }
 
   private afterPurge(): void {
@@ -563,6 +570,38 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
   /** Wait until every queued PubAck has been answered (used before close). */
   async drainAcks(): Promise<void> {
     await this.commit.drain();
+  }
+}
+
+/** A purge begun with Stream.beginPurge. */
+export class StreamPurge {
+  private finished: boolean;
+
+  constructor(
+    private readonly job: StorePurge | null,
+    private readonly donePurged: number,
+    private readonly stepSeqs: number,
+    private readonly onDone: () => void,
+  ) {
+    this.finished = job === null;
+  }
+
+  /** Messages it removed so far; all it removes once done. */
+  get purged(): number {
+    return this.job === null ? this.donePurged : this.job.purged;
+  }
+
+  get done(): boolean {
+    return this.finished;
+  }
+
+  /** Works through about stepSeqs sequences; true once done. */
+  step(): boolean {
+    if (this.finished) return true;
+    if (!this.job!.step(this.stepSeqs)) return false;
+    this.finished = true;
+    this.onDone();
+    return true;
   }
 }
 

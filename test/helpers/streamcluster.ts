@@ -60,6 +60,10 @@ export interface ClusterOptions {
   snapshotEntries?: number;
   /** Catch-up window in bytes (StreamGroupOptions.catchupWindowBytes). */
   catchupWindowBytes?: number;
+  /** Purge entries applied this many sequences per step, this many steps per turn
+   *  (StreamGroupOptions.purgeStepSeqs / purgeTurnSteps): small, a purge spans many turns. */
+  purgeStepSeqs?: number;
+  purgeTurnSteps?: number;
   cfg?: Record<string, unknown>;
   /** A simulated network: each frame is delayed 0..maxDelayMs on the manual clock (0: one
    *  event-loop turn) and dropped with probability dropRate. */
@@ -173,6 +177,8 @@ export class StreamCluster {
       sched: this.o.batch === false ? undefined : systemScheduler,
       snapshotEntries: this.o.snapshotEntries,
       ...(this.o.catchupWindowBytes !== undefined ? { catchupWindowBytes: this.o.catchupWindowBytes } : {}),
+      ...(this.o.purgeStepSeqs !== undefined ? { purgeStepSeqs: this.o.purgeStepSeqs } : {}),
+      ...(this.o.purgeTurnSteps !== undefined ? { purgeTurnSteps: this.o.purgeTurnSteps } : {}),
       open: (proposer) => {
         const st = new Stream(this.cfg, store, null, env(proposer), this.clock.nowNs());
         st.start();

@@ -89,7 +89,7 @@ if (workloads.includes("stream")) {
   for (const storage of storages) {
     for (const nodes of sizes) {
       let failed = 0;
-      const tot = { published: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, fullRestarts: 0, leaderChanges: 0 };
+      const tot = { published: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, pacedPurges: 0, fullRestarts: 0, leaderChanges: 0 };
       const t0 = performance.now();
       for (let s = start; s < start + seeds; s++) {
         const r = await runStreamSeed(s, nodes, storage, faultMs, healMs);
@@ -98,6 +98,7 @@ if (workloads.includes("stream")) {
         tot.powerLosses += r.powerLosses;
         tot.reopens += r.reopens;
         tot.catchups += r.catchups;
+        tot.pacedPurges += r.pacedPurges;
         tot.fullRestarts += r.fullRestarts;
         tot.leaderChanges += r.leaderChanges;
         if (r.violation !== null) {

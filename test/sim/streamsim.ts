@@ -24,6 +24,8 @@ export interface StreamSimResult {
   powerLosses: number;
   reopens: number;
   catchups: number;
+  /** Purge entries applied over more than one turn (summed over replicas). */
+  pacedPurges: number;
   fullRestarts: number;
   leaderChanges: number;
 }
@@ -38,9 +40,11 @@ interface Msg {
 }
 
 export async function runStreamSeed(seed: number, nodes: number, storage: "memory" | "file", faultMs = 3000, healMs = 4000): Promise<StreamSimResult> {
-  const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, catchupWindowBytes: 2048, net: { maxDelayMs: 4, dropRate: 0.01 } });
+  // Purges are applied 2 sequences a step, one step a turn: each spans many turns, with
+  // publishes, snapshots, catch-ups, kills and reopens landing in the middle of it.
+  const c = new StreamCluster({ n: nodes, storage, seed, tickMs: 10, snapshotEntries: 64, catchupWindowBytes: 2048, net: { maxDelayMs: 4, dropRate: 0.01 }, purgeStepSeqs: 2, purgeTurnSteps: 1 });
   const rnd = c.rnd;
-  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, fullRestarts: 0, leaderChanges: 0 };
+  const res: StreamSimResult = { seed, nodes, storage, violation: null, published: 0, acked: 0, kills: 0, powerLosses: 0, reopens: 0, catchups: 0, pacedPurges: 0, fullRestarts: 0, leaderChanges: 0 };
   const msgs: Msg[] = [];
   const byToken = new Map<string, Msg>();
   const deleted = new Set<number>();
@@ -94,6 +98,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
           // The whole cluster goes down at once (some servers losing power) and comes back.
           for (const id of c.ids) {
             res.catchups += c.node(id).group.catchups;
+            res.pacedPurges += c.node(id).group.pacedPurges;
             const power = rnd.next() < 0.5;
             await c.stop(id, power);
             if (power) res.powerLosses++;
@@ -122,6 +127,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
           const power = storage === "file" && rnd.next() < 0.5;
           if (process.env["SIM_TRACE"]) console.log(t, "stop", id, power, JSON.stringify(c.ids.map((i) => c.node(i).up ? c.node(i).group.debugState() : null)));
           res.catchups += n.group.catchups;
+          res.pacedPurges += n.group.pacedPurges;
           await c.stop(id, power);
           if (power) res.powerLosses++;
           else res.kills++;
@@ -139,6 +145,7 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
           if (n.up && wipeOk) {
             if (process.env["SIM_TRACE"]) console.log(t, "reopen", id, JSON.stringify(c.ids.map((i) => c.node(i).up ? c.node(i).group.debugState() : null)));
             res.catchups += n.group.catchups;
+            res.pacedPurges += n.group.pacedPurges;
             await c.reopenGroup(id);
             res.reopens++;
           }
@@ -155,7 +162,8 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
           } else if (l !== undefined) {
             // Purges keep the newest of r.3 only (r.3's acked messages may then be gone).
             purged = true;
-            c.node(l).group.purge({ filter: "r.3", keep: rnd.int(20) }).catch(() => undefined);
+            const req = rnd.next() < 0.5 ? { filter: "r.3", keep: rnd.int(20) } : { filter: "r.3", seq: 1 + rnd.int(last + 1) };
+            c.node(l).group.purge(req).catch(() => undefined);
           }
         }
       }
@@ -187,11 +195,22 @@ export async function runStreamSeed(seed: number, nodes: number, storage: "memor
     if (!settled(true)) {
       const missing = msgs.filter((m) => m.ackSeq === 0).length;
       const lasts = c.ids.map((id) => `${id}:${c.node(id).store.state().lastSeq}${c.node(id).group.isTakingPublishes ? "*" : ""}`);
-      const states = c.ids.map((id) => `${id}: ${JSON.stringify(c.node(id).group.debugState())} raft ${JSON.stringify({ ...c.node(id).host.status(GROUP_NAME), progress: undefined })}`);
+      const ref0 = c.contents(c.ids[0]!);
+      const diffs = c.ids.slice(1).map((id) => {
+        const x = c.contents(id);
+        const d: string[] = [];
+        for (const [k, v] of ref0) if (x.get(k) !== v) d.push(`-${k}:${v}`);
+        for (const [k, v] of x) if (ref0.get(k) !== v) d.push(`+${k}:${v}`);
+        return `${id} against ${c.ids[0]}: ${d.length} differ ${d.slice(0, 8).join(" ")}`;
+      });
+      const states = c.ids.map((id) => `${id}: ${JSON.stringify(c.node(id).group.debugState())} raft ${JSON.stringify({ ...c.node(id).host.status(GROUP_NAME), progress: undefined })}`).concat(diffs);
       throw new Error(`did not settle: ${missing} unacknowledged, last seqs ${lasts.join(" ")}\n${states.join("\n")}`);
     }
     res.acked = msgs.length;
-    for (const id of c.ids) res.catchups += c.node(id).group.catchups;
+    for (const id of c.ids) {
+      res.catchups += c.node(id).group.catchups;
+      res.pacedPurges += c.node(id).group.pacedPurges;
+    }
     const ref = c.contents(c.ids[0]!);
     const seen = new Map<string, number>();
     for (const [seq, v] of ref) {

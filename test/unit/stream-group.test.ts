@@ -533,3 +533,44 @@ void test("stream group: a leader's stream reopened in-process with a publish st
     await c.stopAll();
   }
 });
+
+for (const storage of ["memory", "file"] as const) {
+  void test(`stream group (${storage}): a big purge entry is applied over many turns; the entries after it wait, and nothing shows it half done`, async () => {
+    // 2 sequences a step, one step a turn: 300 messages take ~150 turns on every replica.
+    const c = new StreamCluster({ n: 3, storage, purgeStepSeqs: 2, purgeTurnSteps: 1 });
+    await c.startAll();
+    try {
+      const l = await c.leader();
+      for (let i = 0; i < 300; i++) c.pub(l.id, i % 3 === 0 ? "r.keep" : "r.drop", `p${i}`, `p${i}`);
+      await c.until(() => l.acks.size === 300 && allApplied(c, 300), "300 everywhere");
+      let purged = -1;
+      void l.group.purge({ filter: "r.drop" }).then((n) => (purged = n));
+      // A publish proposed right behind the purge: it waits for it on every replica.
+      c.pub(l.id, "r.drop", "after", "after");
+      const f = c.ids.find((i) => i !== l.id)!;
+      let sawHeld = false;
+      let sawHalf = false;
+      await c.until(() => {
+        const d = c.node(f).group.debugState() as { queued: number; applied: number; msgs: number };
+        if (d.queued > 0) sawHeld = true;
+        const m = c.node(f).store.state().msgs;
+        if (m < 300 && m > 101) {
+          sawHalf = true;
+          // Half purged: the publish behind it is not stored, and not answered.
+          assert.equal(c.node(f).store.state().lastSeq, 300, `nothing after the purge applied yet ${JSON.stringify(c.node(f).group.debugState())} ${JSON.stringify(c.node(f).store.state())}`);
+        }
+        if (l.store.state().msgs < 300 && l.store.state().msgs > 101) assert.equal(l.acks.has("after"), false, "no PubAck before the purge is done");
+        return purged >= 0 && l.acks.has("after") && allApplied(c, 301);
+      }, "purge and publish applied");
+      assert.equal(purged, 200);
+      assert.ok(sawHeld, "entries waited behind the purge");
+      assert.ok(sawHalf, "the purge was seen half done (it spanned turns)");
+      assert.ok(c.ids.every((id) => c.node(id).group.pacedPurges === 1), "every replica paced it");
+      assert.deepEqual(l.acks.get("after"), [{ stream: "R", seq: 301 }]);
+      await c.until(() => c.ids.every((id) => c.contents(id).size === 101), "101 everywhere");
+      sameEverywhere(c);
+    } finally {
+      await c.stopAll();
+    }
+  });
+}
