@@ -19,6 +19,7 @@ import { createConsumer, createStream, pubAckError, windowedRequests } from "../
 import { deadlineAfter, latencyStats, nowNs, payloadOf, sleep, waitFor } from "../lib/load.js";
 import { newInboxPrefix, Requester } from "../lib/request.js";
 import { freePort, HOST, ServerProc } from "../lib/servers.js";
+import { RemoteBystander } from "../lib/hostile.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 
 const PUBLISH_METRICS: MetricDef[] = [
@@ -57,6 +58,8 @@ const EMPTY = Buffer.alloc(0);
 const KILLS = 10;
 const STREAM = "BENCHR3";
 const SUBJECT = "bench.r3";
+/** Messages of the R3 purge case. */
+const PURGE_MSGS = 300_000;
 
 function config(i: number, clusterPorts: number[], extra: string): string {
   const routes = clusterPorts.map((p) => `"nats-route://${HOST}:${p}"`).join(", ");
@@ -197,6 +200,40 @@ async function r3Publish(t: JsTrio, opts: BenchOptions, size: number): Promise<R
   });
   const lat = latencyStats(r.lat);
   return { "msgs/s": r.done / (r.ns / 1e9), "ack p50": lat.p50, "ack p99": lat.p99 };
+}
+
+/** A purge of a big R3 stream: PURGE_MSGS messages (16 B) stored on every replica, then one
+ *  purge keeping the newest; a bystander (a process of its own) pings a follower meanwhile.
+ *  Done when every server's /jsz counts one message. */
+async function r3Purge(t: JsTrio): Promise<Record<string, number>> {
+  const req = await t.requester(0);
+  await createR3(req);
+  const leader = await waitCurrent(req, "after create");
+  const pub = await t.connect(0);
+  await windowedRequests(pub, { subjects: [SUBJECT], payload: payloadOf(16), window: WINDOW, maxMsgs: PURGE_MSGS, deadlineNs: deadlineAfter(600), collectLatency: false, check: (hdr) => (statusCode(hdr) !== 0 ? `status ${statusCode(hdr)}` : null) });
+  const all = async (n: number): Promise<boolean> => (await Promise.all([0, 1, 2].map((i) => t.storedMsgs(i)))).every((m) => m === n);
+  const until = async (n: number, boundMs: number, what: string): Promise<void> => {
+    const end = performance.now() + boundMs;
+    while (!(await all(n))) {
+      if (performance.now() > end) throw new Error(`${what}: not within ${boundMs} ms`);
+      await sleep(20);
+    }
+  };
+  await until(PURGE_MSGS, 120_000, `${PURGE_MSGS} messages on every replica`);
+  const follower = [0, 1, 2].find((i) => i !== t.indexOf(leader))!;
+  const by = await RemoteBystander.start(t.procs[follower]!.port, null);
+  try {
+    await sleep(100);
+    const t0 = performance.now();
+    await req.api(`$JS.API.STREAM.PURGE.${STREAM}`, { keep: 1 }, 60_000);
+    await until(1, 60_000, "the purge applied on every replica");
+    const ms = performance.now() - t0;
+    await sleep(100);
+    const r = await by.stop();
+    return { "bystander PING p50": r.p50, "bystander PING p99": r.p99, "applied everywhere in": ms };
+  } finally {
+    by.kill();
+  }
 }
 
 /** Publish until one PubAck arrives; each try waits at most 500 ms, tries are 50 ms apart. */
@@ -478,6 +515,7 @@ export const clusterJsSuite: SuiteDef = {
     `idle consumers: ${IDLE_CONSUMERS} durable pull consumers with num_replicas 3 on the R3 stream, nothing published; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
     `idle streams: ${IDLE_STREAMS} R3 file streams (a Raft group each), one publish to each, 5 s to settle; CPU of the three server processes over ${IDLE_SAMPLE_MS / 1000} s, as % of one core.`,
     `catch-up: a follower stopped, --catchup-mib (default 32) MiB of 16 KiB messages published, the follower launched again; MiB/s from its launch until its /jsz counts every message stored before the launch. Meanwhile a publisher on the leader's server keeps ${STEADY_WINDOW} PubAcks of ${STEADY_SIZE} B in flight: its PubAck p99 in the 3 s before the launch and during the catch-up.`,
+    `purge: ${PURGE_MSGS.toLocaleString("en-US")} messages of 16 B published from server 1 (${WINDOW} PubAcks in flight) until every server's /jsz counts them, then $JS.API.STREAM.PURGE with {"keep": 1}; a bystander in a process of its own keeps a PING in flight on a follower (a new one 2 ms after each PONG) from 100 ms before the purge until 100 ms after every /jsz counts 1 message; its p50/p99, and the time from the request to that.`,
     `failover: ${KILLS} times, SIGKILL of the stream leader (from STREAM.INFO cluster.leader) with a publisher on another server retrying every 50 ms (500 ms per try); time from the kill to the next PubAck. The killed server restarts on its store and all replicas must be current before the next kill.`,
   ],
   cases(opts: BenchOptions): CaseDef[] {
@@ -485,6 +523,15 @@ export const clusterJsSuite: SuiteDef = {
       { name: "R3 async publish, 16 B", metrics: PUBLISH_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Publish(t, c.opts, 16)) },
       { name: "R3 async publish, 1 KiB", metrics: PUBLISH_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Publish(t, c.opts, 1024)) },
       { name: "R3 failover: leader SIGKILL -> next PubAck", metrics: FAILOVER_METRICS, run: (c) => withJsTrio(c, "", (t) => failover(t)) },
+      {
+        name: "R3 purge of 300,000 messages (keep 1): a follower's bystander",
+        metrics: [
+          { label: "bystander PING p50", unit: "ms", better: "lower" },
+          { label: "bystander PING p99", unit: "ms", better: "lower" },
+          { label: "applied everywhere in", unit: "ms", better: "lower" },
+        ],
+        run: (c) => withJsTrio(c, "", (t) => r3Purge(t), true),
+      },
       { name: `R3 pull consume, explicit ack, batch ${BATCH}, 16 B`, metrics: RATE, run: (c) => withJsTrio(c, "", (t) => r3Consume(t)) },
       { name: "R3 KV put / get, 128 B", metrics: KV_METRICS, run: (c) => withJsTrio(c, "", (t) => r3Kv(t, c.opts)) },
       { name: `${IDLE_CONSUMERS} idle R3 durables: CPU`, metrics: CPU_METRICS, run: (c) => withJsTrio(c, "", (t) => idleConsumers(t)) },
