@@ -12,10 +12,18 @@ import assert from "node:assert/strict";
 import { startServer } from "../../src/index.js";
 import { defaultWebSocketOptions } from "../../src/server/options.js";
 import { WsRaw } from "../helpers/ws-raw.js";
-import { connected, type Sock } from "./harness.js";
+import { connected, perTurnGrowth, type Sock } from "./harness.js";
 
 const N = 600;
 const SLICE = 64; // accept.ts PEER_ENDS_PER_TURN
+
+/** Waits (30 s at most) until count() is 0; the most it dropped in one turn meanwhile. */
+async function largestDropPerTurn(count: () => number): Promise<number> {
+  const drop = perTurnGrowth(() => -count());
+  const end = Date.now() + 30_000;
+  while (count() > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  return drop.stop();
+}
 
 void test(`${N} clients closing at once are let go a slice per turn, all of them`, { timeout: 60_000 }, async () => {
   const srv = await startServer({ port: 0, host: "127.0.0.1" });
@@ -23,21 +31,9 @@ void test(`${N} clients closing at once are let go a slice per turn, all of them
     const socks: Sock[] = [];
     for (let i = 0; i < N; i += 100) socks.push(...(await Promise.all(Array.from({ length: 100 }, () => connected(srv.port)))));
     assert.equal(srv.server.clients.size, N);
-    const sizes: number[] = [];
-    let ticking = true;
-    const tick = (): void => {
-      sizes.push(srv.server.clients.size);
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
     for (const s of socks) s.destroy();
-    const end = Date.now() + 30_000;
-    while (srv.server.clients.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
-    ticking = false;
-    sizes.push(srv.server.clients.size); // the last turn's closes, if the ticker did not see them
+    const maxDrop = await largestDropPerTurn(() => srv.server.clients.size);
     assert.equal(srv.server.clients.size, 0, "every client was closed");
-    let maxDrop = 0;
-    for (let i = 1; i < sizes.length; i++) maxDrop = Math.max(maxDrop, sizes[i - 1]! - sizes[i]!);
     assert.ok(maxDrop <= SLICE, `at most ${SLICE} clients closed in one turn (most: ${maxDrop})`);
     // A later client is served as usual.
     const c = await connected(srv.port);
@@ -49,34 +45,6 @@ void test(`${N} clients closing at once are let go a slice per turn, all of them
   }
 });
 
-/** Samples the number of open clients once per turn (a setImmediate ticker) until it is 0 or
- *  30 s have passed; the largest drop between two samples. */
-async function largestDropPerTurn(count: () => number): Promise<number> {
-  const sizes: number[] = [];
-  let ticking = true;
-  const tick = (): void => {
-    sizes.push(count());
-    if (ticking) setImmediate(tick);
-  };
-  setImmediate(tick);
-  await new Promise((r) => setImmediate(r));
-  return await new Promise<number>((resolve) => {
-    const end = Date.now() + 30_000;
-    const poll = (): void => {
-      if (count() > 0 && Date.now() < end) {
-        setTimeout(poll, 5);
-        return;
-      }
-      ticking = false;
-      sizes.push(count());
-      let maxDrop = 0;
-      for (let i = 1; i < sizes.length; i++) maxDrop = Math.max(maxDrop, sizes[i - 1]! - sizes[i]!);
-      resolve(maxDrop);
-    };
-    poll();
-  });
-}
-
 void test(`${N} WebSocket clients closing at once are let go a slice per turn, all of them`, { timeout: 60_000 }, async () => {
   const ws = { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true };
   const srv = await startServer({ port: 0, host: "127.0.0.1", websocket: ws });
@@ -87,9 +55,8 @@ void test(`${N} WebSocket clients closing at once are let go a slice per turn, a
     const end0 = Date.now() + 10_000;
     while (srv.server.clients.size < N && Date.now() < end0) await new Promise((r) => setTimeout(r, 5));
     assert.equal(srv.server.clients.size, N);
-    const drop = largestDropPerTurn(() => srv.server.clients.size);
     for (const s of socks) s.socket.destroy();
-    const maxDrop = await drop;
+    const maxDrop = await largestDropPerTurn(() => srv.server.clients.size);
     assert.equal(srv.server.clients.size, 0, "every client was closed");
     assert.ok(maxDrop <= SLICE, `at most ${SLICE} clients closed in one turn (most: ${maxDrop})`);
     // A later WebSocket client is served as usual.

@@ -10,7 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startServer } from "../../src/index.js";
-import { connected } from "./harness.js";
+import { connected, FanoutReceiver, perTurnGrowth } from "./harness.js";
 
 const SUBS = 20_000;
 const MSGS = 3;
@@ -22,27 +22,9 @@ void test(`a PUB to ${SUBS} subscriptions is delivered a slice per turn, in orde
     const a = await connected(srv.port);
     const b = await connected(srv.port);
     const by = await connected(srv.port);
-    // A counts, per sid, the messages in the order they come (m0, m1, m2 expected).
-    const next = new Int32Array(SUBS + 1);
-    let got = 0;
-    let outOfOrder = 0;
+    // a counts, per sid, the messages in the order they come (m0, m1, m2 expected).
+    const rx = new FanoutReceiver(a.s, "fan", SUBS);
     let atPong = -1;
-    let tail = "";
-    a.s.removeAllListeners("data");
-    a.s.on("data", (d: string) => {
-      const t = tail + d;
-      const re = /MSG fan (\d+) 2\r\nm(\d)\r\n/g;
-      let m: RegExpExecArray | null;
-      let last = 0;
-      while ((m = re.exec(t)) !== null) {
-        const sid = Number(m[1]);
-        if (Number(m[2]) !== next[sid]) outOfOrder++;
-        next[sid]!++;
-        got++;
-        last = re.lastIndex;
-      }
-      tail = t.slice(last);
-    });
     const subs: string[] = [];
     for (let i = 1; i <= SUBS; i++) subs.push(`SUB fan ${i}\r\n`);
     a.write(subs.join("") + "PING\r\n");
@@ -51,31 +33,21 @@ void test(`a PUB to ${SUBS} subscriptions is delivered a slice per turn, in orde
     assert.equal(srv.server.sublist.match("fan").psubs.length, SUBS);
 
     const clients = [...srv.server.clients.values()];
-    const delivered = (): number => clients.reduce((n, c) => n + c.outMsgs, 0);
-    const samples: number[] = [delivered()];
-    let ticking = true;
-    const tick = (): void => {
-      samples.push(delivered());
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const growth = perTurnGrowth(() => clients.reduce((n, c) => n + c.outMsgs, 0));
     by.s.removeAllListeners("data");
     by.s.on("data", (d: string) => {
-      if (d.includes("PONG") && atPong < 0) atPong = got;
+      if (d.includes("PONG") && atPong < 0) atPong = rx.got;
     });
     const pubs: string[] = [];
     for (let i = 0; i < MSGS; i++) pubs.push(`PUB fan 2\r\nm${i}\r\n`);
     b.write(pubs.join(""));
     // The bystander pings once the first deliveries arrived.
-    while (got === 0 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    while (rx.got === 0 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
     by.write("PING\r\n");
-    while (got < SUBS * MSGS && Date.now() < deadline + 20_000) await new Promise((r) => setTimeout(r, 5));
-    ticking = false;
-    samples.push(delivered());
-    assert.equal(got, SUBS * MSGS, `${got} of ${SUBS * MSGS} messages`);
-    assert.equal(outOfOrder, 0, "each subscription got m0, m1, m2 in order");
-    let most = 0;
-    for (let i = 1; i < samples.length; i++) most = Math.max(most, samples[i]! - samples[i - 1]!);
+    while (rx.got < SUBS * MSGS && Date.now() < deadline + 20_000) await new Promise((r) => setTimeout(r, 5));
+    const most = growth.stop();
+    assert.equal(rx.got, SUBS * MSGS, `${rx.got} of ${SUBS * MSGS} messages`);
+    assert.equal(rx.outOfOrder, 0, "each subscription got m0, m1, m2 in order");
     assert.ok(most <= 2 * SLICE, `at most two slices delivered in one turn (most: ${most})`);
     assert.ok(atPong >= 0 && atPong < SUBS * MSGS, `the bystander's PONG came before the last delivery (at ${atPong})`);
     a.destroy();

@@ -342,3 +342,53 @@ export class Replies {
   }
 }
 
+
+/** What a subscriber with sids 1..subs on one subject got, counted as it arrives: messages
+ *  whose payload is "m<digit>"; each sid must get m0, m1, ... in order. Takes over s's data. */
+export class FanoutReceiver {
+  got = 0;
+  outOfOrder = 0;
+  private readonly next: Int32Array;
+  private tail = "";
+
+  constructor(s: net.Socket, subject: string, subs: number) {
+    this.next = new Int32Array(subs + 1);
+    const re = new RegExp(`MSG ${subject} (\\d+) 2\\r\\nm(\\d)\\r\\n`, "g");
+    s.removeAllListeners("data");
+    s.on("data", (d: string) => {
+      const t = this.tail + d;
+      re.lastIndex = 0;
+      let m: RegExpExecArray | null;
+      let last = 0;
+      while ((m = re.exec(t)) !== null) {
+        const sid = Number(m[1]);
+        if (Number(m[2]) !== this.next[sid]) this.outOfOrder++;
+        this.next[sid]!++;
+        this.got++;
+        last = re.lastIndex;
+      }
+      this.tail = t.slice(last);
+    });
+  }
+}
+
+/** Samples count() once per turn of this process's loop (a setImmediate ticker) until
+ *  stop(), which answers the most it grew between two samples. */
+export function perTurnGrowth(count: () => number): { stop(): number } {
+  const samples: number[] = [count()];
+  let ticking = true;
+  const tick = (): void => {
+    samples.push(count());
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return {
+    stop(): number {
+      ticking = false;
+      samples.push(count());
+      let most = 0;
+      for (let i = 1; i < samples.length; i++) most = Math.max(most, samples[i]! - samples[i - 1]!);
+      return most;
+    },
+  };
+}
