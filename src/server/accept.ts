@@ -333,9 +333,9 @@ export class Acceptor {
     this.server.clients.set(cid, c);
     const socket = conn.socket;
     this.liveSockets.add(socket);
-    if (conn.tlsVersion === "") {
-      // ws (not wss): its listener allows half-open sockets; the peer's EOF closes the
-      // client a slice per turn, as on the client port.
+    if (socket.allowHalfOpen) {
+      // ws (wss sockets are not half-open): the peer's EOF closes the client a slice per
+      // turn, as on the client port.
       (socket as unknown as ClientSlot)[kClient] = c;
       socket.on("end", this.onSocketEnd);
     }

@@ -10,6 +10,7 @@ import type { Clock } from "../runtime/clock.js";
 import type { Logger } from "../runtime/log.js";
 import type { ConsumerHook, ConsumerReplicator, StreamHandle } from "../contracts/jetstream.js";
 import type { StorePurge, StreamStore, StoreLimits } from "../storage/types.js";
+import { donePurge } from "../storage/memory/purgejob.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
 import type { StreamConfig, StreamInfoWire, StreamStateWire, PubAckWire } from "../contracts/wire.js";
 import { configToWire, NS_PER_MS } from "./config.js";
@@ -440,8 +441,9 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
    *  answers true; consumers hear of it then. What it purges is fixed now (as purgePaced). */
   beginPurge(opts: { filter?: string; seq?: number; keep?: number }, stepSeqs = PURGE_STEP_SEQS): StreamPurge {
     const store = this.store;
-    if (store.beginPurge === undefined) return new StreamPurge(null, this.purge(opts), stepSeqs, () => undefined);
-    return new StreamPurge(store.beginPurge(purgeOpts(opts)), 0, stepSeqs, () => {
+    // A store without paced purges purges at once (consumers hear of it in purge()).
+    if (store.beginPurge === undefined) return new StreamPurge(donePurge(this.purge(opts)), stepSeqs, () => undefined);
+    return new StreamPurge(store.beginPurge(purgeOpts(opts)), stepSeqs, () => {
       if (!this.closed) this.afterPurge();
     });
   }
@@ -575,30 +577,23 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
 
 /** A purge begun with Stream.beginPurge. */
 export class StreamPurge {
-  private finished: boolean;
+  private finished = false;
 
   constructor(
-    private readonly job: StorePurge | null,
-    private readonly donePurged: number,
+    private readonly job: StorePurge,
     private readonly stepSeqs: number,
     private readonly onDone: () => void,
-  ) {
-    this.finished = job === null;
-  }
+  ) {}
 
   /** Messages it removed so far; all it removes once done. */
   get purged(): number {
-    return this.job === null ? this.donePurged : this.job.purged;
-  }
-
-  get done(): boolean {
-    return this.finished;
+    return this.job.purged;
   }
 
   /** Works through about stepSeqs sequences; true once done. */
   step(): boolean {
     if (this.finished) return true;
-    if (!this.job!.step(this.stepSeqs)) return false;
+    if (!this.job.step(this.stepSeqs)) return false;
     this.finished = true;
     this.onDone();
     return true;
