@@ -86,7 +86,9 @@ async function jszMetaLeader(port: number): Promise<string> {
 
 type Json = Record<string, unknown>;
 
-async function req(nc: NatsConnection, subject: string, body: unknown = "", hdr?: Record<string, string>): Promise<Json> {
+/** A request that is answered once: a timeout fails the step (the non-idempotent steps: a
+ *  stepdown, a purge, a delete, where a second try would change the answer). */
+async function reqOnce(nc: NatsConnection, subject: string, body: unknown = "", hdr?: Record<string, string>): Promise<Json> {
   const opts: { timeout: number; headers?: ReturnType<typeof mkHeaders> } = { timeout: 5000 };
   if (hdr !== undefined) {
     const h = mkHeaders();
@@ -95,6 +97,21 @@ async function req(nc: NatsConnection, subject: string, body: unknown = "", hdr?
   }
   const m = await nc.request(subject, typeof body === "string" ? body : JSON.stringify(body), opts);
   return m.json();
+}
+
+/** An idempotent request, asked again when it times out (up to 4 tries of 5 s). A freshly formed
+ *  cluster, nats-server's as well as ours, can drop an API request on a loaded machine while its
+ *  interest is still spreading over the routes; the test compares replies, not how fast they
+ *  come. Any other error fails at once. */
+async function req(nc: NatsConnection, subject: string, body: unknown = "", hdr?: Record<string, string>): Promise<Json> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await reqOnce(nc, subject, body, hdr);
+    } catch (e) {
+      const timedOut = (e as { name?: string }).name === "TimeoutError" || (e as { code?: string }).code === "TIMEOUT";
+      if (!timedOut || attempt >= 4) throw e;
+    }
+  }
 }
 
 interface ClusterBlock {
@@ -166,7 +183,7 @@ async function script(c: Cluster): Promise<Step[]> {
     let ack: Json = {};
     await until(`${c.kind}: publish ${id} answered`, async () => {
       try {
-        ack = await req(nc, subj, id, { "Nats-Msg-Id": id, ...hdr });
+        ack = await reqOnce(nc, subj, id, { "Nats-Msg-Id": id, ...hdr });
         return true;
       } catch {
         return false;
@@ -181,7 +198,7 @@ async function script(c: Cluster): Promise<Step[]> {
   add("info after publishes", await req(ncB, "$JS.API.STREAM.INFO.DIFF"));
 
   // Stepdown: another replica leads; publishes go on there.
-  add("stepdown", await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.DIFF"));
+  add("stepdown", await reqOnce(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.DIFF"));
   const lead2 = await streamLeader(c, ncA, "DIFF", lead);
   add("new leader differs", lead2 !== lead && NAMES.includes(lead2), { exact: true });
   add("publish after stepdown", await pub(ncC, "diff.0", "m9"));
@@ -191,7 +208,7 @@ async function script(c: Cluster): Promise<Step[]> {
   add("info cluster block shape after stepdown", clusterShape(info1["cluster"] as ClusterBlock));
 
   // Purge one subject.
-  add("purge filter", await req(ncC, "$JS.API.STREAM.PURGE.DIFF", { filter: "diff.0" }));
+  add("purge filter", await reqOnce(ncC, "$JS.API.STREAM.PURGE.DIFF", { filter: "diff.0" }));
   add("info after purge", await req(ncB, "$JS.API.STREAM.INFO.DIFF"));
   add("msg get 2 (purged)", await req(ncA, "$JS.API.STREAM.MSG.GET.DIFF", { seq: 2 }));
   add("msg get 3", await req(ncA, "$JS.API.STREAM.MSG.GET.DIFF", { seq: 3 }));
@@ -232,7 +249,7 @@ async function script(c: Cluster): Promise<Step[]> {
   add("consumer info of a missing consumer", await req(ncA, "$JS.API.CONSUMER.INFO.DIFF.nope"));
   add("consumer create R5", await req(ncA, "$JS.API.CONSUMER.CREATE.DIFF.five", { stream_name: "DIFF", config: { durable_name: "five", num_replicas: 5 } }));
   add("names", await req(ncC, "$JS.API.STREAM.NAMES"));
-  add("delete", await req(ncB, "$JS.API.STREAM.DELETE.DIFF"));
+  add("delete", await reqOnce(ncB, "$JS.API.STREAM.DELETE.DIFF"));
   add("info after delete", await req(ncC, "$JS.API.STREAM.INFO.DIFF"));
   return steps;
 }
