@@ -19,6 +19,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createInbox, type NatsConnection, type Msg, type Subscription } from "@nats-io/transport-node";
+import { until } from "../helpers/until.js";
 import { covers as coversWith, haveNatsServer as haveNats, normTimes as norm, startJsPair, type JsPair } from "../helpers/interop-js.js";
 
 let pair: JsPair | null = null;
@@ -434,6 +435,14 @@ void t("consumer info after deliveries, acks, naks and redeliveries matches", as
     p.pull("I", "E", { batch: 3, expires: 30_000_000_000 });
     await nc.flush();
   });
+  // Both servers hold the two requests, and each has settled where a consumer that matches
+  // nothing stands (nats-server moves it past the stream's end when its delivery loop first
+  // runs, after the request is counted): poll until both report it, then compare.
+  await until("both servers settled consumer E", async () => {
+    const [a, b] = [await jreqOrNull(ncRef, "$JS.API.CONSUMER.INFO.I.E", ""), await jreqOrNull(ncOurs, "$JS.API.CONSUMER.INFO.I.E", "")];
+    const seq = (r: Record<string, unknown> | null): unknown => (r?.["delivered"] as Record<string, unknown> | undefined)?.["stream_seq"];
+    return a?.["num_waiting"] === 2 && b?.["num_waiting"] === 2 && seq(a) === seq(b);
+  }, 5000);
   await same("$JS.API.CONSUMER.INFO.I.E");
   for (const p of holders) p.close();
 
