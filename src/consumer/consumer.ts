@@ -8,6 +8,7 @@
 import type { InternalSubscription } from "../contracts/bus.js";
 import type { ConsumerHook, StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore } from "../storage/types.js";
+import type { LastPerSubjectPlan } from "./lps-build.js";
 import { subjectIsSubsetMatch, subjectMatches } from "../subjects/subject.js";
 import { AckHandler } from "./ack-handler.js";
 import { consumerConfigToWire, filtersOf, isPush, type ConsumerConfig } from "./config.js";
@@ -32,8 +33,16 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
   private subs: InternalSubscription[] = [];
   private readonly scratch: number[] = [];
 
-  constructor(env: ConsumerEnv, stream: StreamHandle, cfg: ConsumerConfig, createdNs: number, store: ConsumerStore | null, recovered: ConsumerState | null) {
-    super(env, stream, cfg, createdNs, store, recovered);
+  constructor(
+    env: ConsumerEnv,
+    stream: StreamHandle,
+    cfg: ConsumerConfig,
+    createdNs: number,
+    store: ConsumerStore | null,
+    recovered: ConsumerState | null,
+    plan: LastPerSubjectPlan | null = null,
+  ) {
+    super(env, stream, cfg, createdNs, store, recovered, plan);
     this.owner = env;
     this.delivery = new Delivery(this);
     this.pulls = new PullRequests(this, this.delivery);
@@ -72,7 +81,7 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
   needsMessage(seq: number, _subject: string): boolean {
     if (seq < this.startSeq) return false;
     if (seq > this.ledger.deliveredStreamSeq) return true;
-    if (this.lps !== null && this.lps.includes(seq)) return true;
+    if (this.lps !== null && sortedHas(this.lps, seq)) return true;
     if (this.cfg.ack_policy === "none") return false;
     return this.ledger.isPending(seq);
   }
@@ -312,4 +321,17 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
   info(type: string): Record<string, unknown> {
     return consumerInfo(this, type, isPush(this.cfg) ? 0 : this.numWaiting());
   }
+}
+
+/** Whether the ascending list holds seq (a binary search: a last_per_subject list can hold
+ *  hundreds of thousands, and interest retention asks for every acked message). */
+function sortedHas(list: number[], seq: number): boolean {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < list.length && list[lo] === seq;
 }

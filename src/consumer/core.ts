@@ -11,6 +11,7 @@ import { systemScheduler, type Scheduler } from "../runtime/sched.js";
 import type { Logger } from "../runtime/log.js";
 import { LedgerKind, type ConsumerReplicator, type StreamHandle } from "../contracts/jetstream.js";
 import type { ConsumerState, ConsumerStore } from "../storage/types.js";
+import type { LastPerSubjectPlan } from "./lps-build.js";
 import { ACK_PREFIX } from "./ack.js";
 import { consumerConfigToWire, filtersOf, type ConsumerConfig } from "./config.js";
 import { ConsumerLedger, Outcome, type LedgerOp, type ResetOp, type SkipOp } from "./ledger.js";
@@ -85,8 +86,20 @@ export abstract class ConsumerCore implements Tickable {
   };
   private readonly skipOp: SkipOp = { op: "skip", sseq: 0 };
 
-  constructor(env: CoreEnv, stream: StreamHandle, cfg: ConsumerConfig, createdNs: number, store: ConsumerStore | null, recovered: ConsumerState | null) {
+  /** A last_per_subject start built beforehand over several turns (lps-build.ts), or null. */
+  private readonly plan: LastPerSubjectPlan | null;
+
+  constructor(
+    env: CoreEnv,
+    stream: StreamHandle,
+    cfg: ConsumerConfig,
+    createdNs: number,
+    store: ConsumerStore | null,
+    recovered: ConsumerState | null,
+    plan: LastPerSubjectPlan | null = null,
+  ) {
     this.env = env;
+    this.plan = plan;
     this.sched = env.sched ?? systemScheduler;
     this.stream = stream;
     this.cfg = cfg;
@@ -225,6 +238,12 @@ export abstract class ConsumerCore implements Tickable {
       case "by_start_time":
         return this.seqForTime(c.opt_start_time_ns) - 1;
       case "last_per_subject": {
+        const plan = this.plan;
+        if (plan !== null) {
+          this.lpsEnd = plan.end;
+          this.lps = plan.seqs.length > 0 ? plan.seqs : null;
+          return plan.seqs.length > 0 ? plan.seqs[0]! - 1 : plan.end;
+        }
         // Hundreds of thousands of subjects are possible: no map of their states, and a
         // numeric sort of a typed array (not a comparator over a boxed array).
         let found: number[] = [];

@@ -34,6 +34,9 @@ export interface ConsumerApiContext {
   respondError(reply: string, type: string, err: ApiError): void;
   /** Account-wide consumer limit check: true if one more consumer may be created. */
   canAddConsumer(): boolean;
+  /** Yields to the event loop when the API's slice of this turn is used up (api.ts's pacer):
+   *  work split in steps calls it between them. Absent: no yielding. */
+  breathe?(): Promise<void>;
   /** Publish an advisory if anyone listens (subject under $JS.EVENT.ADVISORY.). */
   advisory(subject: string, body: Record<string, unknown>): void;
 }
@@ -42,7 +45,9 @@ export interface ConsumerApiContext {
  *  op: the token after "CONSUMER." ("CREATE", "DURABLE", "INFO", "DELETE", "NAMES", "LIST",
  *  "MSG", "PAUSE", "UNPIN", "LEADER", ...). tokens: the tokens after op (e.g. for
  *  $JS.API.CONSUMER.CREATE.S.C.foo.> -> ["S","C","foo",">"]; for MSG.NEXT.S.C ->
- *  ["NEXT","S","C"]). hdr/payload: the request; buffers are only valid during the call. */
+ *  ["NEXT","S","C"]). hdr/payload: the request; buffers are only valid during the call.
+ *  A promise when the request is answered later (a create that builds a big
+ *  last_per_subject start over several turns): the caller awaits it. */
 export type HandleConsumerApi = (
   ctx: ConsumerApiContext,
   op: string,
@@ -50,4 +55,4 @@ export type HandleConsumerApi = (
   reply: string,
   hdr: Buffer | null,
   payload: Buffer,
-) => void;
+) => void | Promise<void>;

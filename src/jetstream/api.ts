@@ -116,6 +116,7 @@ export class ApiRouter {
       respondError: (reply, type, err) => this.respond(reply, { type, error: err }),
       canAddConsumer: () => true,
       advisory: (subject, body) => svc.advisory(subject, body),
+      breathe: () => this.pacer.breathe(),
     };
     this.snapshots = new Snapshots(
       svc,
@@ -322,7 +323,7 @@ export class ApiRouter {
     if (t[0] === "CONSUMER") {
       if (t[1] === "LEADER" && t[2] === "STEPDOWN" && this.cluster?.stepdownStream !== undefined) return this.consumerStepdown(t[3] ?? "", t[4] ?? "", reply);
       await this.loadConsumerApi();
-      return this.consumer(t, reply, hdr, payload);
+      return await this.consumer(t, reply, hdr, payload);
     }
     const type = responseType(t);
     if (this.refuseApiLevel(hdr, reply, false, type)) return;
@@ -389,11 +390,13 @@ export class ApiRouter {
     }
   }
 
-  private consumer(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): void {
+  private async consumer(t: string[], reply: string, hdr: Buffer | null, payload: Buffer): Promise<void> {
     const op = t[1] ?? "";
     const tokens = t.slice(2);
     if (this.consumerApi !== null) {
-      this.consumerApi(this.ctx, op, tokens, reply, hdr, payload);
+      // A create that builds its start over several turns answers later (consumer-api.ts).
+      const later = this.consumerApi(this.ctx, op, tokens, reply, hdr, payload);
+      if (later !== undefined) await later;
       this.cluster?.consumerDone?.(op, tokens);
       return;
     }

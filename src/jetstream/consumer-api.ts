@@ -29,6 +29,7 @@ import {
   type StreamView,
 } from "../consumer/config.js";
 import { Consumer, type ConsumerEnv } from "../consumer/consumer.js";
+import { buildLastPerSubject, type LastPerSubjectPlan } from "../consumer/lps-build.js";
 import { Ticker } from "../consumer/wheel.js";
 import { PIN_ID_LEN, VALID_GROUP_NAME } from "../consumer/priority.js";
 import { parseApiJson } from "../contracts/json.js";
@@ -289,7 +290,7 @@ function apiLevelTooHigh(hdr: Buffer | null): boolean {
   return !(Number.isFinite(n) && n <= JS_API_LEVEL);
 }
 
-export const handleConsumerApi: HandleConsumerApi = (ctx, op, tokens, reply, hdr, payload): void => {
+export const handleConsumerApi: HandleConsumerApi = (ctx, op, tokens, reply, hdr, payload): void | Promise<void> => {
   ensureRecovered(ctx);
   if (op === "MSG") {
     // The router does not subscribe MSG.NEXT (consumers do, serveNext); a request handed
@@ -361,6 +362,10 @@ function lookup(ctx: ConsumerApiContext, stream: string): StreamHandle {
   return st;
 }
 
+/** A last_per_subject consumer of a stream with more subjects than this builds its start over
+ *  several turns before it is created (lps-build.ts); below, in the one call. */
+const LPS_STEPPED_SUBJECTS = 4096;
+
 function create(
   ctx: ConsumerApiContext,
   streamName: string,
@@ -370,7 +375,9 @@ function create(
   named: boolean,
   reply: string,
   payload: Buffer,
-): void {
+  plan: LastPerSubjectPlan | null = null,
+  planned = false,
+): void | Promise<void> {
   // Go decodes an empty request as an error and `null` as a zero request.
   if (payload.toString("utf8").trim() === "") fail("JSInvalidJSONErr", { err: "unexpected end of JSON input" });
   const body = parseBody(payload) ?? {};
@@ -433,13 +440,19 @@ function create(
   if (action === "update") fail("JSConsumerDoesNotExist");
   if (view.retention === "workqueue") checkWorkQueue(checked, others);
   if (!ctx.canAddConsumer()) fail("JSMaximumConsumersLimitErr");
+  if (!planned && checked.deliver_policy === "last_per_subject" && ctx.breathe !== undefined && st.store.state().numSubjects > LPS_STEPPED_SUBJECTS) {
+    // The request is checked again once the start is built (the stream or a consumer of that
+    // name may have come or gone meanwhile); its buffer is only ours during this call.
+    const copy = Buffer.from(payload);
+    return createAfterPlan(ctx, st, filtersOf(checked), reply, ctx.breathe.bind(ctx), (p) => create(ctx, streamName, subjName, subjFilter, durableForm, named, reply, copy, p, true));
+  }
   let store: FileConsumerStore | null;
   try {
     store = openStore(ctx, st, checked);
   } catch (e) {
     fail("JSConsumerStoreFailedErrF", { err: (e as Error).message });
   }
-  const c = new Consumer(envFor(ctx), st, checked, ctx.clock.nowNs(), store, null);
+  const c = new Consumer(envFor(ctx), st, checked, ctx.clock.nowNs(), store, null, plan);
   try {
     st.addConsumer(c);
   } catch (e) {
@@ -451,6 +464,25 @@ function create(
   serveNext(ctx, c);
   ctx.advisory(`${ADV}CREATED.${st.name}.${c.name}`, { type: ACTION_TYPE, stream: st.name, consumer: c.name, action: "create" });
   ctx.respond(reply, c.info(ApiType.ConsumerCreate));
+}
+
+/** Builds a last_per_subject start over several turns, then creates the consumer with it
+ *  (again: the request's checks run once more). A stream replaced meanwhile gets no plan:
+ *  its consumer computes its start in the one call. */
+async function createAfterPlan(
+  ctx: ConsumerApiContext,
+  st: StreamHandle,
+  filters: string[],
+  reply: string,
+  breathe: () => Promise<void>,
+  again: (plan: LastPerSubjectPlan | null) => void | Promise<void>,
+): Promise<void> {
+  try {
+    const plan = await buildLastPerSubject(st.store, filters, breathe);
+    await again(ctx.getStream(st.name) === st ? plan : null);
+  } catch (e) {
+    respondErr(ctx, reply, ApiType.ConsumerCreate, e);
+  }
 }
 
 function getConsumer(ctx: ConsumerApiContext, stream: string, name: string): Consumer {
@@ -598,7 +630,9 @@ export function consumerSeeds(ctx: ConsumerApiContext, st: StreamHandle): Consum
 export function ensureDurable(ctx: ConsumerApiContext, st: StreamHandle, name: string, config: Record<string, unknown>): void {
   if (findConsumer(st, name) !== undefined) return;
   const body = Buffer.from(JSON.stringify({ stream_name: st.name, config: { ...config, durable_name: name } }));
-  handleConsumerApi(ctx, "DURABLE", ["CREATE", st.name, name], "", null, body);
+  // Made in this call (the caller goes on with it): no start built over several turns.
+  const inOneCall = Object.create(ctx, { breathe: { value: undefined } }) as ConsumerApiContext;
+  void handleConsumerApi(inOneCall, "DURABLE", ["CREATE", st.name, name], "", null, body);
 }
 
 /** Delete a consumer by name, if there is one (a remove op applied on the stream leader). */

@@ -55,6 +55,14 @@ export interface StorePurge {
   step(budgetSeqs: number): boolean;
 }
 
+/** A walk over a store's subjects (StreamStore.lastSeqsScan). */
+export interface LastSeqsScan {
+  /** Visits up to max more subjects and pushes the last sequence of each that matches onto
+   *  out; true once every subject has been visited. Subjects added meanwhile may be visited
+   *  or not; removed ones are not (a Map iterator's rules). */
+  step(max: number, out: number[]): boolean;
+}
+
 export interface StreamStore {
   readonly type: StorageType;
   /** Append. Sequences are assigned by the store (lastSeq + 1). ttlSec > 0: per-message TTL. */
@@ -122,6 +130,9 @@ export interface StreamStore {
   /** The last sequence of every subject that filter matches, in no order (subjectsState's
    *  `last` without building the map: a last_per_subject consumer over many subjects). */
   lastSeqs?(filter: string): number[];
+  /** lastSeqs as a walk over several calls (consumer-api builds a last_per_subject
+   *  consumer's start over turns with it): sequences above endSeq are left out. */
+  lastSeqsScan?(filter: string, endSeq: number): LastSeqsScan;
   /** Messages at or after startSeq matching filter; lastPerSubject counts one per subject. */
   numPending(startSeq: number, filter: string, lastPerSubject: boolean): number;
   /** Flush, fsync and close. */

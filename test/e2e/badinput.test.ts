@@ -23,7 +23,7 @@ async function stillServing(): Promise<void> {
 }
 
 before(async () => {
-  srv = await startServer({ port: 0, maxPendingBytes: MAX_PENDING_BYTES });
+  srv = await startServer({ host: "127.0.0.1", port: 0, maxPendingBytes: MAX_PENDING_BYTES });
   healthy = await connect({ servers: srv.url });
   healthySub = new Collector(healthy.subscribe("bystander"));
   await healthy.flush();

@@ -15,6 +15,7 @@ import { until } from "../helpers/until.js";
 
 function node(name: string, routes: string[], extra: { clientAdvertise?: string; wsAdvertise?: string } = {}): Promise<RunningServer> {
   return startServer({
+    host: "127.0.0.1",
     port: 0,
     serverName: name,
     clientAdvertise: extra.clientAdvertise ?? "",

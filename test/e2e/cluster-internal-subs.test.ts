@@ -32,7 +32,7 @@ interface Rig {
 
 async function rig(withNats: boolean, pooled: boolean): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), "routeadv-ic-"));
-  const b = await startServer({ port: 0, serverName: "B", cluster: { ...defaultClusterOptions(), name: "ic", host: "127.0.0.1", port: -1, poolSize: pooled ? 3 : 0 } });
+  const b = await startServer({ host: "127.0.0.1", port: 0, serverName: "B", cluster: { ...defaultClusterOptions(), name: "ic", host: "127.0.0.1", port: -1, poolSize: pooled ? 3 : 0 } });
   const routePort = b.server.cluster!.port;
   const children = [await startTsnatsChild(["-c", childConf(dir, "A", routePort, pooled ? ["  pool_size: 3"] : [])])];
   if (withNats) children.push(await startNatsServerChild(["-c", childConf(dir, "C", routePort, [])]));

@@ -32,7 +32,7 @@ class Recorder implements PeerHandler {
 }
 
 function node(name: string, routes: string[]): Promise<RunningServer> {
-  return startServer({ port: 0, serverName: name, cluster: { ...defaultClusterOptions(), name: "peers", host: "127.0.0.1", port: -1, routes } });
+  return startServer({ host: "127.0.0.1", port: 0, serverName: name, cluster: { ...defaultClusterOptions(), name: "peers", host: "127.0.0.1", port: -1, routes } });
 }
 
 function routesOf(s: RunningServer): PeerRoutes {

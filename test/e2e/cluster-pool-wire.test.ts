@@ -13,7 +13,7 @@ import { RawClient } from "../helpers/core-raw.js";
 import { until } from "../helpers/until.js";
 
 function server(poolSize: number, accounts: string[] = []): Promise<RunningServer> {
-  return startServer({ port: 0, serverName: "s", cluster: { ...defaultClusterOptions(), name: "w", host: "127.0.0.1", port: -1, poolSize, accounts } });
+  return startServer({ host: "127.0.0.1", port: 0, serverName: "s", cluster: { ...defaultClusterOptions(), name: "w", host: "127.0.0.1", port: -1, poolSize, accounts } });
 }
 
 function peerInfo(extra: Record<string, unknown>): string {

@@ -203,8 +203,8 @@ class Frames implements PeerHandler {
 
 void test("tsnats peer frames over a route pinned to $SYS", async () => {
   const cluster = { ...defaultClusterOptions(), name: "sys", host: "127.0.0.1", port: -1, poolSize: 2, accounts: ["$SYS"] };
-  const a: RunningServer = await startServer({ port: 0, serverName: "a", cluster });
-  const b: RunningServer = await startServer({ port: 0, serverName: "b", cluster: { ...cluster, routes: [`nats-route://127.0.0.1:${a.server.cluster!.port}`] } });
+  const a: RunningServer = await startServer({ host: "127.0.0.1", port: 0, serverName: "a", cluster });
+  const b: RunningServer = await startServer({ host: "127.0.0.1", port: 0, serverName: "b", cluster: { ...cluster, routes: [`nats-route://127.0.0.1:${a.server.cluster!.port}`] } });
   const fa = new Frames();
   const fb = new Frames();
   const ta = new RoutePeerTransport(a.server.cluster as unknown as PeerRoutes, systemScheduler, fa);

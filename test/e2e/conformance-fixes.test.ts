@@ -94,7 +94,7 @@ void test("ephemeral push consumer (KV watcher) survives SIGKILL + restart on th
 // consumer_limits fill max_ack_pending and inactive_threshold of every consumer that leaves
 // them unset (durables and any ack policy too); in pedantic mode leaving them unset is an error.
 void test("stream consumer_limits are the defaults of its consumers; pedantic mode wants them set", async () => {
-  const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: tempDir("climits") } });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, jetstream: { enabled: true, storeDir: tempDir("climits") } });
   const nc = await connect({ servers: srv.url });
   try {
     const jsm = await jetstreamManager(nc);
@@ -132,7 +132,7 @@ void test("stream consumer_limits are the defaults of its consumers; pedantic mo
 // nats.js "jsmsg - no ack consumer is ackAck 503": since nats-server 2.11 an ack-none consumer
 // does not subscribe to its ack subjects, so an ack sent as a request gets no responders.
 void test("ack-none consumer: ackAck gets no responders; an explicit-ack consumer confirms", async () => {
-  const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: tempDir("acknone") } });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, jetstream: { enabled: true, storeDir: tempDir("acknone") } });
   const nc = await connect({ servers: srv.url });
   try {
     const jsm = await jetstreamManager(nc);

@@ -17,7 +17,7 @@ void test("allowed_connection_types limits users to the client port or to WebSoc
     { user: "web", password: "p", permissions: null, connectionTypes: ["WEBSOCKET"] },
     { user: "any", password: "p", permissions: null },
   ];
-  const s = await startServer({ port: 0, authorization: { users }, websocket: { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true } });
+  const s = await startServer({ host: "127.0.0.1", port: 0, authorization: { users }, websocket: { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true } });
   const tcpUrl = s.url;
   const wsUrl = `ws://127.0.0.1:${s.server.wsPort}`;
   const opts = { maxReconnectAttempts: 0, reconnect: false, timeout: 3000 };

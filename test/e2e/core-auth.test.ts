@@ -11,7 +11,7 @@ import { RawClient } from "../helpers/core-raw.js";
 import { Collector } from "../helpers/core-wait.js";
 
 async function withServer(opts: OptionsPatch, fn: (s: RunningServer) => Promise<void>): Promise<void> {
-  const s = await startServer({ port: 0, ...opts });
+  const s = await startServer({ host: "127.0.0.1", port: 0, ...opts });
   try {
     await fn(s);
   } finally {

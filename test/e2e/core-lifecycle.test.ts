@@ -46,7 +46,7 @@ void test("reconnect: the client comes back after the server restarts on the sam
 });
 
 void test("lame duck (in-process): clients get an ldm INFO, then are disconnected; no new connections", async () => {
-  const srv = await startServer({ port: 0, lameDuckDurationMs: 400, lameDuckGracePeriodMs: 150 });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, lameDuckDurationMs: 400, lameDuckGracePeriodMs: 150 });
   const nc = await connect({ servers: srv.url, maxReconnectAttempts: 0, reconnect: false });
   const seen = watchStatus(nc);
   const raw = await RawClient.connect(srv.port);
@@ -84,7 +84,7 @@ void test("lame duck (CLI): SIGUSR2 sends ldm INFO, closes clients and the proce
 });
 
 void test("pings: a raw client that never answers PING gets 'Stale Connection'; a real client stays", async () => {
-  const srv = await startServer({ port: 0, pingIntervalMs: 100, pingMax: 2 });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, pingIntervalMs: 100, pingMax: 2 });
   try {
     const nc = await connect({ servers: srv.url });
     const mute = await RawClient.connect(srv.port);

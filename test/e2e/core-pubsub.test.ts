@@ -19,7 +19,7 @@ async function nc(opts: Parameters<typeof connect>[0] = {}): Promise<NatsConnect
 }
 
 before(async () => {
-  srv = await startServer({ port: 0, maxPayloadBytes: 64 * 1024 });
+  srv = await startServer({ host: "127.0.0.1", port: 0, maxPayloadBytes: 64 * 1024 });
 });
 
 after(async () => {

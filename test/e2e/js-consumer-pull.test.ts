@@ -5,7 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { nanos } from "@nats-io/transport-node";
-import { AckPolicy, DeliverPolicy, ReplayPolicy, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, ReplayPolicy, StorageType, type JsMsg } from "@nats-io/jetstream";
 import { Advisories, bootJs, fetchN, pullOne, rejects, seqs, until, type JsEnv } from "../helpers/js-consumer.js";
 
 let env: JsEnv;
@@ -329,6 +329,42 @@ void test("deliver policies: all, last, new, by_start_sequence, by_start_time, l
   await rejects(jsm.consumers.add("DP", { ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.StartSequence }), 10094);
   await jsm.streams.delete("DP");
 });
+
+void test("last_per_subject over more subjects than one call builds (6,000): the same start, and two creates of one durable at once make one consumer", async () => {
+  const { jsm, js, nc } = env;
+  await jsm.streams.add({ name: "LPSBIG", subjects: ["lpb.>"], storage: StorageType.Memory });
+  const n = 6000;
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < n; i++) nc.publish(`lpb.${i}`, `r${round}`);
+    await nc.flush();
+  }
+  await until("12,000 stored", async () => (await jsm.streams.info("LPSBIG")).state.messages === 2 * n);
+  // The newest of each subject is the second round: sequences n+1 .. 2n, in order.
+  const ci = await jsm.consumers.add("LPSBIG", { ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.LastPerSubject, filter_subject: "lpb.>" });
+  assert.equal(ci.num_pending, n);
+  const got = await fetchN(await js.consumers.get("LPSBIG", ci.name), n, 20_000);
+  assert.deepEqual(seqs(got), Array.from({ length: n }, (_, i) => n + 1 + i));
+  assert.ok(got.every((m) => m.string() === "r1"));
+  // Then what comes after, as any consumer.
+  await js.publish("lpb.0", "after");
+  const next = await fetchN(await js.consumers.get("LPSBIG", ci.name), 1, 5_000);
+  assert.deepEqual(seqs(next), [2 * n + 1]);
+  // Two creates of the same durable in one go: both answered with it, one consumer.
+  const cfg = { durable_name: "TWICE", ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.LastPerSubject, filter_subject: "lpb.>" };
+  const [a, b] = await Promise.all([jsm.consumers.add("LPSBIG", cfg), jsm.consumers.add("LPSBIG", cfg)]);
+  assert.equal(a.name, "TWICE");
+  assert.equal(b.name, "TWICE");
+  // One message per subject still (lpb.0's newest is the one published after).
+  assert.equal(a.num_pending, n);
+  assert.deepEqual(await collectNames(jsm, "LPSBIG"), [ci.name, "TWICE"].sort());
+  await jsm.streams.delete("LPSBIG");
+});
+
+async function collectNames(jsm: JsEnv["jsm"], stream: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const x of jsm.consumers.list(stream)) names.push(x.name);
+  return names.sort();
+}
 
 void test("replay_policy original spaces deliveries as the messages were stored", async () => {
   const { jsm, js } = env;

@@ -25,7 +25,7 @@ function tempDir(): string {
 }
 
 void test("file stream: a publisher's PubAck arrives before the push and pull deliveries of its message", async () => {
-  const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: tempDir() } });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, jetstream: { enabled: true, storeDir: tempDir() } });
   const nc = await connect({ servers: srv.url });
   try {
     const jsm = await jetstreamManager(nc);
@@ -73,7 +73,7 @@ void test("file stream: a publisher's PubAck arrives before the push and pull de
 // The nats.js scenario itself: the watcher on the putting connection sees every entry, then
 // the connection closes at once; no put may still wait for its PubAck (it would reject).
 void test("kv (file): closing as soon as a watcher on the same connection has the last entry fails no put", async () => {
-  const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: tempDir() } });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, jetstream: { enabled: true, storeDir: tempDir() } });
   const nc = await connect({ servers: srv.url });
   try {
     const kv = await new Kvm(nc).create("W");

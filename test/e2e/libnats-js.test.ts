@@ -67,7 +67,7 @@ for (const [name, steps] of Object.entries(PROGRAMS)) {
   void test(`libnats ${name}.c against tsnats`, { skip: fx.skip }, async () => {
     assert.equal(fx.buildError, "", `compiling ${name}.c failed:\n${fx.buildError}`);
     const store = tempStore();
-    const srv = await startServer({ port: 0, jetstream: { enabled: true, storeDir: store.dir } });
+    const srv = await startServer({ host: "127.0.0.1", port: 0, jetstream: { enabled: true, storeDir: store.dir } });
     try {
       const r = await runFixture(fx.exe, srv.url, RUN_BOUND_MS);
       assert.equal(r.code, 0, describeRun(`${name} against tsnats`, r));

@@ -18,7 +18,7 @@ const RUN_BOUND_MS = 30_000;
 
 void test("libnats: connect, pub/sub, request/reply, headers, no responders", { skip: fx.skip }, async () => {
   assert.equal(fx.buildError, "", `compiling client.c failed:\n${fx.buildError}`);
-  const srv = await startServer({ port: 0 });
+  const srv = await startServer({ host: "127.0.0.1", port: 0 });
   try {
     const r = await runFixture(fx.exe, srv.url, RUN_BOUND_MS);
     assert.equal(r.code, 0, describeRun("client against tsnats", r));

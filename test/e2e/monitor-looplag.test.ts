@@ -11,7 +11,7 @@ async function varzLag(port: number): Promise<Record<string, number>> {
 }
 
 void test("a 150 ms stall shows in /varz and /metrics", { timeout: 20000 }, async () => {
-  const srv = await startServer({ port: 0, httpPort: -1, httpHost: "127.0.0.1" });
+  const srv = await startServer({ host: "127.0.0.1", port: 0, httpPort: -1, httpHost: "127.0.0.1" });
   try {
     const port = srv.server.monitor!.port;
     await new Promise((r) => setTimeout(r, 100));

@@ -40,7 +40,7 @@ let mp: number;
 const conns: NatsConnection[] = [];
 
 before(async () => {
-  srv = await startServer({ port: 0, httpPort: -1, httpHost: "127.0.0.1" });
+  srv = await startServer({ host: "127.0.0.1", port: 0, httpPort: -1, httpHost: "127.0.0.1" });
   mp = monPort(srv);
 });
 
@@ -181,7 +181,7 @@ const serviceBuilt = existsSync(fileURLToPath(new URL("../../src/jetstream/servi
 
 void test("jsz, varz and metrics with JetStream enabled", { skip: serviceBuilt ? false : "src/jetstream/service.js not built" }, async () => {
   const storeDir = mkdtempSync(join(tmpdir(), "tsnats-mon-js-"));
-  const js = await startServer({ port: 0, httpPort: -1, httpHost: "127.0.0.1", jetstream: { enabled: true, storeDir } });
+  const js = await startServer({ host: "127.0.0.1", port: 0, httpPort: -1, httpHost: "127.0.0.1", jetstream: { enabled: true, storeDir } });
   try {
     const p = monPort(js);
     const j = (await get(p, "/jsz")).json();

@@ -23,7 +23,7 @@ const stranger = createUser();
 const nkeyUser = (kp: KeyPair, permissions: Permissions | null = null): UserEntry => ({ user: kp.getPublicKey(), password: "", nkey: kp.getPublicKey(), permissions });
 
 async function withServer(opts: OptionsPatch, fn: (s: RunningServer) => Promise<void>): Promise<void> {
-  const s = await startServer({ port: 0, ...opts });
+  const s = await startServer({ host: "127.0.0.1", port: 0, ...opts });
   try {
     await fn(s);
   } finally {

@@ -28,7 +28,7 @@ const USERS: UserEntry[] = [
 ];
 
 async function withServer(fn: (s: RunningServer) => Promise<void>, maxSubs = 0): Promise<void> {
-  const s = await startServer({ port: 0, maxSubs, authorization: { users: USERS } });
+  const s = await startServer({ host: "127.0.0.1", port: 0, maxSubs, authorization: { users: USERS } });
   try {
     await fn(s);
   } finally {

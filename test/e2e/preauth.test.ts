@@ -17,7 +17,7 @@ const AUTH: OptionsPatch = { authorization: { user: "a", password: "b" } };
 const MB = 1024 * 1024;
 
 async function withServer(opts: OptionsPatch, fn: (s: RunningServer) => Promise<void>): Promise<void> {
-  const s = await startServer({ port: 0, ...opts });
+  const s = await startServer({ host: "127.0.0.1", port: 0, ...opts });
   try {
     await fn(s);
   } finally {

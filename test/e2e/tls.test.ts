@@ -27,7 +27,7 @@ function tlsOpts(extra: Partial<TlsOptions> = {}): TlsOptions {
 }
 
 async function withServer(opts: OptionsPatch, fn: (s: RunningServer) => Promise<void>): Promise<void> {
-  const s = await startServer({ port: 0, ...opts });
+  const s = await startServer({ host: "127.0.0.1", port: 0, ...opts });
   try {
     await fn(s);
   } finally {
@@ -229,9 +229,9 @@ void test("/connz shows tls_version and tls_cipher_suite; https monitoring serve
 });
 
 void test("a TLS block whose files do not load stops the server at start", async () => {
-  await assert.rejects(() => startServer({ port: 0, tls: tlsOpts({ certFile: "/nonexistent/cert.pem" }) }), /certificate/);
-  await assert.rejects(() => startServer({ port: 0, tls: tlsOpts({ keyFile: alice.key }) }), /certificate\/key|key/i);
-  await assert.rejects(() => startServer({ port: 0, httpsPort: -1 }), /TLS cert and key required for HTTPS/);
+  await assert.rejects(() => startServer({ host: "127.0.0.1", port: 0, tls: tlsOpts({ certFile: "/nonexistent/cert.pem" }) }), /certificate/);
+  await assert.rejects(() => startServer({ host: "127.0.0.1", port: 0, tls: tlsOpts({ keyFile: alice.key }) }), /certificate\/key|key/i);
+  await assert.rejects(() => startServer({ host: "127.0.0.1", port: 0, httpsPort: -1 }), /TLS cert and key required for HTTPS/);
 });
 
 void test("connection_rate_limit: TLS connections over the per-second limit get nats-server's throttling error in plaintext", async () => {

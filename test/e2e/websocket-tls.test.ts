@@ -33,7 +33,7 @@ function tlsOpts(extra: Partial<TlsOptions> = {}): TlsOptions {
 }
 
 async function withServer(wsTls: TlsOptions, extra: OptionsPatch, fn: (s: RunningServer, wsPort: number) => Promise<void>): Promise<void> {
-  const s = await startServer({ port: 0, websocket: { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: false, tls: wsTls }, ...extra });
+  const s = await startServer({ host: "127.0.0.1", port: 0, websocket: { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: false, tls: wsTls }, ...extra });
   try {
     await fn(s, s.server.wsPort);
   } finally {

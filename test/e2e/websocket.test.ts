@@ -19,7 +19,7 @@ import { WsRaw, frame } from "../helpers/ws-raw.js";
 (globalThis as { WebSocket?: unknown }).WebSocket = WebSocket;
 
 async function withWs(ws: Partial<WebSocketOptions>, opts: OptionsPatch, fn: (s: RunningServer, wsPort: number) => Promise<void>): Promise<void> {
-  const s = await startServer({ port: 0, ...opts, websocket: { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true, ...ws } });
+  const s = await startServer({ host: "127.0.0.1", port: 0, ...opts, websocket: { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1, noTls: true, ...ws } });
   try {
     await fn(s, s.server.wsPort);
   } finally {
@@ -410,17 +410,17 @@ void test("compression: permessage-deflate when configured and offered, both way
 
 void test("start: websocket without no_tls, with tls or jwt_cookie is refused", async () => {
   const ws = { ...defaultWebSocketOptions(), host: "127.0.0.1", port: -1 };
-  await assert.rejects(() => startServer({ port: 0, websocket: ws }), /websocket requires TLS configuration/);
-  await assert.rejects(() => startServer({ port: 0, websocket: { ...ws, noTls: true, jwtCookie: "jwt" } }), /jwt_cookie/);
-  await assert.rejects(() => startServer({ port: 0, websocket: { ...ws, noTls: true, noAuthUser: "x" } }), /no_auth_user/);
+  await assert.rejects(() => startServer({ host: "127.0.0.1", port: 0, websocket: ws }), /websocket requires TLS configuration/);
+  await assert.rejects(() => startServer({ host: "127.0.0.1", port: 0, websocket: { ...ws, noTls: true, jwtCookie: "jwt" } }), /jwt_cookie/);
+  await assert.rejects(() => startServer({ host: "127.0.0.1", port: 0, websocket: { ...ws, noTls: true, noAuthUser: "x" } }), /no_auth_user/);
   await assert.rejects(
-    () => startServer({ port: 0, authorization: { users: [{ user: "a", password: "b", permissions: null }] }, websocket: { ...ws, noTls: true, authorization: { user: "u", password: "p", token: "", users: [], timeoutMs: 0, defaultPermissions: null } } }),
+    () => startServer({ host: "127.0.0.1", port: 0, authorization: { users: [{ user: "a", password: "b", permissions: null }] }, websocket: { ...ws, noTls: true, authorization: { user: "u", password: "p", token: "", users: [], timeoutMs: 0, defaultPermissions: null } } }),
     /websocket authentication username not compatible with presence of users\/nkeys/,
   );
 });
 
 void test("/varz shows the websocket block with the bound port", async () => {
-  await withWs({ compression: true, sameOrigin: true }, { httpPort: -1 }, async (s, port) => {
+  await withWs({ compression: true, sameOrigin: true }, { httpPort: -1, httpHost: "127.0.0.1" }, async (s, port) => {
     const res = await fetch(`http://127.0.0.1:${s.server.monitor!.port}/varz`);
     const v = (await res.json()) as { websocket: Record<string, unknown> };
     assert.deepEqual(v.websocket, { host: "127.0.0.1", port, handshake_timeout: 2_000_000_000, no_tls: true, same_origin: true, compression: true });

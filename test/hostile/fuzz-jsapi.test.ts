@@ -135,7 +135,7 @@ class Requester {
 void test("fuzzed JetStream API: every request answered with JSON or a status, the server stays up, a bystander stays answered", async () => {
   const { runs, seconds } = fuzzParams(150);
   const storeDir = mkdtempSync(path.join(os.tmpdir(), "tsnats-jsfuzz-"));
-  const s = await startServer({ port: 0, jetstream: { enabled: true, storeDir } });
+  const s = await startServer({ host: "127.0.0.1", port: 0, jetstream: { enabled: true, storeDir } });
   const bystander = await RawClient.connect(s.port);
   await bystander.handshake();
   bystander.socket.setNoDelay(true);

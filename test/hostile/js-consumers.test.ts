@@ -16,6 +16,10 @@ const MSGS = 400_000;
 const DEADLINE_MS = 50;
 // A shared 2-core machine has slow moments (see loop-sub-flood.test.ts): 300 ms overdue in all.
 const MAX_MISSED = 60;
+// Consumers created on the big stream: the last_per_subject one builds its start over turns
+// (lps-build.ts). Built in one call it held the loop 150-170 ms, 24-39 slots missed when run
+// alone (61 under load); built in steps, 0 alone and with a busy core beside it.
+const MAX_MISSED_CREATES = 12;
 
 /** PING every 5 ms (one in flight) until stop(); the round trips. */
 function pinger(c: Sock): { stop(): Promise<number[]> } {
@@ -46,7 +50,7 @@ function pinger(c: Sock): { stop(): Promise<number[]> } {
   };
 }
 
-async function bounded<T>(by: Sock, what: string, fn: () => Promise<T>): Promise<T> {
+async function bounded<T>(by: Sock, what: string, fn: () => Promise<T>, maxMissed = MAX_MISSED): Promise<T> {
   const p = pinger(by);
   let v: T;
   try {
@@ -55,7 +59,7 @@ async function bounded<T>(by: Sock, what: string, fn: () => Promise<T>): Promise
   } finally {
     const rtts = await p.stop();
     const missed = missedSlots(rtts, DEADLINE_MS);
-    assert.ok(missed <= MAX_MISSED, `${what}: ${missed} slots missed (${summary(rtts)})`);
+    assert.ok(missed <= maxMissed, `${what}: ${missed} slots missed (${summary(rtts)})`);
   }
   return v;
 }
@@ -109,7 +113,7 @@ void test(`consumers on a ${MSGS}-message stream with as many subjects, then del
         assert.equal(pending(await create("FEWLPS", { filter_subject: "big.7", deliver_policy: "last_per_subject" })), 1);
         assert.equal(pending(await create("MID", { filter_subject: "big.*", deliver_policy: "by_start_time", opt_start_time: mid })), MSGS / 2);
         assert.equal(pending(await create("MULTI", { filter_subjects: ["big.7", "big.8", "big.9"] })), 3);
-      });
+      }, MAX_MISSED_CREATES);
 
       // 1,000 consumers on a small stream, deleted in one write.
       assert.equal((await request(c, "$JS.API.STREAM.CREATE.SM", { name: "SM", subjects: ["sm.>"], storage: "memory" }))["error"], undefined);

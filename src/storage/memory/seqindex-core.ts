@@ -6,7 +6,7 @@
 // subject, one size, or nothing) costs a few numbers, any other a typed array as narrow as
 // its values, so a stream of one subject and one message size keeps almost nothing per
 // message (nats-server keeps no per-message state for cold blocks).
-import type { StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
+import type { LastSeqsScan, StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
 import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
 import { type SubjRec, SubjectTable } from "./subjtable.js";
@@ -615,6 +615,26 @@ export abstract class SeqIndexCore {
     const all = isAllFilter(filter);
     for (const rec of this.subjects.values()) if (all || filterMatches(filter, rec.name)) out.push(this.subjLast(rec));
     return out;
+  }
+
+  lastSeqsScan(filter: string, endSeq: number): LastSeqsScan {
+    const it = this.subjects.values();
+    const all = isAllFilter(filter);
+    return {
+      step: (max, out) => {
+        for (let i = 0; i < max; i++) {
+          const r = it.next();
+          if (r.done === true) return true;
+          const rec = r.value;
+          if (!all && !filterMatches(filter, rec.name)) continue;
+          let last = this.subjLast(rec);
+          // A message stored since the walk began: the subject's last at endSeq.
+          if (last > endSeq) last = this.subjCol.findBack(endSeq, this.firstSeq, rec.id, true);
+          if (last >= this.firstSeq && last > 0) out.push(last);
+        }
+        return false;
+      },
+    };
   }
 
   numPending(startSeq: number, filter: string, lastPerSubject: boolean): number {
