@@ -6,19 +6,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MemoryStreamStore } from "../../src/storage/memory/stream.js";
 import { ascendingSteps, buildLastPerSubject, SUBJECTS_PER_STEP } from "../../src/consumer/lps-build.js";
+import { SeededRandom } from "../../src/runtime/random.js";
 
 const data = Buffer.from("x");
 
-/** A seeded generator (mulberry32). */
+/** Seeded: failures replay. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new SeededRandom(seed);
+  return () => r.next();
 }
 
 const sortedDistinct = (xs: number[]): number[] => [...new Set(xs)].sort((a, b) => a - b);

@@ -626,6 +626,8 @@ export abstract class SeqIndexCore {
           const r = it.next();
           if (r.done === true) return true;
           const rec = r.value;
+          // A subject removed since (its id free or reused): nothing of it to deliver.
+          if (this.byId[rec.id] !== rec) continue;
           if (!all && !filterMatches(filter, rec.name)) continue;
           let last = this.subjLast(rec);
           // A message stored since the walk began: the subject's last at endSeq.

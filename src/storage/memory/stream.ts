@@ -27,8 +27,11 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
 
   protected resizeExtra(newCap: number, shift: number, used: number): void {
     const keep = Math.max(0, used - shift);
-    const p = new Array<Buffer | null>(newCap).fill(null);
-    for (let k = 0; k < keep; k++) p[k] = this.payloads[shift + k] ?? null;
+    // Copied by the engine, not a loop here: at a few hundred thousand messages a loop run
+    // once per doubling (not compiled yet) was 20-30 ms of one publish.
+    const p = this.payloads.slice(shift, shift + keep);
+    p.length = newCap;
+    p.fill(null, keep);
     this.payloads = p;
     const h = new Uint32Array(newCap);
     h.set(this.hdrLens.subarray(shift, shift + keep));
