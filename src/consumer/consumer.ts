@@ -217,19 +217,26 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
 
   /** After recovery: if the consumer had not got through the last-per-subject phase, rebuild
    *  what is left of it, the newest message of each subject in (delivered, endSeq]. A subject
-   *  whose newest message at creation was already delivered has none in that range. */
-  resumeLastPerSubject(endSeq: number): void {
+   *  whose newest message at creation was already delivered has none in that range. `plan`,
+   *  when given, is that start built over several turns (lps-build.ts) as of endSeq: the
+   *  newest sequence of each subject up to endSeq, of which those after delivered are left. */
+  resumeLastPerSubject(endSeq: number, plan: LastPerSubjectPlan | null = null): void {
     const d = this.ledger.deliveredStreamSeq;
     this.lpsEnd = endSeq;
     if (this.cfg.deliver_policy !== "last_per_subject" || endSeq <= d) return;
-    const last = new Map<string, number>();
-    const store = this.stream.store;
-    for (const f of this.filterList()) {
-      for (let m = store.loadNextMsg(f, d + 1); m !== null && m.seq <= endSeq; m = store.loadNextMsg(f, m.seq + 1)) {
-        last.set(m.subject, m.seq);
+    let seqs: number[];
+    if (plan !== null && plan.end === endSeq) {
+      seqs = plan.seqs.slice(firstAbove(plan.seqs, d));
+    } else {
+      const last = new Map<string, number>();
+      const store = this.stream.store;
+      for (const f of this.filterList()) {
+        for (let m = store.loadNextMsg(f, d + 1); m !== null && m.seq <= endSeq; m = store.loadNextMsg(f, m.seq + 1)) {
+          last.set(m.subject, m.seq);
+        }
       }
+      seqs = [...last.values()].sort((a, b) => a - b);
     }
-    const seqs = [...last.values()].sort((a, b) => a - b);
     this.lps = seqs.length > 0 ? seqs : null;
     if (this.lps === null) this.skipTo(endSeq);
     this.numPendingCache = -1;
@@ -323,15 +330,21 @@ export class Consumer extends ConsumerCore implements ConsumerHook {
   }
 }
 
-/** Whether the ascending list holds seq (a binary search: a last_per_subject list can hold
- *  hundreds of thousands, and interest retention asks for every acked message). */
-function sortedHas(list: number[], seq: number): boolean {
+/** The index of the first element of ascending list greater than seq (list.length if none). */
+function firstAbove(list: number[], seq: number): number {
   let lo = 0;
   let hi = list.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (list[mid]! < seq) lo = mid + 1;
+    if (list[mid]! <= seq) lo = mid + 1;
     else hi = mid;
   }
-  return lo < list.length && list[lo] === seq;
+  return lo;
+}
+
+/** Whether the ascending list holds seq (a binary search: a last_per_subject list can hold
+ *  hundreds of thousands, and interest retention asks for every acked message). */
+function sortedHas(list: number[], seq: number): boolean {
+  const i = firstAbove(list, seq - 1);
+  return i < list.length && list[i] === seq;
 }

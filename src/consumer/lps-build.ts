@@ -29,13 +29,18 @@ const SEQS_PER_STEP = 4096;
 const SPARSE_SPAN = 256;
 
 /**
- * Builds the plan for filters (">" for none) over store, calling breathe between steps (it
+ * Builds the plan for filters (">" for none) over store as of sequence `end` (by default
+ * the store's last), calling breathe between steps (it
  * yields to the loop when the turn's slice is used). null when the store cannot walk its
  * subjects in steps (the consumer then computes its start in one call, as before).
  */
-export async function buildLastPerSubject(store: StreamStore, filters: string[], breathe: () => Promise<void>): Promise<LastPerSubjectPlan | null> {
+export async function buildLastPerSubject(
+  store: StreamStore,
+  filters: string[],
+  breathe: () => Promise<void>,
+  end: number = store.state().lastSeq,
+): Promise<LastPerSubjectPlan | null> {
   if (store.lastSeqsScan === undefined) return null;
-  const end = store.state().lastSeq;
   const found: number[] = [];
   for (const f of filters.length === 0 ? [">"] : filters) {
     const scan = store.lastSeqsScan(f, end);

@@ -193,7 +193,19 @@ export async function recoverConsumersPaced(ctx: ConsumerApiContext, st: StreamH
   if (r === null) return 0;
   let n = 0;
   for (const name of r.names) {
-    if (recoverConsumer(ctx, st, r.obs, name)) n++;
+    const found = readRecovered(ctx, st, r.obs, name);
+    if (found !== null) {
+      // A last_per_subject consumer stopped inside its first phase resumes it: over many
+      // subjects that start is built over turns, as a create builds it.
+      const plan = found.lpsEnd > 0 && found.cfg.deliver_policy === "last_per_subject" && st.store.state().numSubjects > LPS_STEPPED_SUBJECTS
+        ? await buildLastPerSubject(st.store, filtersOf(found.cfg), breathe, found.lpsEnd)
+        : null;
+      if (plan !== null && ctx.getStream(st.name) !== st) {
+        void found.store.close(); // the stream went while the start was built
+        return n;
+      }
+      if (startRecovered(ctx, st, name, found, plan)) n++;
+    }
     await breathe();
   }
   return n;
@@ -218,15 +230,29 @@ function consumersToRecover(ctx: ConsumerApiContext, st: StreamHandle): { obs: s
 
 /** One durable consumer from its directory; true when it was brought back. */
 function recoverConsumer(ctx: ConsumerApiContext, st: StreamHandle, obs: string, name: string): boolean {
-  if (findConsumer(st, name) !== undefined) return false;
-  const fs = ctx.fs;
+  const found = readRecovered(ctx, st, obs, name);
+  return found !== null && startRecovered(ctx, st, name, found, null);
+}
+
+/** A consumer directory read back: its open store, checked config and what it had stored. */
+interface RecoveredConsumer {
+  store: FileConsumerStore;
+  cfg: ConsumerConfig;
+  createdNs: number;
+  lpsEnd: number;
+}
+
+/** Reads a consumer's directory; null (logged) when there is nothing to bring back. */
+function readRecovered(ctx: ConsumerApiContext, st: StreamHandle, obs: string, name: string): RecoveredConsumer | null {
+  if (findConsumer(st, name) !== undefined) return null;
+  let store: FileConsumerStore | null = null;
   try {
-    const store = new FileConsumerStore({ dir: join(obs, name), fs, clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
+    store = new FileConsumerStore({ dir: join(obs, name), fs: ctx.fs, clock: ctx.clock, syncIntervalMs: syncIntervalMs(ctx) });
     store.open();
     const raw = store.readConfig();
     if (raw === null) {
       void store.close();
-      return false;
+      return null;
     }
     const meta = JSON.parse(raw) as { created_ns?: number; config?: unknown; lps_end?: number };
     let cfg = decodeConsumerConfig(meta.config);
@@ -235,8 +261,25 @@ function recoverConsumer(ctx: ConsumerApiContext, st: StreamHandle, obs: string,
     } catch (e) {
       ctx.log.warn(`consumer '${st.name} > ${name}' config no longer valid, kept as stored: ${(e as Error).message}`);
     }
-    const c = new Consumer(envFor(ctx), st, cfg, meta.created_ns ?? ctx.clock.nowNs(), store, store.load());
-    if (typeof meta.lps_end === "number" && meta.lps_end > 0) c.resumeLastPerSubject(meta.lps_end);
+    const lpsEnd = typeof meta.lps_end === "number" && meta.lps_end > 0 ? meta.lps_end : 0;
+    return { store, cfg, createdNs: meta.created_ns ?? ctx.clock.nowNs(), lpsEnd };
+  } catch (e) {
+    if (store !== null) void store.close();
+    ctx.log.error(`JetStream could not recover consumer '${st.name} > ${name}': ${(e as Error).message}`);
+    return null;
+  }
+}
+
+/** Starts a consumer read back by readRecovered (plan: its last_per_subject start, built
+ *  beforehand, or null). false when it cannot be (logged), or one of its name came meanwhile. */
+function startRecovered(ctx: ConsumerApiContext, st: StreamHandle, name: string, r: RecoveredConsumer, plan: LastPerSubjectPlan | null): boolean {
+  try {
+    if (findConsumer(st, name) !== undefined) {
+      void r.store.close();
+      return false;
+    }
+    const c = new Consumer(envFor(ctx), st, r.cfg, r.createdNs, r.store, r.store.load());
+    if (r.lpsEnd > 0) c.resumeLastPerSubject(r.lpsEnd, plan);
     st.addConsumer(c);
     c.start();
     serveNext(ctx, c);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { nanos } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo, type JetStreamClient, type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
 import { CrashableTsnats } from "../helpers/crash-child.js";
-import { fetchN, seqs } from "../helpers/js-consumer.js";
+import { fetchN, seqs, until } from "../helpers/js-consumer.js";
 
 let srv: CrashableTsnats;
 
@@ -126,4 +126,37 @@ void test("durable pull consumers: SIGKILL, restart, state intact, unacked redel
   assert.equal(await rest.sort((a, b) => a.seq - b.seq)[7]!.ackAck(), true);
   const ci = await all2.info();
   assert.deepEqual([ci.ack_floor.stream_seq, ci.num_ack_pending, ci.num_pending], [19, 0, 0]);
+});
+
+void test("last_per_subject over 6,000 subjects, stopped inside its first phase: after SIGKILL the rest of that phase (built over turns at start) and then what came later", async () => {
+  if (srv.child !== null) await sigkill(); // the test before leaves its server running
+  const nc = await srv.boot();
+  let jsm = await jetstreamManager(nc);
+  let js = jetstream(nc);
+  await jsm.streams.add({ name: "LPSK", subjects: ["lpk.>"] });
+  const n = 6000;
+  const half = 3000;
+  // Round 0: every subject (1..6000); round 1: the first half again (6001..9000). The newest
+  // of each: subjects half..n-1 at 3001..6000, subjects 0..half-1 at 6001..9000.
+  for (let i = 0; i < n; i++) nc.publish(`lpk.${i}`, "r0");
+  for (let i = 0; i < half; i++) nc.publish(`lpk.${i}`, "r1");
+  await nc.flush();
+  await until("9,000 stored", async () => (await jsm.streams.info("LPSK")).state.messages === n + half);
+  await jsm.consumers.add("LPSK", { durable_name: "K", ack_policy: AckPolicy.All, max_ack_pending: 10_000, deliver_policy: DeliverPolicy.LastPerSubject, filter_subject: "lpk.>" });
+  const k = await js.consumers.get("LPSK", "K");
+  const first = await fetchN(k, 1000, 20_000);
+  assert.deepEqual(seqs(first), Array.from({ length: 1000 }, (_, i) => half + 1 + i));
+  assert.equal(await first[999]!.ackAck(), true);
+  await js.publish("lpk.7", "after"); // 9001: after the consumer was made
+  const before = progress(await k.info());
+  assert.deepEqual(before, { delivered: [1000, 4000], ack_floor: [1000, 4000], num_ack_pending: 0, num_redelivered: 0, num_pending: 5001 });
+  await sigkill();
+
+  ({ jsm, js } = await boot());
+  const k2 = await js.consumers.get("LPSK", "K");
+  assert.deepEqual(progress(await k2.info()), before, "K after SIGKILL");
+  const rest = await fetchN(k2, 5001, 30_000);
+  assert.deepEqual(seqs(rest), [...Array.from({ length: 5000 }, (_, i) => 4001 + i), n + half + 1]);
+  assert.equal(rest[5000]!.string(), "after");
+  assert.equal(await k2.next({ expires: 1_000 }), null);
 });
