@@ -37,6 +37,9 @@ export interface ConsumerApiContext {
   /** Yields to the event loop when the API's slice of this turn is used up (api.ts's pacer):
    *  work split in steps calls it between them. Absent: no yielding. */
   breathe?(): Promise<void>;
+  /** For a create whose start is built over turns (breathe): asked once it is built; false
+   *  drops the create without an answer (what asked for it no longer wants it). */
+  stillWanted?(): boolean;
   /** Publish an advisory if anyone listens (subject under $JS.EVENT.ADVISORY.). */
   advisory(subject: string, body: Record<string, unknown>): void;
 }

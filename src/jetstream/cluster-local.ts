@@ -234,7 +234,9 @@ export class LocalCopies {
         this.later(() => {
           const st = this.svc.streams.get(ca.stream);
           if (st === undefined || !copy.consumersUp) return;
-          if (added) ensureDurable(this.router.ctx, st, ca.name, ca.config);
+          // A last_per_subject start over many subjects is built over turns; the consumer is
+          // made then only if the meta state still lists it and this server still leads.
+          if (added) ensureDurable(this.router.ctx, st, ca.name, ca.config, () => copy.consumersUp && this.svc.streams.get(ca.stream) === st && this.meta.state.consumer(ca.stream, ca.name) !== undefined);
           else dropConsumer(this.router.ctx, st, ca.name);
         });
         break;

@@ -522,6 +522,7 @@ async function createAfterPlan(
 ): Promise<void> {
   try {
     const plan = await buildLastPerSubject(st.store, filters, breathe);
+    if (ctx.stillWanted?.() === false) return;
     await again(ctx.getStream(st.name) === st ? plan : null);
   } catch (e) {
     respondErr(ctx, reply, ApiType.ConsumerCreate, e);
@@ -669,13 +670,17 @@ export function consumerSeeds(ctx: ConsumerApiContext, st: StreamHandle): Consum
 }
 
 /** Make a durable consumer from its recorded config when the stream has none by that name
- *  (a new stream leader brings back the durables the meta state lists). */
-export function ensureDurable(ctx: ConsumerApiContext, st: StreamHandle, name: string, config: Record<string, unknown>): void {
+ *  (a new stream leader brings back the durables the meta state lists). Without `wanted` it
+ *  is made in this call (the caller goes on with it); with it, a last_per_subject start over
+ *  many subjects may be built over several turns first, and the consumer is made only if
+ *  wanted() still holds then. */
+export function ensureDurable(ctx: ConsumerApiContext, st: StreamHandle, name: string, config: Record<string, unknown>, wanted?: () => boolean): void {
   if (findConsumer(st, name) !== undefined) return;
   const body = Buffer.from(JSON.stringify({ stream_name: st.name, config: { ...config, durable_name: name } }));
-  // Made in this call (the caller goes on with it): no start built over several turns.
-  const inOneCall = Object.create(ctx, { breathe: { value: undefined } }) as ConsumerApiContext;
-  void handleConsumerApi(inOneCall, "DURABLE", ["CREATE", st.name, name], "", null, body);
+  const apiCtx = wanted === undefined
+    ? (Object.create(ctx, { breathe: { value: undefined } }) as ConsumerApiContext)
+    : (Object.create(ctx, { stillWanted: { value: wanted } }) as ConsumerApiContext);
+  void handleConsumerApi(apiCtx, "DURABLE", ["CREATE", st.name, name], "", null, body);
 }
 
 /** Delete a consumer by name, if there is one (a remove op applied on the stream leader). */
