@@ -112,7 +112,7 @@ export class Stream implements StreamHandle, EntryApplier, CommitHost, ExpiryHos
     this.checks = new PublishChecks(cfg, store, env);
     this.proposer = env.proposer?.(this) ?? new LocalProposer(this);
     const deferVisible = cfg.storage === "file" && (env.syncIntervalMs ?? 0) === 0;
-    this.commit = new CommitQueue(this, env.bus, env.log, deferVisible, store.state().lastSeq);
+    this.commit = new CommitQueue(this, env.bus, env.log, deferVisible, store.state().lastSeq, env.clock);
     this.expiry = new Expiry(this, env.clock);
     this.applyConfig(cfg);
   }

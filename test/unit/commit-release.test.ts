@@ -10,7 +10,7 @@ import type { Bus } from "../../src/contracts/bus.js";
 import type { StreamStore } from "../../src/storage/types.js";
 import { nullLogger } from "../../src/runtime/log.js";
 
-function rig(withTurns: boolean): { q: CommitQueue; events: string[]; turns: (() => void)[]; syncs: ((e: Error | null) => void)[] } {
+function rig(withTurns: boolean, clock: { monoMs(): number } | null = null): { q: CommitQueue; events: string[]; turns: (() => void)[]; syncs: ((e: Error | null) => void)[] } {
   const events: string[] = [];
   const turns: (() => void)[] = [];
   const syncs: ((e: Error | null) => void)[] = [];
@@ -26,7 +26,7 @@ function rig(withTurns: boolean): { q: CommitQueue; events: string[]; turns: (()
   const bus = {
     publish: (subject: string, _r: string, _h: Buffer | null, payload: Buffer) => events.push(`${subject} ${payload.toString()}`),
   } as unknown as Bus;
-  const q = new CommitQueue(host, bus, nullLogger, true, 0);
+  const q = new CommitQueue(host, bus, nullLogger, true, 0, clock);
   q.ackPrefix = Buffer.from('{"stream":"S","seq":');
   return { q, events, turns, syncs };
 }
@@ -85,4 +85,24 @@ void test("a failed sync answers every PubAck of its batch with the error, a sli
   const errs = r.events.filter((e) => e.startsWith("_R.") && e.includes('"error"'));
   assert.equal(errs.length, 1500);
   assert.ok(!r.events.some((e) => e.startsWith("visible")), "nothing becomes visible after a failed sync");
+});
+
+void test("a turn's PubAcks stop after 2 ms too (the clock read every 64), and go on in order on the next turns", async () => {
+  let now = 0;
+  const r = rig(true, { monoMs: () => now++ }); // every read of the clock: 1 ms later
+  await publishN(r, 1000);
+  r.syncs[0]!(null);
+  const acks = (): string[] => r.events.filter((e) => e.startsWith("_R."));
+  // Read at the start (0), after 64 (1 ms), after 128 (2 ms: the slice is spent).
+  assert.equal(acks().length, 128);
+  assert.equal(r.turns.length, 1);
+  let turns = 0;
+  while (r.turns.length > 0) {
+    r.turns.shift()!();
+    turns++;
+  }
+  assert.equal(acks().length, 1000);
+  assert.equal(turns, 7, "872 more, 128 a turn");
+  for (let i = 0; i < 1000; i++) assert.ok(acks()[i]!.startsWith(`_R.${i + 1} `), `ack ${i + 1} in order`);
+  assert.equal(r.events.filter((e) => e.startsWith("visible")).length, 1000);
 });
