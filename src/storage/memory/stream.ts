@@ -1,7 +1,11 @@
-// In-memory StreamStore: the shared index plus one Buffer per message holding hdr+data
-// (copied: the caller's buffers may be views into a reused socket read buffer).
+// In-memory StreamStore: the shared index plus each message's hdr+data copied into a slab
+// (slabs.ts: large buffers, no JS object per message; the caller's buffers may be views into
+// a reused socket read buffer).
 import { StorageType, type StoreCallbacks, type StoreLimits, type StoredMsg, type StreamStore } from "../types.js";
+import { randomFillSync } from "node:crypto";
 import { SeqIndex } from "./seqindex.js";
+import { Slabs, type SlabOwner } from "./slabs.js";
+import { MsgCols } from "./msgcols.js";
 import { systemScheduler } from "../../runtime/sched.js";
 
 /** nats-server memStoreMsgSize: subject + headers + payload + 16 (seq and timestamp). */
@@ -9,54 +13,61 @@ export function memStoreMsgSize(subjectBytes: number, hdrBytes: number, dataByte
   return subjectBytes + hdrBytes + dataBytes + 16;
 }
 
-export class MemoryStreamStore extends SeqIndex implements StreamStore {
+export class MemoryStreamStore extends SeqIndex implements StreamStore, SlabOwner {
   readonly type = StorageType.Memory;
-  private payloads: (Buffer | null)[];
-  private hdrLens: Uint32Array; // header length inside payload; 0xffffffff = null header
-  private tsCol: Float64Array;
+  private readonly slabs = new Slabs(this);
+  /** Per message, by sequence: where its bytes are, its header length and timestamp. */
+  private readonly cols = new MsgCols();
   private closed = false;
   private syncQ: ((err: Error | null) => void)[] = [];
   private readonly drainFn = () => this.drain();
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null) {
     super(limits, callbacks, 256);
-    this.payloads = new Array<Buffer | null>(256).fill(null);
-    this.hdrLens = new Uint32Array(256);
-    this.tsCol = new Float64Array(256);
   }
 
-  protected resizeExtra(newCap: number, shift: number, used: number): void {
-    const keep = Math.max(0, used - shift);
-    // Copied by the engine, not a loop here: at a few hundred thousand messages a loop run
-    // once per doubling (not compiled yet) was 20-30 ms of one publish.
-    const p = this.payloads.slice(shift, shift + keep);
-    p.length = newCap;
-    p.fill(null, keep);
-    this.payloads = p;
-    const h = new Uint32Array(newCap);
-    h.set(this.hdrLens.subarray(shift, shift + keep));
-    this.hdrLens = h;
-    const t = new Float64Array(newCap);
-    t.set(this.tsCol.subarray(shift, shift + keep));
-    this.tsCol = t;
+  /** The index's slots are not used: the columns are by sequence, in chunks (msgcols.ts). */
+  protected resizeExtra(_newCap: number, _shift: number, _used: number): void {}
+
+  /** SlabOwner: seq is stored. */
+  isLive(seq: number): boolean {
+    return this.msgs > 0 && seq >= this.firstSeq && seq <= this.lastSeq && this.subjAt(seq) !== 0;
   }
 
-  protected slotTs(_seq: number, slot: number): number {
-    return this.tsCol[slot] as number;
+  protected slotTs(seq: number, _slot: number): number {
+    return this.cols.tsOf(seq);
   }
 
   protected storeClosed(): boolean {
     return this.closed;
   }
 
-  protected onRemoved(_seq: number, slot: number): void {
-    this.payloads[slot] = null;
+  protected onRemoved(seq: number, _slot: number): void {
+    this.slabs.removed(this.cols, seq);
+    this.dropColumnsBelowFirst();
   }
 
-  protected readSlot(seq: number, slot: number, subject: string): StoredMsg {
-    const tsNs = this.tsCol[slot] as number;
-    const p = this.payloads[slot] as Buffer;
-    const hl = this.hdrLens[slot] as number;
+  protected override onRemovedFront(seq: number, _slot: number, _size: number): void {
+    this.slabs.removed(this.cols, seq); // firstSeq moves once they are all gone
+  }
+
+  protected override afterRemovedFront(): void {
+    this.dropColumnsBelowFirst();
+  }
+
+  protected override onRemovedAll(): void {
+    this.slabs.clear();
+    this.cols.clear();
+  }
+
+  private dropColumnsBelowFirst(): void {
+    this.cols.dropBelow(this.msgs === 0 ? this.lastSeq + 1 : this.firstSeq);
+  }
+
+  protected readSlot(seq: number, _slot: number, subject: string): StoredMsg {
+    const tsNs = this.cols.tsOf(seq);
+    const p = this.slabs.bytes(this.cols, seq);
+    const hl = this.cols.hdrOf(seq);
     const hdr = hl === 0xffffffff ? null : p.subarray(0, hl);
     const data = p.subarray(hl === 0xffffffff ? 0 : hl);
     return { seq, subject, hdr, data, tsNs };
@@ -64,33 +75,34 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore {
 
   storeMsg(subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): number {
     if (this.closed) throw new Error("memory store is closed");
-    const rec = this.internSubject(subject);
-    const hl = hdr === null ? 0 : hdr.length;
-    const p = Buffer.allocUnsafe(hl + data.length);
-    if (hdr !== null) hdr.copy(p, 0);
-    data.copy(p, hl);
     const seq = this.lastSeq + 1;
-    const i = this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.blen, hl, data.length), ttlSec);
-    this.payloads[i] = p;
-    this.hdrLens[i] = hdr === null ? 0xffffffff : hl;
-    this.tsCol[i] = tsNs;
-    this.enforceLimits(rec);
+    this.put(seq, subject, hdr, data, tsNs, ttlSec);
     return seq;
   }
 
   storeMsgAt(seq: number, subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): void {
     if (this.closed) throw new Error("memory store is closed");
     this.checkStoreAt(seq);
+    this.put(seq, subject, hdr, data, tsNs, ttlSec);
+  }
+
+  private put(seq: number, subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): void {
     const rec = this.internSubject(subject);
     const hl = hdr === null ? 0 : hdr.length;
-    const p = Buffer.allocUnsafe(hl + data.length);
-    if (hdr !== null) hdr.copy(p, 0);
-    data.copy(p, hl);
-    const i = this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.blen, hl, data.length), ttlSec);
-    this.payloads[i] = p;
-    this.hdrLens[i] = hdr === null ? 0xffffffff : hl;
-    this.tsCol[i] = tsNs;
+    this.indexAppend(seq, rec, tsNs, memStoreMsgSize(rec.blen, hl, data.length), ttlSec);
+    this.cols.ensure(seq);
+    this.slabs.put(this.cols, seq, hdr, data);
+    this.cols.set(seq, hdr === null ? 0xffffffff : hl, tsNs);
     this.enforceLimits(rec);
+    this.slabs.moveOne(this.cols);
+  }
+
+  /** removeMsg, after its bytes in the slab are overwritten with random ones (a slab keeps
+   *  a removed message's bytes until it is dropped; nats-server's memory store erases so too). */
+  eraseMsg(seq: number): boolean {
+    if (!this.isLive(seq)) return false;
+    randomFillSync(this.slabs.bytes(this.cols, seq));
+    return this.removeMsg(seq);
   }
 
   skipMsgs(seq: number, count: number, tsNs: number): void {
