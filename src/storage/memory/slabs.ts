@@ -14,8 +14,11 @@
 // slab, one such slab per store call, and is dropped then. Each slab records the sequences
 // written into it (a typed array), which is what the move walks.
 
-/** Bytes of one slab. */
+/** Bytes of one slab, once the store holds a few MiB; a store's first slab is
+ *  FIRST_SLAB_BYTES and each next one twice the one before up to this, so that a small stream
+ *  (one of many KV buckets) reserves little. */
 export const SLAB_BYTES = 1 << 20;
+const FIRST_SLAB_BYTES = 64 << 10;
 /** A message this size or larger gets a buffer of its own. */
 export const OWN_SLAB_BYTES = SLAB_BYTES >>> 3;
 /** A slab with at most 1/SPARSE_SHARE of its bytes live has its messages moved. */
@@ -50,6 +53,7 @@ export class Slabs {
   private queued: boolean[] = [];
   private readonly freeIds: number[] = [];
   private cur = -1;
+  private nextSize = FIRST_SLAB_BYTES;
   /** Slabs to move the live messages out of. */
   private sparse: number[] = [];
 
@@ -70,7 +74,7 @@ export class Slabs {
       id = this.newSlab(len);
       off = 0;
     } else {
-      if (this.cur < 0 || this.used[this.cur]! + len > SLAB_BYTES) this.nextCur();
+      if (this.cur < 0 || this.used[this.cur]! + len > this.bufs[this.cur]!.length) this.nextCur(len);
       id = this.cur;
       off = this.used[id]!;
     }
@@ -105,15 +109,17 @@ export class Slabs {
     }
   }
 
-  /** A new current slab; the one before is dropped when empty, queued when sparse. */
-  private nextCur(): void {
+  /** A new current slab (room for len at least); the one before is dropped when empty,
+   *  queued when sparse. */
+  private nextCur(len: number): void {
     const old = this.cur;
     this.cur = -1;
     if (old >= 0) {
       if (this.msgs[old] === 0) this.drop(old);
       else this.queueIfSparse(old);
     }
-    this.cur = this.newSlab(SLAB_BYTES);
+    this.cur = this.newSlab(Math.max(this.nextSize, len));
+    this.nextSize = Math.min(SLAB_BYTES, this.nextSize * 2);
   }
 
   /** Every message is gone. */
@@ -128,6 +134,7 @@ export class Slabs {
     this.freeIds.length = 0;
     this.sparse = [];
     this.cur = -1;
+    this.nextSize = FIRST_SLAB_BYTES;
   }
 
   /** Moves the live messages of one sparse slab into the current one (none when none is
@@ -146,7 +153,7 @@ export class Slabs {
         if (!this.owner.isLive(seq) || cols.slabOf(seq) !== id) continue;
         const off = cols.offOf(seq);
         const len = cols.lenOf(seq);
-        if (this.cur < 0 || this.used[this.cur]! + len > SLAB_BYTES) this.nextCur();
+        if (this.cur < 0 || this.used[this.cur]! + len > this.bufs[this.cur]!.length) this.nextCur(len);
         const to = this.cur;
         const at = this.used[to]!;
         src.copy(this.bufs[to]!, at, off, off + len);
