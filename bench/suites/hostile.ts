@@ -115,6 +115,43 @@ function jsPubFlood(ctx: CaseContext): Promise<Record<string, number>> {
   return burstOnStream(ctx, { name: "HFLOOD", subjects: ["hostile.f.>"], storage: "file" }, "_HF", 10_000, (i) => `PUB hostile.f.${i % 100} _HF.${i} 16\r\n0123456789abcdef\r\n`);
 }
 
+/** One client fills a memory stream: 500,000 PUBs (100 B, no reply subject), written 5,000
+ *  at a time as the socket drains; done once STREAM.INFO counts them all (nats-server stores
+ *  a stream's messages off the client's read, so a PONG would come early). */
+async function memFill(ctx: CaseContext): Promise<Record<string, number>> {
+  const n = 500_000;
+  const req = await ctx.requester();
+  const cfg = { name: "HMEM", subjects: ["hostile.m.>"], storage: "memory" };
+  const cr = await req.request("$JS.API.STREAM.CREATE.HMEM", JSON.stringify(cfg), 60_000);
+  const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
+  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+  const c = await connectRaw(ctx.server.port, null);
+  const pay = "x".repeat(100);
+  const batches: Buffer[] = [];
+  for (let i = 0; i < n; i += 5000) {
+    const parts: string[] = [];
+    for (let k = i; k < i + 5000; k++) parts.push(`PUB hostile.m.${k % 100} 100\r\n${pay}\r\n`);
+    batches.push(Buffer.from(parts.join("")));
+  }
+  const stored = async (): Promise<number> => {
+    const r = await req.request("$JS.API.STREAM.INFO.HMEM", "", 60_000);
+    return (JSON.parse(r.payload.toString("utf8")) as { state?: { messages?: number } }).state?.messages ?? 0;
+  };
+  try {
+    return await underLoad(ctx.server.port, null, async () => {
+      for (const b of batches) if (!c.s.write(b)) await new Promise<void>((r) => c.s.once("drain", () => r()));
+      const until = Date.now() + 120_000;
+      while ((await stored()) < n) {
+        if (Date.now() > until) throw new Error("the memory stream did not count every message in 120 s");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+  } finally {
+    c.destroy();
+    await req.request("$JS.API.STREAM.DELETE.HMEM", "", 60_000).catch(() => undefined);
+  }
+}
+
 /** (b) One client sends 100,000 SUBs in one write, then PING; done at its PONG. */
 async function subFlood(ctx: CaseContext): Promise<Record<string, number>> {
   const c = await connectRaw(ctx.server.port, null);
@@ -292,6 +329,7 @@ export const hostileSuite: SuiteDef = {
     "STREAM.INFO burst: one client writes 5,000 $JS.API.STREAM.INFO requests for a memory stream with 100 subjects in one write; load done = the last reply.",
     "100k SUBs: one client writes 100,000 SUB lines and a PING in one write; load done = its PONG.",
     "fan-out: one client subscribes 100,000 times to one subject; another writes 10 PUBs (16 B) to it and a PING in one write; load done = that PING's PONG (1M deliveries, 36 MB to the subscriber, which the bench reads).",
+    "memory stream fill: one client writes 500,000 PUBs (100 B, no reply subject, 100 subjects) to a memory stream, 5,000 per write as its socket drains; load done = STREAM.INFO counts 500,000 (polled every 20 ms).",
     "PUB flood to a file stream: one client writes 10,000 PUBs (16 B, each with its reply subject) to a file stream's subjects in one write; load done = the last PubAck.",
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "close storm: 2,000 connected clients (opened 200 at a time beforehand) destroy their sockets in one turn; load done = a new connection's PONG after that.",
@@ -334,6 +372,7 @@ export const hostileSuite: SuiteDef = {
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },
       { name: "while one client's 10 PUBs fan out to 100k subscriptions", metrics: BYSTANDER_METRICS, run: fanout },
       { name: "while one client sends 10,000 PUBs to a file stream in one write", metrics: BYSTANDER_METRICS, run: jsPubFlood },
+      { name: "while one client fills a memory stream with 500,000 messages", metrics: BYSTANDER_METRICS, run: memFill },
       {
         name: "while 500 unauthenticated sockets send PUB x 1 MiB",
         metrics: [...BYSTANDER_METRICS, { label: "server RSS growth (peak)", unit: "MB", better: "lower" }],
