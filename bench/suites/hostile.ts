@@ -6,6 +6,9 @@
 // are the server's event-loop lag as a client sees it.
 
 import { randomBytes } from "node:crypto";
+import { fork } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import net from "node:net";
 import { connectRaw, HSock, handshake, RemoteBystander, type Creds } from "../lib/hostile.js";
 import { sleep } from "../lib/load.js";
@@ -221,30 +224,38 @@ async function unauthFlood(ctx: CaseContext): Promise<Record<string, number>> {
   }
 }
 
-/** Connections accepted per second: N sockets opened at once, each INFO, CONNECT, PING, PONG.
- *  `earlier` bursts of N (opened, then closed) come before the measured one: 0 measures a
- *  server's first big burst (a reconnect storm after a restart), 3 a server that has seen a
- *  few (its accept path compiled by the JIT). */
+/** Connections accepted per second: N sockets opened at once, each INFO, CONNECT, PING, PONG,
+ *  by a generator process of its own (lib/accept-child.ts, fresh for each server). `earlier`
+ *  bursts of N (opened, then closed) come before the measured one: 0 measures a server's
+ *  first big burst (a reconnect storm after a restart), 3 a server that has seen a few (its
+ *  accept path compiled by the JIT). */
 async function acceptRate(ctx: CaseContext, n: number, earlier = 0): Promise<Record<string, number>> {
   const server = ctx.server;
-  // A warm-up burst first (a quarter of n), so that not only the very first connections of a
-  // process are measured.
-  const warm = await Promise.all(Array.from({ length: Math.ceil(n / 4) }, () => connectRaw(server.port, null)));
-  for (const s of warm) s.destroy();
-  await sleep(500);
-  for (let i = 0; i < earlier; i++) {
-    const burst = await Promise.all(Array.from({ length: n }, () => connectRaw(server.port, null)));
-    for (const s of burst) s.destroy();
+  const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "lib", "accept-child.js");
+  const child = fork(entry, [String(server.port), String(n), String(earlier)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const next = (ms: number): Promise<string> =>
+    new Promise<string>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error("accept generator: no answer")), ms);
+      child.once("message", (m) => {
+        clearTimeout(t);
+        resolve(String(m));
+      });
+      child.once("exit", () => reject(new Error("accept generator exited")));
+    });
+  try {
+    const ready = await next(120_000);
+    if (ready !== "ready") throw new Error(`accept generator: ${ready}`);
+    const cpu0 = server.cpuSeconds();
+    const done = next(120_000);
+    child.send("go");
+    const r = JSON.parse(await done) as { ms?: number; error?: string };
+    if (r.ms === undefined) throw new Error(`accept generator: ${r.error ?? "no result"}`);
+    const cpu = server.cpuSeconds() - cpu0;
     await sleep(500);
+    return { "connections/s": n / (r.ms / 1000), "all ready in": r.ms, "server CPU µs/conn": (cpu * 1e6) / n };
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
   }
-  const cpu0 = server.cpuSeconds();
-  const t0 = performance.now();
-  const socks = await Promise.all(Array.from({ length: n }, () => connectRaw(server.port, null)));
-  const secs = (performance.now() - t0) / 1000;
-  const cpu = server.cpuSeconds() - cpu0;
-  for (const s of socks) s.destroy();
-  await sleep(500);
-  return { "connections/s": n / secs, "all ready in": secs * 1000, "server CPU µs/conn": (cpu * 1e6) / n };
 }
 
 /** RSS per idle authenticated connection: a fresh server, n connections, 2 s idle. */
@@ -334,7 +345,7 @@ export const hostileSuite: SuiteDef = {
     "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "close storm: 2,000 connected clients (opened 200 at a time beforehand) destroy their sockets in one turn; load done = a new connection's PONG after that.",
     "WebSocket close storm: a server started for the case with websocket { listen, no_tls: true }; 2,000 clients upgrade (200 at a time) and destroy their sockets in one turn; the bystander is on the client port; load done = a new connection's PONG after that.",
-    "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a single Node process). The second accept case opens and closes three bursts of N before the measured one (a server past its first burst: its accept path compiled).",
+    "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a Node process of its own, fresh for each server, so that neither server is measured with a generator the other one warmed). The second accept case opens and closes three bursts of N before the measured one (a server past its first burst: its accept path compiled).",
     "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
   ],
   cases(_opts: BenchOptions): CaseDef[] {
