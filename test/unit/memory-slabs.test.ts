@@ -10,17 +10,12 @@ import assert from "node:assert/strict";
 import { createMemoryStreamStore } from "../../src/storage/index.js";
 import { SLAB_BYTES, OWN_SLAB_BYTES } from "../../src/storage/memory/slabs.js";
 import type { MemoryStreamStore } from "../../src/storage/memory/stream.js";
+import { SeededRandom } from "../../src/runtime/random.js";
 
-/** A small seeded generator (mulberry32). */
+/** A seeded generator's next() as a function. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const g = new SeededRandom(seed);
+  return () => g.next();
 }
 
 /** Bytes that name their sequence: any mix-up between messages shows. */
