@@ -168,3 +168,17 @@ void test("slabs: eraseMsg overwrites the message's bytes where they lie, then r
   assert.equal(st.eraseMsg(99), false, "never there");
   assert.ok(st.loadMsg(1)!.data.equals(body(1, 100)) && st.loadMsg(3)!.data.equals(body(3, 100)), "neighbours intact");
 });
+
+void test("columns: a small stream's first chunk starts small and grows as messages come", () => {
+  const st = createMemoryStreamStore(null, null);
+  type Cols = { cols: { chunks: ({ slab: Uint32Array } | null)[] } };
+  const first = (): Uint32Array => (st as unknown as Cols).cols.chunks[0]!.slab;
+  for (let i = 1; i <= 3; i++) st.storeMsg("kv.k", null, body(i, 10), i, 0);
+  assert.ok(first().length <= 32, `${first().length} entries for 3 messages`);
+  for (let i = 4; i <= 3000; i++) st.storeMsg(`kv.${i % 9}`, null, body(i, 10), i, 0);
+  assert.equal(first().length, CHUNK_MSGS, "grown to a full chunk");
+  for (let i = 1; i <= 3000; i++) {
+    const m = st.loadMsg(i);
+    assert.ok(m !== null && m.data.equals(body(i, 10)) && m.tsNs === i, `seq ${i}`);
+  }
+});

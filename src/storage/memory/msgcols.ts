@@ -8,17 +8,48 @@
 import type { SlabColumns } from "./slabs.js";
 
 const BITS = 10;
-/** Messages per chunk (a chunk is ~24 KiB). */
+/** Messages per chunk (a full chunk is ~24 KiB). */
 export const CHUNK_MSGS = 1 << BITS;
 const MASK = CHUNK_MSGS - 1;
 
+/** Entries the first chunk of a store starts with (it doubles up to CHUNK_MSGS): a small
+ *  stream, one of many KV buckets, then holds ~1 KiB of columns rather than 24 KiB. */
+const FIRST_CAP = 32;
+
 class ColChunk {
-  readonly slab = new Uint32Array(CHUNK_MSGS);
-  readonly off = new Uint32Array(CHUNK_MSGS);
-  readonly len = new Uint32Array(CHUNK_MSGS);
+  slab: Uint32Array;
+  off: Uint32Array;
+  len: Uint32Array;
   /** Header length inside the message's bytes; 0xffffffff: no header. */
-  readonly hdr = new Uint32Array(CHUNK_MSGS);
-  readonly ts = new Float64Array(CHUNK_MSGS);
+  hdr: Uint32Array;
+  ts: Float64Array;
+  constructor(cap: number) {
+    this.slab = new Uint32Array(cap);
+    this.off = new Uint32Array(cap);
+    this.len = new Uint32Array(cap);
+    this.hdr = new Uint32Array(cap);
+    this.ts = new Float64Array(cap);
+  }
+
+  /** Room for index i (a first chunk that started small). */
+  grow(i: number): void {
+    let cap = this.slab.length;
+    if (i < cap) return;
+    while (cap <= i) cap *= 2;
+    cap = Math.min(cap, CHUNK_MSGS);
+    const u = (a: Uint32Array): Uint32Array => {
+      const b = new Uint32Array(cap);
+      b.set(a);
+      return b;
+    };
+    this.slab = u(this.slab);
+    this.off = u(this.off);
+    this.len = u(this.len);
+    this.hdr = u(this.hdr);
+    const t = new Float64Array(cap);
+    t.set(this.ts);
+    this.ts = t;
+  }
 }
 
 /** Chunk number of seq (integer shifts below 2^31: no heap number in unoptimised code). */
@@ -50,11 +81,14 @@ export class MsgCols implements SlabColumns {
   /** Makes room for seq (at or above every sequence held). */
   ensure(seq: number): void {
     const ch = chunkOf(seq);
-    if (this.chunks.length === 0) this.base = ch;
+    const first = this.chunks.length === 0;
+    if (first) this.base = ch;
     const k = ch - this.base;
     if (k < 0) throw new Error(`memory store: column for seq ${seq} below the first chunk`);
     while (this.chunks.length <= k) this.chunks.push(null);
-    if (this.chunks[k] === null) this.chunks[k] = new ColChunk();
+    const c = this.chunks[k];
+    if (c === null || c === undefined) this.chunks[k] = new ColChunk(first ? Math.max(FIRST_CAP, Math.min(CHUNK_MSGS, 2 * (indexIn(seq) + 1))) : CHUNK_MSGS);
+    else c.grow(indexIn(seq));
   }
 
   set(seq: number, hdrLen: number, tsNs: number): void {
