@@ -59,7 +59,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
   private readonly frontDead: Blk[] = [];
 
   constructor(opts: FileStreamStoreOptions) {
-    super(opts.limits ?? null, opts.callbacks ?? null, 1024);
+    super(opts.limits ?? null, opts.callbacks ?? null);
     this.files = new BlockFiles(opts.dir, opts.fs, opts.blockSizeBytes ?? DEFAULT_BLOCK_BYTES);
     const host: JournalHost = {
       beforeWrite: (idle) => this.beforeWrite(idle),
@@ -146,10 +146,6 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     w.liveRecBytes += n * (size + REC_LEN_SLACK);
   }
 
-  // ---- columns ----
-  protected resizeExtra(): void {
-    // nothing per message beyond the shared columns
-  }
 
   // ---- hot path ----
   storeMsg(subject: string, hdr: Buffer | null, data: Buffer, tsNs: number, ttlSec: number): number {
@@ -336,7 +332,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
 
   /** onRemoved for a front range (a purge with keep or seq, a compact): no tombstone (the
    *  floor covers it), the block looked up once per block, dead blocks handled at the end. */
-  protected override onRemovedFront(seq: number, _slot: number, size: number): void {
+  protected override onRemovedFront(seq: number, size: number): void {
     let b = this.frontBlk;
     if (b === null || seq > b.lastSeq || seq < b.firstSeq) {
       b = this.files.blockFor(seq);
@@ -443,7 +439,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     return this.rc.bytes();
   }
 
-  protected slotTs(seq: number, _slot: number): number {
+  protected tsAt(seq: number): number {
     if (seq === this.tsMemoSeq) return this.tsMemoNs;
     const b = this.files.blockFor(seq);
     if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
@@ -454,7 +450,7 @@ export class FileStreamStore extends SeqIndex implements StreamStore {
     return ts;
   }
 
-  protected readSlot(seq: number, _slot: number, subject: string): StoredMsg {
+  protected readAt(seq: number, subject: string): StoredMsg {
     const b = this.files.blockFor(seq);
     if (b === null) throw new Error(`file store: no block holds seq ${seq}`);
     const rc = this.rc;

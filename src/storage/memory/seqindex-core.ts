@@ -1,4 +1,4 @@
-// The in-memory sequence index shared by both stores: columns indexed by (seq - base) plus a
+// The in-memory sequence index shared by both stores: columns indexed by sequence plus a
 // per-subject table (subjtable.ts). It owns every rule about sequences, limits, compact, TTL
 // and counting (purges: seqindex.ts, the class the stores extend); the memory and file stores only add where the bytes live (and
 // the timestamp: the file store reads it from the record). The two columns here (subject id
@@ -21,9 +21,6 @@ const CHUNK_BITS = 12; // CHUNK = 2^12
 export const unlimitedLimits: StoreLimits = { maxMsgs: -1, maxBytes: -1, maxAgeMs: 0, maxMsgsPerSubject: -1 };
 
 export abstract class SeqIndexCore {
-  // Slots (seq - base) address the concrete store's own per-message columns, if it has any.
-  protected base = 1; // seq stored in slot 0
-  protected cap: number;
   protected readonly subjCol = new ChunkCol(CHUNK); // subject id by seq, 0 = no message
   private readonly sizeCol = new ChunkCol(CHUNK); // bytes counted for limits / state (kept after removal)
 
@@ -48,20 +45,19 @@ export abstract class SeqIndexCore {
   /** The purge begun with beginPurge and not done yet, or null (seqindex.ts runs it). */
   protected job: PurgeJob | null = null;
 
-  constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null, initialCap = 1024) {
-    this.cap = initialCap;
+  constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null) {
     this.limits = { ...(limits ?? unlimitedLimits) };
     this.callbacks = callbacks ?? {};
   }
 
   // ---- hooks for the concrete store ----
-  /** Columns of the subclass must follow: reallocate to newCap, dropping `shift` leading slots. */
-  protected abstract resizeExtra(newCap: number, shift: number, used: number): void;
-  /** A message left the index (slot still addressable, subject column already 0). */
-  protected abstract onRemoved(seq: number, slot: number): void;
-  protected abstract readSlot(seq: number, slot: number, subject: string): StoredMsg;
+  /** A message left the index (the store's own record of it still there, subject column
+   *  already 0). */
+  protected abstract onRemoved(seq: number): void;
+  /** The live message at seq. */
+  protected abstract readAt(seq: number, subject: string): StoredMsg;
   /** Timestamp (ns) of the live message at seq. */
-  protected abstract slotTs(seq: number, slot: number): number;
+  protected abstract tsAt(seq: number): number;
   /** The store was closed (a running paced purge stops). */
   protected abstract storeClosed(): boolean;
   /** Whether the running paced purge `j` had the message at seq (subject id `id`): it counts
@@ -115,41 +111,18 @@ export abstract class SeqIndexCore {
     return this.subjCol.denseChunks() + this.sizeCol.denseChunks();
   }
 
-  private ensureSlot(seq: number): number {
-    let i = seq - this.base;
-    if (i < this.cap) return i;
-    const used = this.lastSeq - this.base + 1;
-    const dead = this.msgs > 0 ? this.firstSeq - this.base : used;
-    let shift = 0;
-    let newCap = this.cap;
-    if (dead >= this.cap >>> 1) shift = dead;
-    while (i - shift >= newCap) newCap *= 2;
-    this.resize(newCap, shift, used);
-    i = seq - this.base;
-    return i;
-  }
-
-  private resize(newCap: number, shift: number, used: number): void {
-    this.resizeExtra(newCap, shift, used);
-    this.cap = newCap;
-    this.base += shift;
-  }
-
   /** Jump the stream to start at seq with nothing stored (compact past the end / restore). */
   protected resetTo(firstSeq: number): void {
-    // callers only do this when empty, and removal already zeroed every slot
-    this.base = firstSeq;
+    // callers only do this when empty, and removal already zeroed every column entry
     this.subjCol.clear();
     this.sizeCol.clear();
     this.lastSeq = firstSeq - 1;
     this.firstSeq = firstSeq;
   }
 
-  /** Put a message at seq (> lastSeq); slots in between stay empty (deleted). */
-  protected indexAppend(seq: number, rec: SubjRec, tsNs: number, size: number, ttlSec: number): number {
-    if (this.msgs === 0) this.startEmpty(seq);
-    if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
-    const i = this.ensureSlot(seq);
+  /** Put a message at seq (> lastSeq); sequences in between stay empty (deleted). */
+  protected indexAppend(seq: number, rec: SubjRec, tsNs: number, size: number, ttlSec: number): void {
+    if (this.msgs === 0) this.startEmpty();
     this.subjCol.set(seq, rec.id);
     this.sizeCol.set(seq, size);
     this.lastSeq = seq;
@@ -166,15 +139,12 @@ export abstract class SeqIndexCore {
     rec.lastStale = false;
     rec.msgs++;
     if (ttlSec > 0) this.ttl.push(tsNs + ttlSec * 1e9, seq, ttlSec);
-    return i;
   }
 
   /** indexAppend of n messages seq, seq + 1, ... of one subject and size, no TTL (recovery). */
   protected indexAppendRun(seq: number, n: number, rec: SubjRec, tsNs: number, size: number): void {
-    if (this.msgs === 0) this.startEmpty(seq);
-    if (this.lastSeq < this.base - 1) this.lastSeq = this.base - 1;
+    if (this.msgs === 0) this.startEmpty();
     const last = seq + n - 1;
-    this.ensureSlot(last);
     this.subjCol.fill(seq, n, rec.id);
     this.sizeCol.fill(seq, n, size);
     if (this.msgs === 0) this.firstSeq = seq;
@@ -196,21 +166,19 @@ export abstract class SeqIndexCore {
     rec.msgs += n;
   }
 
-  /** The first message of an empty index goes to seq: no slot or column entry to keep. */
-  private startEmpty(seq: number): void {
-    if (seq !== this.base) this.base = seq;
+  /** The first message of an empty index: no column entry to keep. */
+  private startEmpty(): void {
     this.subjCol.clear();
     this.sizeCol.clear();
   }
 
-  /** Stretch lastSeq with empty slots (state restored from a floor record). */
+  /** Stretch lastSeq with empty sequences (state restored from a floor record). */
   protected extendLast(seq: number): void {
     if (seq <= this.lastSeq) return;
     if (this.msgs === 0) {
       this.resetTo(seq + 1);
       return;
     }
-    this.ensureSlot(seq);
     this.lastSeq = seq;
   }
 
@@ -268,11 +236,10 @@ export abstract class SeqIndexCore {
 
   protected removeSeq(seq: number, byLimit: boolean): boolean {
     if (this.msgs === 0 || seq < this.firstSeq || seq > this.lastSeq) return false;
-    const i = seq - this.base;
     const id = this.subjCol.get(seq);
     if (id === 0) return false;
     const rec = this.byId[id];
-    if (rec === undefined) throw new Error(`seqindex: slot ${seq} has unknown subject id ${id}`);
+    if (rec === undefined) throw new Error(`seqindex: seq ${seq} has unknown subject id ${id}`);
     // A message the running paced purge has (it is gone as of its begin): the purge counts it,
     // and anyone else hears it was not there.
     const taken = this.job !== null && this.purgeTakes(this.job, seq, id);
@@ -302,7 +269,7 @@ export abstract class SeqIndexCore {
       if (this.msgs === 0) this.firstSeq = this.lastSeq + 1;
       else this.firstSeq = this.subjCol.find(seq + 1, this.lastSeq, 0, false);
     }
-    this.onRemoved(seq, i);
+    this.onRemoved(seq);
     if (Math.floor(this.firstSeq / CHUNK) > Math.floor(seq / CHUNK)) {
       // nothing below firstSeq is read again (the store has seen the removal)
       this.subjCol.dropBelow(this.firstSeq);
@@ -362,7 +329,7 @@ export abstract class SeqIndexCore {
     let n = 0;
     if (this.limits.maxAgeMs > 0) {
       const cutoff = nowNs - this.limits.maxAgeMs * 1e6;
-      while (this.msgs > 0 && this.slotTs(this.firstSeq, this.firstSeq - this.base) <= cutoff) {
+      while (this.msgs > 0 && this.tsAt(this.firstSeq) <= cutoff) {
         this.removeSeq(this.firstSeq, true);
         n++;
       }
@@ -379,7 +346,7 @@ export abstract class SeqIndexCore {
   /** Earliest time (ns) at which expire() would remove something, or 0 if never. */
   nextExpiryNs(): number {
     let t = 0;
-    if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = this.slotTs(this.firstSeq, this.firstSeq - this.base) + this.limits.maxAgeMs * 1e6;
+    if (this.limits.maxAgeMs > 0 && this.msgs > 0) t = this.tsAt(this.firstSeq) + this.limits.maxAgeMs * 1e6;
     if (this.ttl.size > 0) {
       const a = this.ttl.topAt();
       if (t === 0 || a < t) t = a;
@@ -392,7 +359,7 @@ export abstract class SeqIndexCore {
     const id = this.subjCol.get(seq);
     if (id === 0) return null;
     const rec = this.byId[id] as SubjRec;
-    return this.readSlot(seq, seq - this.base, rec.name);
+    return this.readAt(seq, rec.name);
   }
 
   loadNextMsg(filter: string, start: number): StoredMsg | null {
@@ -400,7 +367,7 @@ export abstract class SeqIndexCore {
     return seq === 0 ? null : this.loadMsg(seq);
   }
 
-  /** Set while loadNextMsgTransient() reads: readSlot may then return views. */
+  /** Set while loadNextMsgTransient() reads: readAt may then return views. */
   protected transientRead = false;
 
   loadNextMsgTransient(filter: string, start: number): StoredMsg | null {
@@ -498,10 +465,6 @@ export abstract class SeqIndexCore {
     this.chunkBase = 0;
     this.msgs = 0;
     this.bytes = 0;
-    const cap = Math.min(this.cap, 1024);
-    this.resizeExtra(cap, 0, 0);
-    this.cap = cap;
-    this.base = next;
     this.firstSeq = next;
     this.onRemovedAll();
     return n;
@@ -522,7 +485,7 @@ export abstract class SeqIndexCore {
     for (let s = col.find(this.firstSeq, end, 0, false); s <= end; s = col.find(s + 1, end, 0, false)) {
       const id = col.get(s);
       const rec = this.byId[id];
-      if (rec === undefined) throw new Error(`seqindex: slot ${s} has unknown subject id ${id}`);
+      if (rec === undefined) throw new Error(`seqindex: seq ${s} has unknown subject id ${id}`);
       const ci = Math.floor(s / CHUNK) - this.chunkBase;
       this.chunkCnt[ci] = (this.chunkCnt[ci] as number) - 1;
       const size = this.sizeCol.get(s);
@@ -538,7 +501,7 @@ export abstract class SeqIndexCore {
           rec.firstStale = false;
         }
       }
-      this.onRemovedFront(s, s - this.base, size);
+      this.onRemovedFront(s, size);
       n++;
     }
     const old = this.firstSeq;
@@ -556,8 +519,8 @@ export abstract class SeqIndexCore {
   /** A message below the new first sequence left the index (removeRange: a purge with keep or
    *  seq, a compact); firstSeq moves once they are all gone, then afterRemovedFront. By
    *  default what onRemoved does. */
-  protected onRemovedFront(seq: number, slot: number, _size: number): void {
-    this.onRemoved(seq, slot);
+  protected onRemovedFront(seq: number, _size: number): void {
+    this.onRemoved(seq);
   }
 
   protected afterRemovedFront(): void {}
@@ -583,7 +546,7 @@ export abstract class SeqIndexCore {
       msgs: this.msgs,
       bytes: this.bytes,
       firstSeq: this.firstSeq,
-      firstTsNs: empty ? 0 : this.slotTs(this.firstSeq, this.firstSeq - this.base),
+      firstTsNs: empty ? 0 : this.tsAt(this.firstSeq),
       lastSeq: this.lastSeq,
       lastTsNs: this.lastTsNs,
       numSubjects: this.subjects.size,
@@ -685,7 +648,7 @@ export abstract class SeqIndexCore {
   seqFromTime(tsNs: number): number {
     const last = this.lastSeq;
     for (let s = this.subjCol.find(this.firstSeq, last, 0, false); s <= last; s = this.subjCol.find(s + 1, last, 0, false)) {
-      if (this.slotTs(s, s - this.base) >= tsNs) return s;
+      if (this.tsAt(s) >= tsNs) return s;
     }
     return last + 1;
   }

@@ -23,18 +23,15 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore, SlabOwne
   private readonly drainFn = () => this.drain();
 
   constructor(limits: StoreLimits | null, callbacks: StoreCallbacks | null) {
-    super(limits, callbacks, 256);
+    super(limits, callbacks);
   }
-
-  /** The index's slots are not used: the columns are by sequence, in chunks (msgcols.ts). */
-  protected resizeExtra(_newCap: number, _shift: number, _used: number): void {}
 
   /** SlabOwner: seq is stored. */
   isLive(seq: number): boolean {
     return this.msgs > 0 && seq >= this.firstSeq && seq <= this.lastSeq && this.subjAt(seq) !== 0;
   }
 
-  protected slotTs(seq: number, _slot: number): number {
+  protected tsAt(seq: number): number {
     return this.cols.tsOf(seq);
   }
 
@@ -42,12 +39,12 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore, SlabOwne
     return this.closed;
   }
 
-  protected onRemoved(seq: number, _slot: number): void {
+  protected onRemoved(seq: number): void {
     this.slabs.removed(this.cols, seq);
     this.dropColumnsBelowFirst();
   }
 
-  protected override onRemovedFront(seq: number, _slot: number, _size: number): void {
+  protected override onRemovedFront(seq: number, _size: number): void {
     this.slabs.removed(this.cols, seq); // firstSeq moves once they are all gone
   }
 
@@ -64,7 +61,7 @@ export class MemoryStreamStore extends SeqIndex implements StreamStore, SlabOwne
     this.cols.dropBelow(this.msgs === 0 ? this.lastSeq + 1 : this.firstSeq);
   }
 
-  protected readSlot(seq: number, _slot: number, subject: string): StoredMsg {
+  protected readAt(seq: number, subject: string): StoredMsg {
     const tsNs = this.cols.tsOf(seq);
     const p = this.slabs.bytes(this.cols, seq);
     const hl = this.cols.hdrOf(seq);
