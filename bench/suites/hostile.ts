@@ -15,6 +15,7 @@ import { sleep } from "../lib/load.js";
 import { freePort, HOST, ServerProc, waitForListen } from "../lib/servers.js";
 import { wsUpgrade } from "../lib/ws.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
+import type { Requester } from "../lib/request.js";
 
 const MB = 1024 * 1024;
 const CREDS: Creds = { user: "bench", pass: "hostile" };
@@ -42,17 +43,20 @@ async function underLoad(port: number, creds: Creds | null, load: () => Promise<
   }
 }
 
+/** $JS.API.STREAM.CREATE of cfg; throws the API's error. */
+async function createStream(req: Requester, cfg: { name: string; [k: string]: unknown }, timeoutMs = 60_000): Promise<void> {
+  const r = await req.request(`$JS.API.STREAM.CREATE.${cfg.name}`, JSON.stringify(cfg), timeoutMs);
+  const body = JSON.parse(r.payload.toString("utf8")) as { error?: { description?: string } };
+  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+}
+
 /** (a) One client creates a stream with 10,000 subjects. */
 async function streamCreate(ctx: CaseContext): Promise<Record<string, number>> {
   const req = await ctx.requester();
   const subjects = Array.from({ length: 10_000 }, (_, i) => `hostile.s.${i}`);
   const cfg = { name: "HOSTILE", subjects, storage: "memory", retention: "limits", num_replicas: 1 };
   try {
-    return await underLoad(ctx.server.port, null, async () => {
-      const r = await req.request("$JS.API.STREAM.CREATE.HOSTILE", JSON.stringify(cfg), 120_000);
-      const body = JSON.parse(r.payload.toString("utf8")) as { error?: { description?: string } };
-      if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
-    });
+    return await underLoad(ctx.server.port, null, () => createStream(req, cfg, 120_000));
   } finally {
     await req.request("$JS.API.STREAM.DELETE.HOSTILE", "", 60_000).catch(() => undefined);
   }
@@ -69,9 +73,7 @@ function infoBurst(ctx: CaseContext): Promise<Record<string, number>> {
  *  (pub(i), reply `<inbox>.<i>`) in one write, under load; done at the n-th reply. */
 async function burstOnStream(ctx: CaseContext, cfg: { name: string; [k: string]: unknown }, inbox: string, n: number, pub: (i: number) => string): Promise<Record<string, number>> {
   const req = await ctx.requester();
-  const cr = await req.request(`$JS.API.STREAM.CREATE.${cfg.name}`, JSON.stringify(cfg), 60_000);
-  const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
-  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+  await createStream(req, cfg);
   const c = await connectRaw(ctx.server.port, null);
   const parts = [`SUB ${inbox}.* 1\r\n`];
   for (let i = 0; i < n; i++) parts.push(pub(i));
@@ -125,9 +127,7 @@ async function memFill(ctx: CaseContext): Promise<Record<string, number>> {
   const n = 500_000;
   const req = await ctx.requester();
   const cfg = { name: "HMEM", subjects: ["hostile.m.>"], storage: "memory" };
-  const cr = await req.request("$JS.API.STREAM.CREATE.HMEM", JSON.stringify(cfg), 60_000);
-  const body = JSON.parse(cr.payload.toString("utf8")) as { error?: { description?: string } };
-  if (body.error !== undefined) throw new Error(`stream create: ${body.error.description ?? "error"}`);
+  await createStream(req, cfg);
   const c = await connectRaw(ctx.server.port, null);
   const pay = "x".repeat(100);
   const batches: Buffer[] = [];
