@@ -129,6 +129,7 @@ export abstract class ConsumerCore implements Tickable {
     } else {
       const reset: ResetOp = { op: "reset", sseq: this.initialStart(), dseq: 0 };
       this.commit(reset);
+      if (cfg.deliver_policy === "last_per_subject") this.repl?.lastPerSubject(cfg.name, this.lpsEnd);
       this.startSeq = this.ledger.deliveredStreamSeq + 1;
     }
   }

@@ -96,6 +96,19 @@ export interface ConsumerSeed {
   maxDeliver: number;
   maxAckPending: number;
   state: ConsumerState;
+  /** A last_per_subject consumer's first phase ends here (the stream's last sequence when it
+   *  was made); 0 for other policies. */
+  lpsEnd: number;
+}
+
+/** A consumer as the replicas agreed on it: what a new stream leader makes it again from. */
+export interface ReplicatedConsumer {
+  name: string;
+  config: string;
+  createdNs: number;
+  state: ConsumerState;
+  /** As ConsumerSeed.lpsEnd. */
+  lpsEnd: number;
 }
 
 /** What a replicated stream keeps of its consumers (src/jscluster/consumer-repl.ts): the
@@ -112,7 +125,10 @@ export interface ConsumerReplicator {
    *  config (wire JSON) and creation time, so that a new leader can make it again. */
   configure(name: string, ackPolicy: "none" | "all" | "explicit", maxDeliver: number, maxAckPending: number, config: string, createdNs: number): void;
   /** Every consumer the replicas know, with its config, creation time and agreed state. */
-  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }>;
+  consumers(): ReplicatedConsumer[];
+  /** A last_per_subject consumer was made: its first phase ends at endSeq (the stream's last
+   *  sequence then), so that a new leader resumes that phase where it stood. */
+  lastPerSubject(name: string, endSeq: number): void;
   /** A consumer was deleted. */
   removed(name: string): void;
   /** One ledger operation (fields by kind: a = sseq; b = dseq, delay, ts or skip; c = dc;

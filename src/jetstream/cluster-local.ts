@@ -318,7 +318,12 @@ export class LocalCopies {
       if (leader === this.self && !copy.consumersUp && taking) {
         // Every consumer the replicas agreed on (issue 18), then any durable the meta state
         // lists that they do not know (made from its config, starting over).
-        restoreReplicatedConsumers(this.router.ctx, st);
+        // (a last_per_subject start over many subjects is built over turns first: the
+        // consumers are made only if this replica still leads then)
+        const group = copy.group;
+        const still = (): boolean => this.copies.get(name) === copy && copy.group === group && group.isLeader;
+        const made = await restoreReplicatedConsumers(this.router.ctx, st, still);
+        if (made === 0 && !still()) return;
         for (const c of this.meta.state.consumerNames(name)) {
           const ca = this.meta.state.consumer(name, c)!;
           try {

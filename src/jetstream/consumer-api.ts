@@ -8,13 +8,13 @@
 import { dirname, join } from "node:path";
 import { randomName } from "./ids.js";
 import type { ConsumerApiContext, HandleConsumerApi } from "./api-context.js";
-import type { ConsumerSeed, StreamHandle } from "../contracts/jetstream.js";
+import type { ConsumerSeed, ReplicatedConsumer, StreamHandle } from "../contracts/jetstream.js";
 import { jsErr, JsApiError, type ApiError, type JsErrName } from "../contracts/errors.js";
 import { ApiType } from "../contracts/wire.js";
 import { getHeader, statusHeaders } from "../protocol/headers.js";
 import { JS_API_LEVEL } from "../version.js";
 import { FileConsumerStore } from "../storage/index.js";
-import type { ConsumerState, ConsumerStore } from "../storage/types.js";
+import type { ConsumerStore } from "../storage/types.js";
 import { rfc3339Ns, parseRfc3339Ns } from "../stream/time.js";
 import {
   checkConsumerConfig,
@@ -617,17 +617,38 @@ export function durableConfigs(st: StreamHandle): Array<{ name: string; config: 
 }
 
 /** A replicated stream's new leader: make every consumer its replicas know (durables and
- *  ephemerals) from the config, creation time and state they agreed on; returns how many. */
-export function restoreReplicatedConsumers(ctx: ConsumerApiContext, st: StreamHandle): number {
+ *  ephemerals) from the config, creation time and state they agreed on; returns how many.
+ *  A last_per_subject consumer inside its first phase resumes it; over many subjects that
+ *  start is built over turns first (with ctx.breathe), and then nothing is made unless
+ *  still() holds (this replica still leads). */
+export async function restoreReplicatedConsumers(ctx: ConsumerApiContext, st: StreamHandle, still: () => boolean): Promise<number> {
   const repl = st.consumerRepl ?? null;
   if (repl === null) return 0;
-  return restoreConsumers(ctx, st, repl.consumers());
+  const list = repl.consumers();
+  const plans = new Map<string, LastPerSubjectPlan>();
+  const breathe = ctx.breathe;
+  if (breathe !== undefined && st.store.state().numSubjects > LPS_STEPPED_SUBJECTS) {
+    for (const r of list) {
+      if (r.lpsEnd <= r.state.delivered.streamSeq || findConsumer(st, r.name) !== undefined) continue;
+      let filters: string[];
+      try {
+        filters = filtersOf(decodeConsumerConfig(JSON.parse(r.config)));
+      } catch {
+        continue; // restoreConsumers logs it
+      }
+      const plan = await buildLastPerSubject(st.store, filters, breathe.bind(ctx), r.lpsEnd);
+      if (plan !== null) plans.set(r.name, plan);
+    }
+    if (plans.size > 0 && !still()) return 0;
+  }
+  return restoreConsumers(ctx, st, list, plans);
 }
 
 /** Make these consumers on the stream (the ones it has by name are left alone), each from
- *  its config, creation time and state; its store (file) is written that state. Lazy
+ *  its config, creation time and state (and a last_per_subject consumer's first phase as of
+ *  lpsEnd, from `plans` when built beforehand); its store (file) is written that state. Lazy
  *  recovery from obs/ is off for the stream from now on. Returns how many were made. */
-export function restoreConsumers(ctx: ConsumerApiContext, st: StreamHandle, list: ReadonlyArray<{ name: string; config: string; createdNs: number; state: ConsumerState }>): number {
+export function restoreConsumers(ctx: ConsumerApiContext, st: StreamHandle, list: readonly ReplicatedConsumer[], plans?: ReadonlyMap<string, LastPerSubjectPlan>): number {
   stateOf(ctx).recovered.add(st);
   let n = 0;
   for (const r of list) {
@@ -641,6 +662,7 @@ export function restoreConsumers(ctx: ConsumerApiContext, st: StreamHandle, list
       }
       const store = openStore(ctx, st, cfg);
       const c = new Consumer(envFor(ctx), st, cfg, r.createdNs, store, r.state);
+      if (r.lpsEnd > 0) c.resumeLastPerSubject(r.lpsEnd, plans?.get(r.name) ?? null);
       st.addConsumer(c);
       writeConfig(store, c);
       c.persist();
@@ -666,6 +688,7 @@ export function consumerSeeds(ctx: ConsumerApiContext, st: StreamHandle): Consum
     maxDeliver: c.cfg.max_deliver,
     maxAckPending: c.cfg.max_ack_pending,
     state: c.ledger.state,
+    lpsEnd: c.lastPerSubjectEnd(),
   }));
 }
 

@@ -23,8 +23,10 @@
 //   3 DEL   the consumer was deleted
 //   4 OP    u8 kind (LedgerKind), f64 a, f64 b, f64 c, f64 d
 //   5 GONE  u32 count, count × f64 sequence
+//   6 LPS   f64 sequence: a last_per_subject consumer's first phase ends there (the stream's
+//           last sequence when the consumer was made), so a new leader resumes that phase
 
-import { LedgerKind, type CommitWaiter, type ConsumerReplicator, type ConsumerSeed } from "../contracts/jetstream.js";
+import { LedgerKind, type CommitWaiter, type ConsumerReplicator, type ConsumerSeed, type ReplicatedConsumer } from "../contracts/jetstream.js";
 import { ConsumerLedger, type LedgerOp, type LedgerAckPolicy } from "../consumer/ledger.js";
 import { decodeConsumerState, encodeConsumerState } from "../storage/file/consumer.js";
 import type { ConsumerState } from "../storage/types.js";
@@ -36,6 +38,10 @@ const REC_CFG = 2;
 const REC_DEL = 3;
 const REC_OP = 4;
 const REC_GONE = 5;
+const REC_LPS = 6;
+/** After the consumers in a snapshot: u32 count, then per consumer with a last_per_subject
+ *  end, u16 name length, name, f64 end ("LPSE"; a snapshot written before it has none). */
+const LPS_TRAILER = 0x4553504c;
 const OP_REC_LEN = 1 + 1 + 32;
 const POLICIES: readonly LedgerAckPolicy[] = ["none", "all", "explicit"];
 
@@ -59,6 +65,8 @@ interface Shadow {
   maxAckPending: number;
   config: string;
   createdNs: number;
+  /** REC_LPS: 0 when the consumer is not last_per_subject. */
+  lpsEnd: number;
 }
 
 /** Plain acks held while an entry is in flight are proposed anyway past this size. */
@@ -170,10 +178,19 @@ export class ConsumerRepl implements ConsumerReplicator {
     this.urgent = true;
   }
 
-  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> {
-    const out: Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> = [];
-    for (const [name, s] of this.shadows) out.push({ name, config: s.config, createdNs: s.createdNs, state: cloneState(s.ledger.state) });
+  consumers(): ReplicatedConsumer[] {
+    const out: ReplicatedConsumer[] = [];
+    for (const [name, s] of this.shadows) out.push({ name, config: s.config, createdNs: s.createdNs, state: cloneState(s.ledger.state), lpsEnd: s.lpsEnd });
     return out;
+  }
+
+  lastPerSubject(name: string, endSeq: number): void {
+    if (!this._leading) return;
+    const p = this.room(name, 9);
+    this.buf[p] = REC_LPS;
+    this.buf.writeDoubleLE(endSeq, p + 1);
+    this.len = p + 9;
+    this.urgent = true;
   }
 
   removed(name: string): void {
@@ -364,7 +381,7 @@ export class ConsumerRepl implements ConsumerReplicator {
           if (p + 30 + cl > b.length) throw new Error("corrupt consumers entry");
           const config = b.toString("utf8", p + 30, p + 30 + cl);
           if (cur === undefined) {
-            cur = { ledger: new ConsumerLedger(), policy, maxDeliver, maxAckPending, config, createdNs };
+            cur = { ledger: new ConsumerLedger(), policy, maxDeliver, maxAckPending, config, createdNs, lpsEnd: 0 };
             this.shadows.set(curName, cur);
           }
           cur.policy = policy;
@@ -390,6 +407,11 @@ export class ConsumerRepl implements ConsumerReplicator {
           p += OP_REC_LEN;
           break;
         }
+        case REC_LPS:
+          if (p + 9 > b.length) throw new Error("corrupt consumers entry");
+          if (cur !== undefined) cur.lpsEnd = b.readDoubleLE(p + 1);
+          p += 9;
+          break;
         case REC_GONE: {
           const n = b.readUInt32LE(p + 1);
           const seqs: number[] = [];
@@ -468,7 +490,7 @@ export class ConsumerRepl implements ConsumerReplicator {
     for (const c of list) {
       const ledger = new ConsumerLedger(cloneState(c.state));
       ledger.configure(c.ackPolicy, c.maxDeliver, c.maxAckPending);
-      this.shadows.set(c.name, { ledger, policy: c.ackPolicy, maxDeliver: c.maxDeliver, maxAckPending: c.maxAckPending, config: c.config, createdNs: c.createdNs });
+      this.shadows.set(c.name, { ledger, policy: c.ackPolicy, maxDeliver: c.maxDeliver, maxAckPending: c.maxAckPending, config: c.config, createdNs: c.createdNs, lpsEnd: c.lpsEnd });
     }
   }
 
@@ -477,7 +499,7 @@ export class ConsumerRepl implements ConsumerReplicator {
   seeds(): ConsumerSeed[] {
     const out: ConsumerSeed[] = [];
     for (const [name, s] of this.shadows) {
-      out.push({ name, config: s.config, createdNs: s.createdNs, ackPolicy: s.policy, maxDeliver: s.maxDeliver, maxAckPending: s.maxAckPending, state: cloneState(s.ledger.state) });
+      out.push({ name, config: s.config, createdNs: s.createdNs, ackPolicy: s.policy, maxDeliver: s.maxDeliver, maxAckPending: s.maxAckPending, state: cloneState(s.ledger.state), lpsEnd: s.lpsEnd });
     }
     return out;
   }
@@ -486,13 +508,15 @@ export class ConsumerRepl implements ConsumerReplicator {
 
   /** Every consumer's copy: u32 count, then per consumer u16 name length, name, u8 policy,
    *  f64 max_deliver, f64 max_ack_pending, f64 created, u32 length + config JSON, the state
-   *  as the file consumer store encodes it. */
+   *  as the file consumer store encodes it; then the last_per_subject ends (LPS_TRAILER). */
   encode(): Buffer {
     const parts: Buffer[] = [];
     const head = Buffer.allocUnsafe(4);
     head.writeUInt32LE(this.shadows.size, 0);
     parts.push(head);
-    for (const [name, s] of [...this.shadows].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))) {
+    const sorted = [...this.shadows].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+    const lps: Buffer[] = [];
+    for (const [name, s] of sorted) {
       const nb = Buffer.from(name, "utf8");
       const cb = Buffer.from(s.config, "utf8");
       const h = Buffer.allocUnsafe(2 + nb.length + 29);
@@ -505,6 +529,19 @@ export class ConsumerRepl implements ConsumerReplicator {
       h.writeDoubleLE(s.createdNs, q + 17);
       h.writeUInt32LE(cb.length, q + 25);
       parts.push(h, cb, encodeConsumerState(s.ledger.state));
+      if (s.lpsEnd > 0) {
+        const e = Buffer.allocUnsafe(2 + nb.length + 8);
+        e.writeUInt16LE(nb.length, 0);
+        nb.copy(e, 2);
+        e.writeDoubleLE(s.lpsEnd, 2 + nb.length);
+        lps.push(e);
+      }
+    }
+    if (lps.length > 0) {
+      const t = Buffer.allocUnsafe(8);
+      t.writeUInt32LE(LPS_TRAILER, 0);
+      t.writeUInt32LE(lps.length, 4);
+      parts.push(t, ...lps);
     }
     return Buffer.concat(parts);
   }
@@ -530,7 +567,17 @@ export class ConsumerRepl implements ConsumerReplicator {
       const ledger = new ConsumerLedger(decodeConsumerState(b, p));
       ledger.configure(policy, maxDeliver, maxAckPending);
       p += stateLen;
-      this.shadows.set(name, { ledger, policy, maxDeliver, maxAckPending, config, createdNs });
+      this.shadows.set(name, { ledger, policy, maxDeliver, maxAckPending, config, createdNs, lpsEnd: 0 });
+    }
+    if (p + 8 <= b.length && b.readUInt32LE(p) === LPS_TRAILER) {
+      const m = b.readUInt32LE(p + 4);
+      p += 8;
+      for (let i = 0; i < m; i++) {
+        const l = b.readUInt16LE(p);
+        const sh = this.shadows.get(b.toString("utf8", p + 2, p + 2 + l));
+        if (sh !== undefined) sh.lpsEnd = b.readDoubleLE(p + 2 + l);
+        p += 2 + l + 8;
+      }
     }
   }
 }
@@ -555,8 +602,12 @@ class TermView implements ConsumerReplicator {
     if (this.r.epoch === this.epoch) this.r.configure(name, ackPolicy, maxDeliver, maxAckPending, config, createdNs);
   }
 
-  consumers(): Array<{ name: string; config: string; createdNs: number; state: ConsumerState }> {
+  consumers(): ReplicatedConsumer[] {
     return this.r.consumers();
+  }
+
+  lastPerSubject(name: string, endSeq: number): void {
+    if (this.r.epoch === this.epoch) this.r.lastPerSubject(name, endSeq);
   }
 
   removed(name: string): void {

@@ -4,12 +4,13 @@
 // answered after the ack committed; a waiting pull gets 409 Leadership Change; CONSUMER.INFO
 // has the group's cluster block; CONSUMER.LEADER.STEPDOWN moves it; consume() goes on
 // through leader changes (20 in CI, 50 with TSNATS_LEADER_CHANGES=50) with nothing lost and
-// nothing acked delivered again.
+// nothing acked delivered again. A last_per_subject durable resumes its first phase on a new
+// stream leader (the phase's end travels with the consumer's config).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect, createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { live, req, startRig, stopRig, agreedLeader, type Rig } from "../helpers/jscluster-rig.js";
@@ -227,6 +228,75 @@ void test(`replicated durable: consume() through ${LEADER_CHANGES} consumer-lead
     await stopRig(rig);
   }
 });
+
+/** Stream sequences a pull consumer hands out until `want` have come (each acked; the last
+ *  of each batch with AckSync, so every ack before it has committed). */
+async function pullSeqs(nc: NatsConnection, stream: string, name: string, want: number, ms = 30_000): Promise<number[]> {
+  const got: number[] = [];
+  await until(`${want} from ${stream} > ${name}`, async () => {
+    const c = await jetstream(nc).consumers.get(stream, name).catch(() => null);
+    if (c === null) return false;
+    const batch = await c.fetch({ max_messages: Math.min(1000, want - got.length), expires: 2000 }).catch(() => null);
+    if (batch === null) return false;
+    let last: { ackAck(): Promise<boolean> } | null = null;
+    for await (const m of batch) {
+      got.push(m.seq);
+      if (last !== null) (last as unknown as { ack(): void }).ack();
+      last = m;
+    }
+    if (last !== null) await last.ackAck().catch(() => false);
+    return got.length >= want;
+  }, ms);
+  return got;
+}
+
+// Sequences: `a` subjects once (1..A), then `b` subjects twice (A+1..A+B, A+B+1..A+2B). The
+// last-per-subject start is 1..A and A+B+1..A+2B; the first round of `b` is never delivered.
+for (const [label, A, B] of [["30 subjects", 20, 10], ["4,300 subjects (the start built over turns)", 2_300, 2_000]] as const) {
+  void test(`replicated last_per_subject durable over ${label}: a new stream leader resumes the first phase where it stood`, async () => {
+    const rig = await startRig("jsc-lps-");
+    const ncs: NatsConnection[] = [];
+    try {
+      await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
+      ncs.push(...(await connectAll(rig)));
+      const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
+      const jsm = await jetstreamManager(ncA);
+      await jsm.streams.add({ name: "LPS", subjects: ["lps.>"], num_replicas: 3 });
+      const js = jetstream(ncA);
+      const acks: Array<Promise<unknown>> = [];
+      for (let i = 0; i < A; i++) acks.push(js.publish(`lps.a.${i}`, "a"));
+      for (let r = 0; r < 2; r++) for (let i = 0; i < B; i++) acks.push(js.publish(`lps.b.${i}`, `b${r}`));
+      await Promise.all(acks);
+      await jsm.consumers.add("LPS", { durable_name: "last", ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.LastPerSubject, filter_subject: "lps.>", ack_wait: 30_000_000_000 });
+      const after = (await js.publish("lps.after", "later")).seq;
+      assert.equal(after, A + 2 * B + 1);
+
+      const first = Math.floor(A / 2);
+      const got = await pullSeqs(ncB, "LPS", "last", first);
+      assert.deepEqual(got, Array.from({ length: first }, (_, i) => i + 1));
+
+      const lead0 = await streamLeader(ncA, "LPS");
+      const sd = await req(ncC, "$JS.API.STREAM.LEADER.STEPDOWN.LPS");
+      assert.equal(sd["success"], true, JSON.stringify(sd));
+      await until("a new stream leader", async () => {
+        const l = await streamLeader(ncA, "LPS");
+        return l !== "" && l !== lead0;
+      });
+
+      // The rest of the first phase (none of the first round of b), then the later message.
+      const rest = await pullSeqs(ncB, "LPS", "last", A - first + B + 1);
+      const want = [...Array.from({ length: A - first }, (_, i) => first + i + 1), ...Array.from({ length: B }, (_, i) => A + B + i + 1), after];
+      assert.equal(rest.length, want.length);
+      assert.deepEqual(rest, want);
+      const info = await consumerInfo(ncC, "LPS", "last");
+      assert.equal(info["num_pending"], 0, JSON.stringify(info));
+      assert.equal((info["ack_floor"] as { stream_seq: number }).stream_seq, after);
+    } finally {
+      for (const c of ncs) await c.close().catch(() => undefined);
+      await stopRig(rig);
+    }
+  });
+}
 
 void test("KV and object store with 3 replicas: CAS, history and TTL from any server, a watcher through leader changes, replicas in status", async () => {
   const rig = await startRig("jsc-kv-");

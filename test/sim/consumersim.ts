@@ -294,7 +294,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       if (taking && !j.consumersUp) {
         j.term = term;
         tr(`${id} starts consumers: ${canonical(n.group.consumers).text}`);
-        restoreReplicatedConsumers(j.ctx, st);
+        await restoreReplicatedConsumers(j.ctx, st, () => true);
         ensureDurable(j.ctx, st, CONSUMER, consumerCfg);
         j.consumersUp = true;
       } else if (!taking && j.consumersUp) {

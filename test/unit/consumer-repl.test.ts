@@ -224,6 +224,45 @@ void test("a deleted consumer leaves the copies; a replica that does not lead re
   assert.equal(L.log.length, 2);
 });
 
+void test("a last_per_subject end travels in the entry and in the snapshot; a snapshot written before the trailer restores with none", () => {
+  const L = leaderRig();
+  L.repl.configure("lps", "explicit", 0, 0, '{"deliver_policy":"last_per_subject"}', 1);
+  L.repl.op("lps", LedgerKind.Reset, 41, 0, 0, 0);
+  L.repl.lastPerSubject("lps", 4_200);
+  L.repl.configure("plain", "explicit", 0, 0, "{}", 2);
+  L.repl.op("plain", LedgerKind.Reset, 0, 0, 0, 0);
+  L.turn();
+  assert.equal(L.log.length, 1);
+  const f = follower();
+  f.apply(L.log[0]!, 1, false);
+  const ends = (r: ConsumerRepl): Record<string, number> => Object.fromEntries(r.consumers().map((c) => [c.name, c.lpsEnd]));
+  assert.deepEqual(ends(f), { lps: 4_200, plain: 0 });
+  // A config change later (a pause, an update) keeps the end.
+  L.repl.configure("lps", "explicit", 5, 0, '{"deliver_policy":"last_per_subject"}', 1);
+  L.turn();
+  f.apply(L.log[1]!, 2, false);
+  assert.equal(ends(f)["lps"], 4_200);
+  assert.equal(f.seeds().find((c) => c.name === "lps")?.lpsEnd, 4_200);
+
+  const snap = f.encode();
+  const g = follower();
+  g.restore(snap);
+  assert.deepEqual(ends(g), { lps: 4_200, plain: 0 });
+  assert.deepEqual(plain(g.state("lps")), plain(f.state("lps")));
+
+  // The same snapshot without its trailer (as written before lps ends were kept).
+  const h = follower();
+  h.restore(snap.subarray(0, snap.length - (8 + 2 + 3 + 8)));
+  assert.deepEqual(ends(h), { lps: 0, plain: 0 });
+  assert.deepEqual(plain(h.state("lps")), plain(f.state("lps")));
+
+  // A replica that does not lead records none.
+  L.repl.setLeading(false);
+  L.repl.lastPerSubject("lps", 9);
+  L.turn();
+  assert.equal(L.log.length, 2);
+});
+
 void test("AckSync replies go out when the entry carrying the ack is applied, not before", () => {
   const L = leaderRig();
   L.repl.configure("c", "explicit", 0, 0, "{}", 1);
