@@ -4,6 +4,7 @@
 
 import { Parser, ProtoErrorKind, type ParserHandler } from "../protocol/parser.js";
 import { isLiteral, isValidQueue, isValidSubject } from "../subjects/subject.js";
+import { SplitMap } from "../subjects/splitmap.js";
 import { authenticate, connectionTypeAllowed, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
 import { InboundTrace } from "./trace-in.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
@@ -69,7 +70,7 @@ export const INTERNAL_WORK_PER_TURN = 512;
 const WORK_CHECK_UNITS = 16;
 const WORK_SLICE_MS = 2;
 const NO_IDENTITIES: readonly string[] = Object.freeze([]);
-const NO_SUBS: Map<string, Subscription> = new Map();
+const NO_SUBS = new SplitMap<Subscription>();
 
 /** What a Client needs of its transport (see ConnSocket). */
 export type ClientConn = ConnSocket;
@@ -131,7 +132,9 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   readonly origin: OriginKind = Origin.Client;
   readonly parser: Parser;
   /** By sid; a connection that never subscribes shares one empty map (never written). */
-  subs: Map<string, Subscription> = NO_SUBS;
+  /** By sid; split past 4,096 (src/subjects/splitmap.ts): 100k SUBs in one write never
+   *  rehash the whole table in one call. */
+  subs: SplitMap<Subscription> = NO_SUBS;
   readonly startMs: number;
   readonly host: string;
   readonly port: number;
@@ -502,7 +505,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
     }
     const sub = new Subscription(this, subject, queue, sid);
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
-    if (this.subs === NO_SUBS) this.subs = new Map();
+    if (this.subs === NO_SUBS) this.subs = new SplitMap();
     this.subs.set(sid, sub);
     this.server.updateSub(sub, 1);
     if (this.verbose) this.queueRaw(OK);

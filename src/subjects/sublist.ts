@@ -4,6 +4,8 @@
 // Results are immutable arrays; insert and remove replace them (copy-on-write), so a fan-out
 // that is iterating a result is never disturbed by subscribes or unsubscribes it causes.
 
+import { SplitMap } from "./splitmap.js";
+
 export interface SubLike {
   readonly subject: string;
   readonly queue: string; // "" for plain subscriptions
@@ -47,10 +49,12 @@ class Members<S> {
       return;
     }
     if (this.shared) {
-      this.arr = this.arr.slice();
+      // The first member goes in an array of one: a slice then a push would leave room for
+      // 16 more (most nodes keep one subscription for life: ~130 B each).
+      if (this.arr.length === 0) this.arr = [s];
+      else (this.arr = this.arr.slice()).push(s);
       this.shared = false;
-    }
-    this.arr.push(s);
+    } else this.arr.push(s);
     if (this.arr.length > SET_MIN) this.set = new Set(this.arr);
   }
 
@@ -106,7 +110,8 @@ class Node<S extends SubLike> {
 }
 
 class Level<S extends SubLike> {
-  nodes: Map<string, Node<S>> = new Map();
+  /** Split past 4,096 children (a '>' over unique tokens): no insert rehashes them all. */
+  nodes = new SplitMap<Node<S>>();
   pwc: Node<S> | null = null;
   fwc: Node<S> | null = null;
   /** The literal children as arrays while there are few (null = rebuild on next use):
@@ -127,7 +132,7 @@ function childOf<S extends SubLike>(level: Level<S>, subject: string, start: num
   if (keys === null) {
     keys = [];
     level.vals = [];
-    for (const [k, n] of m) {
+    for (const [k, n] of m.entries()) {
       keys.push(k);
       level.vals.push(n);
     }

@@ -3,6 +3,7 @@
 // no message left, and per wildcard filter a bitmap by id of which subjects match, filled
 // lazily and kept for the last few filters.
 import { filterMatches } from "../subjects.js";
+import { SplitMap } from "../../subjects/splitmap.js";
 
 const MATCH_CACHE_MAX = 16;
 const MATCH_YES = 1;
@@ -49,68 +50,9 @@ export class SubjRec {
   }
 }
 
-/** Past this many subjects a SubjectMap splits into SHARDS maps. */
-const SPLIT_AT = 4096;
-const SHARDS = 64;
-
-/**
- * Subject -> record, one Map while small and SHARDS of them once past SPLIT_AT (split once,
- * never merged back). A Map grows by rehashing every entry in one call: at 2^19 entries that
- * was ~100 ms of one publish (a new subject), at 2^20 twice that, while every other client
- * waited (Go's maps grow a little on each write). Split, each map is 1/64 of the table, and
- * so is each rehash. A big table pays a hash of the subject per lookup (tens of ns).
- * Iteration order is by shard, then by insertion.
- */
-export class SubjectMap<V> {
-  private maps: Map<string, V>[] = [new Map<string, V>()];
-  private mask = 0;
-  size = 0;
-
-  private mapFor(k: string): Map<string, V> {
-    if (this.mask === 0) return this.maps[0]!;
-    let h = k.length;
-    for (let i = 0; i < k.length; i++) h = (Math.imul(h, 31) + k.charCodeAt(i)) | 0;
-    return this.maps[(h ^ (h >>> 15)) & this.mask]!;
-  }
-
-  get(k: string): V | undefined {
-    return this.mapFor(k).get(k);
-  }
-
-  set(k: string, v: V): void {
-    const m = this.mapFor(k);
-    const n = m.size;
-    m.set(k, v);
-    if (m.size === n) return;
-    if (++this.size > SPLIT_AT && this.mask === 0) this.split();
-  }
-
-  delete(k: string): boolean {
-    if (!this.mapFor(k).delete(k)) return false;
-    this.size--;
-    return true;
-  }
-
-  clear(): void {
-    this.maps = [new Map<string, V>()];
-    this.mask = 0;
-    this.size = 0;
-  }
-
-  *values(): IterableIterator<V> {
-    for (const m of this.maps) yield* m.values();
-  }
-
-  private split(): void {
-    const one = this.maps[0]!;
-    this.maps = Array.from({ length: SHARDS }, () => new Map<string, V>());
-    this.mask = SHARDS - 1;
-    for (const [k, v] of one) this.mapFor(k).set(k, v);
-  }
-}
-
 export class SubjectTable {
-  readonly byName = new SubjectMap<SubjRec>();
+  /** Split past 4,096 subjects (src/subjects/splitmap.ts): no publish rehashes the whole table. */
+  readonly byName = new SplitMap<SubjRec>();
   /** By id; id 0 is no subject. */
   readonly byId: (SubjRec | undefined)[] = [undefined];
   private readonly freeIds: number[] = [];
