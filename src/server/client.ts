@@ -8,7 +8,7 @@ import { SplitMap } from "../subjects/splitmap.js";
 import { authenticate, connectionTypeAllowed, newNonce, noAuthUserEntry, nonceRequired, permissionsOf } from "./auth.js";
 import { InboundTrace } from "./trace-in.js";
 import { ClientPermissions, goQuote, isGatewayReplySubject, isNrgSubject, isReservedReply, type Permissions } from "./permissions.js";
-import { Subscription, type SubOwner } from "./subscription.js";
+import { newSubscription, type Subscription, type SubOwner } from "./subscription.js";
 import { mapCertUser } from "./tls.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import type { Logger } from "../runtime/log.js";
@@ -503,7 +503,7 @@ export class Client extends Conn implements ParserHandler, SubOwner {
       if (this.verbose) this.queueRaw(OK);
       return;
     }
-    const sub = new Subscription(this, subject, queue, sid);
+    const sub = newSubscription(this, subject, queue, sid);
     if (this.perms !== null) sub.denyFilter = this.perms.filterFor(subject, queue);
     if (this.subs === NO_SUBS) this.subs = new SplitMap();
     this.subs.set(sid, sub);

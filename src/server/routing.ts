@@ -9,7 +9,7 @@
 
 import { randomBytes } from "node:crypto";
 import { Sublist, type SublistResult } from "../subjects/sublist.js";
-import { Subscription, type SubOwner } from "./subscription.js";
+import { newSubscription, type Subscription, type SubOwner } from "./subscription.js";
 import type { AckBytesHandler, Bus, BusSubscribeOptions, InternalHandler, InternalSubscription } from "../contracts/bus.js";
 import type { AckReply } from "../protocol/ackreply.js";
 import { inReadBuffer } from "../runtime/net.js";
@@ -421,7 +421,7 @@ export abstract class Router implements Bus {
   subscribeAck(prefix: string, handler: InternalHandler, onBytes: AckBytesHandler, opts?: BusSubscribeOptions): InternalSubscription {
     const owner = new InternalOwner(handler, false, this);
     const subject = prefix + ">";
-    const sub = new Subscription(owner, subject, "", "0", opts?.cluster === true);
+    const sub = newSubscription(owner, subject, "", "0", opts?.cluster === true);
     this.updateSub(sub, 1);
     const keyStr = prefix.slice(ACK_PFX_LEN);
     const route: AckRoute = { prefix, key: Buffer.from(keyStr, "utf8"), sub, onBytes, probe: prefix + "1.1.1.1.1", gen: -1, rgen: -1, sole: false };
@@ -467,7 +467,7 @@ export abstract class Router implements Bus {
 
   subscribe(subject: string, handler: InternalHandler, queue = "", borrow = false, opts?: BusSubscribeOptions): InternalSubscription {
     const owner = new InternalOwner(handler, borrow, this);
-    const sub = new Subscription(owner, subject, queue, "0", opts?.cluster === true);
+    const sub = newSubscription(owner, subject, queue, "0", opts?.cluster === true);
     sub.preferLocal = opts?.preferLocal === true && queue !== "";
     this.updateSub(sub, 1);
     return this.internalSub(subject, sub, null);

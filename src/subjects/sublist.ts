@@ -99,14 +99,20 @@ class Members<S> {
   }
 }
 
-class Node<S extends SubLike> {
-  readonly psubs = new Members<S>();
+interface Node<S extends SubLike> {
+  readonly psubs: Members<S>;
   /** Queue groups with members (null when none: most nodes have none). */
-  qsubs: Map<string, Members<S>> | null = null;
-  next: Level<S> | null = null;
+  qsubs: Map<string, Members<S>> | null;
+  next: Level<S> | null;
   /** The result when this node is the only one a subject reaches (the common case for
    *  unique subjects under a '>'): built once, dropped when psubs or qsubs change. */
-  solo: SublistResult<S> | null = null;
+  solo: SublistResult<S> | null;
+}
+
+/** A literal, as newSubscription's (src/server/subscription.ts): V8 pretenures a literal
+ *  site whose objects survive, so a SUB flood's nodes skip the young generation. */
+function newNode<S extends SubLike>(): Node<S> {
+  return { psubs: new Members<S>(), qsubs: null, next: null, solo: null };
 }
 
 class Level<S extends SubLike> {
@@ -227,13 +233,13 @@ export class Sublist<S extends SubLike> {
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i]!;
       if (t === "*") {
-        node = level.pwc ??= new Node<S>();
+        node = level.pwc ??= newNode<S>();
       } else if (t === ">") {
-        node = level.fwc ??= new Node<S>();
+        node = level.fwc ??= newNode<S>();
       } else {
         node = level.nodes.get(t) ?? null;
         if (!node) {
-          node = new Node<S>();
+          node = newNode<S>();
           level.nodes.set(t, node);
           level.keys = null;
         }

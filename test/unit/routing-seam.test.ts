@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Server, type ClusterLike, type Sender } from "../../src/server/server.js";
-import { Subscription, type SubOwner } from "../../src/server/subscription.js";
+import { newSubscription, type Subscription, type SubOwner } from "../../src/server/subscription.js";
 import { defaultOptions } from "../../src/server/options.js";
 import { nullLogger } from "../../src/runtime/log.js";
 import { ManualScheduler } from "../../src/runtime/sched.js";
@@ -87,8 +87,8 @@ function pub(srv: Server, from: Sender | null, subject: string, queues: string[]
 void test("routing seam: updateSub indexes and announces client interest; internal subscriptions are not announced", () => {
   const { srv, cl } = mk();
   const a = new Owner(7);
-  const s1 = new Subscription(a, "foo.*", "", "1");
-  const s2 = new Subscription(a, "bar", "q", "2");
+  const s1 = newSubscription(a, "foo.*", "", "1");
+  const s2 = newSubscription(a, "bar", "q", "2");
   srv.updateSub(s1, 1);
   srv.updateSub(s2, 1);
   const internal = srv.subscribe("foo.x", () => undefined);
@@ -104,7 +104,7 @@ void test("routing seam: dropSubs announces at once and empties the index a slic
   const a = new Owner(7);
   const subs: Subscription[] = [];
   for (let i = 0; i < 2500; i++) {
-    const s = new Subscription(a, `s.${i}`, "", String(i));
+    const s = newSubscription(a, `s.${i}`, "", String(i));
     srv.updateSub(s, 1);
     subs.push(s);
   }
@@ -122,9 +122,9 @@ void test("routing seam: a routed message reaches local client subscribers only 
   const { srv, cl } = mk();
   const a = new Owner(7);
   const b = new Owner(8);
-  srv.updateSub(new Subscription(a, "m.>", "", "p"), 1);
-  srv.updateSub(new Subscription(a, "m.x", "g1", "q1"), 1);
-  srv.updateSub(new Subscription(b, "m.x", "g2", "q2"), 1);
+  srv.updateSub(newSubscription(a, "m.>", "", "p"), 1);
+  srv.updateSub(newSubscription(a, "m.x", "g1", "q1"), 1);
+  srv.updateSub(newSubscription(b, "m.x", "g2", "q2"), 1);
   const internal: string[] = [];
   srv.subscribe("m.x", (subject) => internal.push(subject));
   pub(srv, ROUTE, "m.x", ["g1"]);
@@ -150,7 +150,7 @@ void test("routing seam: without routes, the queue pick comes from the Random se
   const { srv } = mk();
   srv.cluster = null;
   const owners = [new Owner(1), new Owner(2), new Owner(3)];
-  owners.forEach((o, i) => srv.updateSub(new Subscription(o, "w", "workers", String(i)), 1));
+  owners.forEach((o, i) => srv.updateSub(newSubscription(o, "w", "workers", String(i)), 1));
   for (let i = 0; i < 5; i++) pub(srv, CLIENT, "w");
   assert.deepEqual(
     owners.map((o) => o.got.length),
@@ -167,7 +167,7 @@ void test("routing seam: an internal subscription with cluster: true is announce
   const cs = srv.subscribe("in.>", (subject) => got.push(subject), "", false, { cluster: true });
   const ls = srv.subscribe("in.>", (subject) => local.push(subject));
   const cq = srv.subscribe("in.q", (subject) => got.push(`q:${subject}`), "grp", false, { cluster: true });
-  srv.updateSub(new Subscription(a, "in.>", "", "c"), 1);
+  srv.updateSub(newSubscription(a, "in.>", "", "c"), 1);
   assert.deepEqual(cl.interest, ["+in.>", "+in.q grp", "+in.>"], "cluster subscriptions announced, the local one not");
   pub(srv, ROUTE, "in.x");
   assert.deepEqual(got, ["in.x"]);
