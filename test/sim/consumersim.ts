@@ -21,12 +21,17 @@
 //    delivered at least that consumer sequence (so a leader that crashes or is cut off
 //    after sending, before the commit, cannot have sent it);
 //  - a deposed leader that does not know it yet delivers nothing confirmed acked (it cannot
-//    commit the delivery).
+//    commit the delivery);
+//  - with `lps`, a last_per_subject consumer made after a prefix of 200 subjects (each once,
+//    half of them twice) never delivers a message a later one of its subject superseded
+//    before the consumer was made, whichever leader delivers its first phase (unless the
+//    later one was removed since: a new leader rebuilds the phase from its store).
 // After healing, the client acks everything (AckSync) until every acknowledged publish is
 // confirmed acked; the replicas must then hold identical copies.
 import { createHash } from "node:crypto";
 import { ConsumerRepl } from "../../src/jscluster/consumer-repl.js";
 import { Outbox } from "../../src/consumer/outbox.js";
+import { Consumer } from "../../src/consumer/consumer.js";
 import type { ConsumerApiContext } from "../../src/jetstream/api-context.js";
 import { ensureDurable, holdConsumers, restoreReplicatedConsumers } from "../../src/jetstream/consumer-api.js";
 import { systemScheduler } from "../../src/runtime/sched.js";
@@ -66,12 +71,20 @@ export interface ConsumerSimOptions {
   /** A mutation for the checkers' own tests: deliveries leave at once, before their
    *  delivered operation commits (as before issue 18's fix). */
   deliverBeforeCommit?: boolean;
+  /** The consumer is last_per_subject, made once LPS_SUBJECTS subjects hold one message
+   *  each and half of them a second: the superseded first ones must never be delivered,
+   *  whichever leader delivers the first phase (issue 14: a new leader resumes the phase). */
+  lps?: boolean;
+  /** A mutation for the checkers' own tests: a new leader does not resume a replicated
+   *  consumer's last_per_subject phase (as before the fix). */
+  skipLpsResume?: boolean;
 }
 
 class Violation extends Error {}
 
 const CONSUMER = "C";
 const ACK_WAIT_MS = 150;
+const LPS_SUBJECTS = 200;
 
 // ---- observing every replica's ConsumerRepl.apply (a test seam on the prototype) ----
 
@@ -85,9 +98,16 @@ let patched = false;
 let early = false;
 type DeliverFn = (this: Outbox, ...a: Parameters<Outbox["deliver"]>) => void;
 const origDeliver: DeliverFn = Outbox.prototype.deliver;
+/** The skipLpsResume mutation is on. */
+let noLpsResume = false;
+type ResumeFn = (this: Consumer, ...a: Parameters<Consumer["resumeLastPerSubject"]>) => void;
+const origResume: ResumeFn = Consumer.prototype.resumeLastPerSubject;
 function patch(): void {
   if (patched) return;
   patched = true;
+  Consumer.prototype.resumeLastPerSubject = function (this: Consumer, ...a: Parameters<Consumer["resumeLastPerSubject"]>): void {
+    if (!noLpsResume) origResume.apply(this, a);
+  };
   Outbox.prototype.deliver = function (this: Outbox, ...a: Parameters<Outbox["deliver"]>): void {
     origDeliver.apply(this, a);
     // Everything held counts as committed: it leaves now.
@@ -167,6 +187,7 @@ function canonical(r: ConsumerRepl): { text: string; floor: number; cfloor: numb
 export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSimResult> {
   patch();
   early = o.deliverBeforeCommit === true;
+  noLpsResume = o.skipLpsResume === true;
   const stepMs = o.stepMs ?? 5;
   const faultMs = o.faultMs ?? 2000;
   const healMs = o.healMs ?? 2000;
@@ -235,6 +256,8 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   const byToken = new Map<string, Msg>();
   const bySeq = new Map<number, Msg>();
   const deleted = new Set<number>();
+  /** Sequences the sim removed from the stream (deleted also holds the superseded ones). */
+  const removed = new Set<number>();
   /** Stream sequences the client acked or termed (sent to a server; maybe not applied). */
   const clientDone = new Set<number>();
   /** Sequences whose ack/term the client saw confirmed (AckSync reply), and when. */
@@ -275,8 +298,22 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   };
 
   // ---- the consumer's servers (what cluster-api.ts groupLeader does) ----
-  const consumerCfg = { durable_name: CONSUMER, ack_policy: "explicit", ack_wait: ACK_WAIT_MS * 1e6, max_deliver: -1, max_ack_pending: 40, deliver_policy: "all", num_replicas: o.nodes };
+  const consumerCfg = {
+    durable_name: CONSUMER,
+    ack_policy: "explicit",
+    ack_wait: ACK_WAIT_MS * 1e6,
+    max_deliver: -1,
+    max_ack_pending: 40,
+    num_replicas: o.nodes,
+    ...(o.lps === true ? { deliver_policy: "last_per_subject", filter_subject: "r.>" } : { deliver_policy: "all" }),
+  };
+  /** Stream sequences a last_per_subject consumer must never deliver, each with the later
+   *  message of the same subject stored before the consumer was made. */
+  const superseded = new Map<number, number>();
+  /** Consumers are made (and started on leaders) only once the lps prefix is stored. */
+  let consumersReady = o.lps !== true;
   const syncConsumers = async (): Promise<void> => {
+    if (!consumersReady) return;
     for (const id of c.ids) {
       const n = c.node(id);
       const j = js.get(id);
@@ -378,6 +415,10 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
       if (cseq > m.committedCseq) fail(`${m.from} delivered stream seq ${seq} (consumer seq ${cseq}, delivery count ${dc}) before its delivered operation committed (its copy has delivered up to consumer seq ${m.committedCseq})`);
       if (seq === watch) tr(`delivery of ${seq} dc ${dc} via ${m.reply} (hosts ${consumerHosts().join(",")})`);
       if (dc > 1) res.redeliveries++;
+      const by = superseded.get(seq);
+      // Once the later message is removed, a new leader's phase (rebuilt from the store, as
+      // nats-server's from its own) takes this one as its subject's newest: allowed.
+      if (by !== undefined && !removed.has(by)) fail(`${m.from} delivered stream seq ${seq}, superseded by ${by} (a later message of its subject) before the last_per_subject consumer was made`);
       const when = confirmed.get(seq);
       // A deposed leader that does not know it yet (cut off from the others, not from this
       // client) cannot commit a redelivery, so it sends none.
@@ -406,14 +447,60 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
 
   await f.startAll();
   try {
-    const end = faultMs + healMs;
+    if (o.lps === true) {
+      // The prefix, with no fault yet: every subject once, then a random half again.
+      const subjOf = new Map<Msg, string>();
+      const pre: Msg[] = [];
+      const order: number[] = [];
+      for (let k = 0; k < LPS_SUBJECTS; k++) order.push(k);
+      for (let k = 0; k < LPS_SUBJECTS; k++) if (rnd.next() < 0.5) order.push(k);
+      for (const k of order) {
+        const m: Msg = { id: `p${pre.length}`, data: `p${pre.length}`, sentAt: f.t, attempts: 0, ackSeq: 0 };
+        pre.push(m);
+        subjOf.set(m, `r.p.${k}`);
+      }
+      const pubPre = (m: Msg): void => {
+        const takers = c.ids.filter((id) => c.node(id).up && c.node(id).stream.ingesting);
+        if (takers.length === 0) return;
+        const tok = `${m.id}_${m.attempts++}`;
+        byToken.set(tok, m);
+        m.sentAt = f.t;
+        c.pub(takers[rnd.int(takers.length)]!, subjOf.get(m)!, m.data, tok, [["Nats-Msg-Id", m.id]]);
+      };
+      // All at once (retried with their msg ids): which is superseded follows the
+      // sequences they were stored at.
+      for (const m of pre) {
+        msgs.push(m);
+        res.published++;
+        pubPre(m);
+      }
+      for (let i = 0; pre.some((m) => m.ackSeq === 0); i++) {
+        if (i > 4000) fail(`the last_per_subject prefix was not stored (${pre.filter((m) => m.ackSeq === 0).length} left)`);
+        await step();
+        collectPubAcks();
+        if (f.t % 300 === 0) for (const m of pre) if (m.ackSeq === 0) pubPre(m);
+      }
+      const lastOf = new Map<string, number>();
+      for (const m of pre) lastOf.set(subjOf.get(m)!, Math.max(lastOf.get(subjOf.get(m)!) ?? 0, m.ackSeq));
+      for (const m of pre) {
+        const last = lastOf.get(subjOf.get(m)!)!;
+        if (m.ackSeq !== last) {
+          superseded.set(m.ackSeq, last);
+          deleted.add(m.ackSeq); // never delivered: not lost, not awaited
+        }
+      }
+      consumersReady = true;
+    }
+    // The fault and heal phases are timed from here (after the lps prefix, if any).
+    const tBase = f.t;
+    const end = tBase + faultMs + healMs;
     let healed = false;
     while (f.t < end) {
-      if (!healed && f.t >= faultMs) {
+      if (!healed && f.t >= tBase + faultMs) {
         healed = true;
         await f.heal();
       }
-      if (f.t < faultMs + healMs / 3 && rnd.next() < 0.3 * (stepMs / 5)) {
+      if (f.t < tBase + faultMs + healMs / 3 && rnd.next() < 0.3 * (stepMs / 5)) {
         const m: Msg = { id: `m${msgs.length}`, data: `d${msgs.length}`, sentAt: f.t, attempts: 0, ackSeq: 0 };
         msgs.push(m);
         res.published++;
@@ -429,6 +516,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
           if (l !== undefined && seqs.length > 0) {
             const seq = seqs[rnd.int(seqs.length)]!;
             deleted.add(seq);
+            removed.add(seq);
             c.node(l).group.deleteMsg(seq, false).catch(() => undefined);
           }
         }
@@ -483,6 +571,7 @@ export async function runConsumerSeed(o: ConsumerSimOptions): Promise<ConsumerSi
   } finally {
     observer = null;
     early = false;
+    noLpsResume = false;
   }
   await f.stopAll();
   return res;

@@ -1,4 +1,4 @@
-// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--resync|--no-resync] [--wipe|--no-wipe] [--host] [--stream [--storage memory|file|both]] [--seed S --verbose]`: runs the
+// `npm run sim -- --seeds N [--nodes 3|5|both] [--start S] [--codec] [--fast-failover] [--membership] [--resync|--no-resync] [--wipe|--no-wipe] [--host] [--stream [--storage memory|file|both]] [--consumer [--lps]] [--seed S --verbose]`: runs the
 // deterministic Raft simulator over many seeds and prints every failing seed with the command
 // that replays it.
 //
@@ -31,6 +31,8 @@ const verbose = process.argv.includes("--verbose");
 const codec = process.argv.includes("--codec");
 const fastFailover = process.argv.includes("--fast-failover");
 const membership = process.argv.includes("--membership");
+/** The consumer workload's consumer is last_per_subject, made after a prefix (consumersim.ts). */
+const lps = process.argv.includes("--lps");
 /** Corruption re-sync (a node with a bad CRC starts blank) on odd seeds, unless fixed. */
 const wipeOf = (s: number): boolean => (process.argv.includes("--wipe") ? true : process.argv.includes("--no-wipe") ? false : s % 4 === 2);
 const resyncOf = (s: number): boolean => (process.argv.includes("--resync") ? true : process.argv.includes("--no-resync") ? false : s % 2 === 1);
@@ -61,7 +63,7 @@ async function runStateMachineSims(which: "consumer" | "kv"): Promise<void> {
   for (let s = start; s < start + seeds; s++) {
     const v = variant(s);
     const staleRefusals = process.argv.includes("--tolerate-stale-refusals") ? ("tolerate" as const) : ("fail" as const);
-    const o = { seed: s, ...v, stepMs, faultMs, healMs, staleRefusals };
+    const o = { seed: s, ...v, stepMs, faultMs, healMs, staleRefusals, lps };
     const r = which === "consumer" ? await runConsumerSeed(o) : await runKvSeed(o);
     for (const [k, x] of Object.entries({ ...r, ...r.faults })) if (typeof x === "number" && k !== "seed" && k !== "nodes") tot[k] = (tot[k] ?? 0) + x;
     if ("exhausted" in r && r.exhausted) exhausted++;
@@ -72,6 +74,7 @@ async function runStateMachineSims(which: "consumer" | "kv"): Promise<void> {
       if (faultMs !== undefined) flags.push(`--fault-ms ${faultMs}`);
       if (healMs !== undefined) flags.push(`--heal-ms ${healMs}`);
       if (staleRefusals === "tolerate") flags.push("--tolerate-stale-refusals");
+      if (lps) flags.push("--lps");
       console.log(`FAIL ${which} seed=${s} nodes=${v.nodes} storage=${v.storage} membership=${v.membership}: ${r.violation}`);
       console.log(`  replay: npm run sim -- ${flags.join(" ")}`);
     }

@@ -86,6 +86,33 @@ void test("consumer sim: deliveries sent before their delivered operation commit
   }
 });
 
+void test("consumer sim, last_per_subject: 60 seeds, no superseded message delivered by any leader", async () => {
+  const failures: string[] = [];
+  let leaderChanges = 0;
+  let deliveries = 0;
+  for (let s = 1; s <= 60; s++) {
+    const v = { ...variant(s), lps: true };
+    const r = await runConsumerSeed({ seed: s, ...v });
+    leaderChanges += r.faults.leaderChanges;
+    deliveries += r.deliveries;
+    if (r.violation !== null) {
+      failures.push(`seed=${s}: ${r.violation}\n  replay: npm run sim -- --consumer --lps --seed ${s} --nodes ${v.nodes} --storage ${v.storage} ${v.membership === true ? "--membership" : "--no-membership"} --step-ms 10 --fault-ms 1000 --heal-ms 1000`);
+    }
+  }
+  assert.deepEqual(failures, []);
+  assert.ok(leaderChanges > 60, `leaders changed (${leaderChanges})`);
+  assert.ok(deliveries > 60 * 200, `the first phases were delivered (${deliveries})`);
+});
+
+void test("consumer sim, last_per_subject: a new leader that does not resume the phase is caught (the check can fail)", async () => {
+  let caught = 0;
+  for (let s = 1; s <= 20; s++) {
+    const r = await runConsumerSeed({ seed: s, ...variant(s), lps: true, skipLpsResume: true });
+    if (/superseded by/.test(r.violation ?? "")) caught++;
+  }
+  assert.ok(caught >= 2, `caught in ${caught} of 20 seeds`);
+});
+
 void test("consumer sim: a seed replays exactly", async () => {
   const a = await runConsumerSeed({ seed: 7, nodes: 5, storage: "file", membership: true, stepMs: 10, faultMs: 1000, healMs: 1000 });
   const b = await runConsumerSeed({ seed: 7, nodes: 5, storage: "file", membership: true, stepMs: 10, faultMs: 1000, healMs: 1000 });
