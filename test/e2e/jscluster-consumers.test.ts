@@ -37,12 +37,22 @@ async function connectAll(rig: Rig): Promise<NatsConnection[]> {
   return out;
 }
 
-void test("replicated durable: acks and pending survive a stepdown and a SIGKILL; AckSync after commit; 409 Leadership Change; cluster block", async () => {
-  const rig = await startRig("jsc-cons-");
+/** A three-server rig with a meta leader and a connection to each server; both go after fn. */
+async function withRig(prefix: string, fn: (rig: Rig, ncs: NatsConnection[]) => Promise<void>): Promise<void> {
+  const rig = await startRig(prefix);
   const ncs: NatsConnection[] = [];
   try {
     await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
     ncs.push(...(await connectAll(rig)));
+    await fn(rig, ncs);
+  } finally {
+    for (const c of ncs) await c.close().catch(() => undefined);
+    await stopRig(rig);
+  }
+}
+
+void test("replicated durable: acks and pending survive a stepdown and a SIGKILL; AckSync after commit; 409 Leadership Change; cluster block", () =>
+  withRig("jsc-cons-", async (rig, ncs) => {
     const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
     const jsm = await jetstreamManager(ncA);
     await jsm.streams.add({ name: "WORK", subjects: ["work.>"], num_replicas: 3 });
@@ -129,11 +139,8 @@ void test("replicated durable: acks and pending survive a stepdown and a SIGKILL
     }, 30_000);
     assert.deepEqual(again, [], "acked messages delivered again");
     for (let i = 40; i < 100; i++) assert.ok(seen.has(`w${i}`), `w${i} lost`);
-  } finally {
-    for (const c of ncs) await c.close().catch(() => undefined);
-    await stopRig(rig);
-  }
-});
+  }),
+);
 
 // Issue 18 asks for 50 consumer-leader changes: TSNATS_LEADER_CHANGES=50 (about 85 s on the
 // 2-core box: after each change consume() waits for two missed heartbeats of 500 ms before it
@@ -253,12 +260,8 @@ async function pullSeqs(nc: NatsConnection, stream: string, name: string, want: 
 // Sequences: `a` subjects once (1..A), then `b` subjects twice (A+1..A+B, A+B+1..A+2B). The
 // last-per-subject start is 1..A and A+B+1..A+2B; the first round of `b` is never delivered.
 for (const [label, A, B] of [["30 subjects", 20, 10], ["4,300 subjects (the start built over turns)", 2_300, 2_000]] as const) {
-  void test(`replicated last_per_subject durable over ${label}: a new stream leader resumes the first phase where it stood`, async () => {
-    const rig = await startRig("jsc-lps-");
-    const ncs: NatsConnection[] = [];
-    try {
-      await until("a meta leader", async () => (await agreedLeader(rig)) !== "", 20_000);
-      ncs.push(...(await connectAll(rig)));
+  void test(`replicated last_per_subject durable over ${label}: a new stream leader resumes the first phase where it stood`, () =>
+    withRig("jsc-lps-", async (_rig, ncs) => {
       const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
       const jsm = await jetstreamManager(ncA);
       await jsm.streams.add({ name: "LPS", subjects: ["lps.>"], num_replicas: 3 });
@@ -291,11 +294,8 @@ for (const [label, A, B] of [["30 subjects", 20, 10], ["4,300 subjects (the star
       const info = await consumerInfo(ncC, "LPS", "last");
       assert.equal(info["num_pending"], 0, JSON.stringify(info));
       assert.equal((info["ack_floor"] as { stream_seq: number }).stream_seq, after);
-    } finally {
-      for (const c of ncs) await c.close().catch(() => undefined);
-      await stopRig(rig);
-    }
-  });
+    }),
+  );
 }
 
 void test("KV and object store with 3 replicas: CAS, history and TTL from any server, a watcher through leader changes, replicas in status", async () => {
