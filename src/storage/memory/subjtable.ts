@@ -2,7 +2,7 @@
 // with a small id (the subject column holds ids, not strings), ids reused once a subject has
 // no message left, and per wildcard filter a bitmap by id of which subjects match, filled
 // lazily and kept for the last few filters.
-import { filterMatches } from "../subjects.js";
+import { filterMatcher } from "../subjects.js";
 import { SplitMap } from "../../subjects/splitmap.js";
 
 const MATCH_CACHE_MAX = 16;
@@ -57,6 +57,9 @@ export class SubjectTable {
   readonly byId: (SubjRec | undefined)[] = [undefined];
   private readonly freeIds: number[] = [];
   private readonly matchCache = new Map<string, Uint8Array>();
+  /** filterMatcher of the filter idMatches was last asked about. */
+  private matcherFilter = "";
+  private matcher: (subject: string) => boolean = filterMatcher("");
 
   intern(subject: string): SubjRec {
     let rec = this.byName.get(subject);
@@ -106,7 +109,11 @@ export class SubjectTable {
     let b = bits[id];
     if (b === 0) {
       const rec = this.byId[id];
-      b = rec !== undefined && filterMatches(filter, rec.name) ? MATCH_YES : MATCH_NO;
+      if (filter !== this.matcherFilter) {
+        this.matcherFilter = filter;
+        this.matcher = filterMatcher(filter);
+      }
+      b = rec !== undefined && this.matcher(rec.name) ? MATCH_YES : MATCH_NO;
       bits[id] = b;
     }
     return b === MATCH_YES;
