@@ -646,12 +646,4 @@ export abstract class SeqIndexCore {
     return n;
   }
 
-  /** First sequence whose timestamp is >= tsNs (for by_start_time), or lastSeq+1. */
-  seqFromTime(tsNs: number): number {
-    const last = this.lastSeq;
-    for (let s = this.subjCol.find(this.firstSeq, last, 0, false); s <= last; s = this.subjCol.find(s + 1, last, 0, false)) {
-      if (this.tsAt(s) >= tsNs) return s;
-    }
-    return last + 1;
-  }
 }
