@@ -645,5 +645,4 @@ export abstract class SeqIndexCore {
     }
     return n;
   }
-
 }
