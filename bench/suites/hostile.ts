@@ -16,6 +16,7 @@ import { freePort, HOST, ServerProc, waitForListen } from "../lib/servers.js";
 import { wsUpgrade } from "../lib/ws.js";
 import type { BenchOptions, CaseContext, CaseDef, MetricDef, SuiteDef } from "../lib/types.js";
 import type { Requester } from "../lib/request.js";
+import { SYNC_INTERVAL_NOTE, syncIntervalCase } from "../lib/variant.js";
 
 const MB = 1024 * 1024;
 const CREDS: Creds = { user: "bench", pass: "hostile" };
@@ -347,6 +348,7 @@ export const hostileSuite: SuiteDef = {
     "WebSocket close storm: a server started for the case with websocket { listen, no_tls: true }; 2,000 clients upgrade (200 at a time) and destroy their sockets in one turn; the bystander is on the client port; load done = a new connection's PONG after that.",
     "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a Node process of its own, fresh for each server, so that neither server is measured with a generator the other one warmed). The second accept case opens and closes three bursts of N before the measured one (a server past its first burst: its accept path compiled).",
     "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
+    SYNC_INTERVAL_NOTE,
   ],
   cases(_opts: BenchOptions): CaseDef[] {
     return [
@@ -383,6 +385,9 @@ export const hostileSuite: SuiteDef = {
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: subFlood },
       { name: "while one client's 10 PUBs fan out to 100k subscriptions", metrics: BYSTANDER_METRICS, run: fanout },
       { name: "while one client sends 10,000 PUBs to a file stream in one write", metrics: BYSTANDER_METRICS, run: jsPubFlood },
+      // Like for like: nats-server's default answers a publish after the write, fsyncing every
+      // 2 minutes (2.9.10 has no sync_interval: always to compare the other way).
+      syncIntervalCase("while one client sends 10,000 PUBs to a file stream in one write", BYSTANDER_METRICS, jsPubFlood),
       { name: "while one client fills a memory stream with 500,000 messages", metrics: BYSTANDER_METRICS, run: memFill },
       {
         name: "while 500 unauthenticated sockets send PUB x 1 MiB",
