@@ -86,29 +86,24 @@ export interface CommitWaiter {
   dropped(): void;
 }
 
-/** A consumer as a stream that changes kind (STREAM.UPDATE of its replicas) hands it over:
- *  its config (wire JSON), creation time, ledger knobs and state. */
-export interface ConsumerSeed {
+/** A consumer as the replicas agreed on it: what a new stream leader makes it again from
+ *  (its config as wire JSON, creation time and state). */
+export interface ReplicatedConsumer {
   name: string;
   config: string;
   createdNs: number;
-  ackPolicy: "none" | "all" | "explicit";
-  maxDeliver: number;
-  maxAckPending: number;
   state: ConsumerState;
   /** A last_per_subject consumer's first phase ends here (the stream's last sequence when it
    *  was made); 0 for other policies. */
   lpsEnd: number;
 }
 
-/** A consumer as the replicas agreed on it: what a new stream leader makes it again from. */
-export interface ReplicatedConsumer {
-  name: string;
-  config: string;
-  createdNs: number;
-  state: ConsumerState;
-  /** As ConsumerSeed.lpsEnd. */
-  lpsEnd: number;
+/** A consumer as a stream that changes kind (STREAM.UPDATE of its replicas) hands it over:
+ *  as a replicated one, plus its ledger knobs. */
+export interface ConsumerSeed extends ReplicatedConsumer {
+  ackPolicy: "none" | "all" | "explicit";
+  maxDeliver: number;
+  maxAckPending: number;
 }
 
 /** What a replicated stream keeps of its consumers (src/jscluster/consumer-repl.ts): the

@@ -134,9 +134,9 @@ export class Client extends Conn implements ParserHandler, SubOwner {
   /** Where messages it publishes come from (routeRange's one-hop rule). */
   readonly origin: OriginKind = Origin.Client;
   readonly parser: Parser;
-  /** By sid; a connection that never subscribes shares one empty map (never written). */
-  /** By sid; split past 4,096 (src/subjects/splitmap.ts): 100k SUBs in one write never
-   *  rehash the whole table in one call. */
+  /** By sid; a connection that never subscribes shares one empty map (never written). Split
+   *  past 4,096 (src/subjects/splitmap.ts): 100k SUBs in one write never rehash the whole
+   *  table in one call. */
   subs: SplitMap<Subscription> = NO_SUBS;
   readonly startMs: number;
   readonly host: string;
