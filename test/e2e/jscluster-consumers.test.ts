@@ -27,6 +27,18 @@ async function streamLeader(nc: NatsConnection, stream: string): Promise<string>
   return (i["cluster"] as ClusterBlock | undefined)?.leader ?? "";
 }
 
+/** STREAM.LEADER.STEPDOWN asked on `ask`, then (watching on `watch`) a leader other than the
+ *  one before. */
+async function stepDownStream(ask: NatsConnection, watch: NatsConnection, stream: string): Promise<void> {
+  const before = await streamLeader(watch, stream);
+  const sd = await req(ask, `$JS.API.STREAM.LEADER.STEPDOWN.${stream}`);
+  assert.equal(sd["success"], true, JSON.stringify(sd));
+  await until(`the leader of ${stream} moved`, async () => {
+    const l = await streamLeader(watch, stream);
+    return l !== "" && l !== before;
+  });
+}
+
 async function consumerInfo(nc: NatsConnection, stream: string, name: string): Promise<Record<string, unknown>> {
   return req(nc, `$JS.API.CONSUMER.INFO.${stream}.${name}`).catch(() => ({ error: "timeout" }));
 }
@@ -278,13 +290,7 @@ for (const [label, A, B] of [["30 subjects", 20, 10], ["4,300 subjects (the star
       const got = await pullSeqs(ncB, "LPS", "last", first);
       assert.deepEqual(got, Array.from({ length: first }, (_, i) => i + 1));
 
-      const lead0 = await streamLeader(ncA, "LPS");
-      const sd = await req(ncC, "$JS.API.STREAM.LEADER.STEPDOWN.LPS");
-      assert.equal(sd["success"], true, JSON.stringify(sd));
-      await until("a new stream leader", async () => {
-        const l = await streamLeader(ncA, "LPS");
-        return l !== "" && l !== lead0;
-      });
+      await stepDownStream(ncC, ncA, "LPS");
 
       // The rest of the first phase (none of the first round of b), then the later message.
       const rest = await pullSeqs(ncB, "LPS", "last", A - first + B + 1);
@@ -328,13 +334,7 @@ void test("KV and object store with 3 replicas: CAS, history and TTL from any se
     await assert.rejects(kvB.create("o.1", "again"), /wrong last sequence|key exists/);
 
     for (let k = 0; k < 2; k++) {
-      const before = await streamLeader(ncA, "KV_orders");
-      const sd = await req(ncB, "$JS.API.STREAM.LEADER.STEPDOWN.KV_orders");
-      assert.equal(sd["success"], true, JSON.stringify(sd));
-      await until("the KV stream's leader moved", async () => {
-        const l = await streamLeader(ncA, "KV_orders");
-        return l !== "" && l !== before;
-      });
+      await stepDownStream(ncB, ncA, "KV_orders");
       await until(`put ${k} after the stepdown`, () => kvA.put(`o.${k + 2}`, `v${k}`).then(() => true, () => false));
     }
     const r3 = await kvC.update("o.1", "shipped", r2);
