@@ -21,98 +21,137 @@ export interface SublistResult<S extends SubLike> {
 // instead of an indexOf and a copy (100k SUBs to one subject, then a disconnect, was
 // quadratic); at half of it the Set is dropped again.
 const SET_MIN = 32;
-const NONE: readonly never[] = Object.freeze([]);
+// The empty array of every Members without one (frozen: never written, compared by identity).
+const NONE = Object.freeze([]) as unknown as never[];
 
 /** The subscriptions of one node (its plain ones, or one queue group), in insertion order.
- *  `arr` is what results hand out. Once handed out (`shared`) it is never written again: the
+ *  A node is its own plain Members (the fields are on the node) and a queue group is one of
+ *  its own: one object per node instead of three (node, Members, an array of one) saves
+ *  ~90 B per subscription on a unique subject, where most nodes keep one subscription for
+ *  life. A lone member sits in `one` until a read asks for an array.
+ *
+ *  `arr` is what results hand out. Once handed out (SHARED) it is never written again: the
  *  next change copies it (copy-on-write, so a fan-out iterating a result is not disturbed by
  *  subscribes or unsubscribes it causes). While not shared, adds push in place, so a burst
  *  of subscribes to one subject costs O(1) each, not a copy of everything before it. A large
- *  group also keeps a Set: removes then only mark the array stale, and the next read builds
+ *  group also keeps a Set: removes then only mark the array STALE, and the next read builds
  *  it once from the Set (same order). */
-class Members<S> {
-  private arr: S[] = NONE as unknown as S[];
-  private set: Set<S> | null = null;
-  private stale = false;
-  private shared = true;
-
-  get size(): number {
-    return this.set !== null ? this.set.size : this.arr.length;
-  }
-
-  add(s: S): void {
-    const set = this.set;
-    if (set !== null) {
-      set.add(s);
-      if (!this.stale && !this.shared) this.arr.push(s);
-      else this.stale = true;
-      return;
-    }
-    if (this.shared) {
-      // The first member goes in an array of one: a slice then a push would leave room for
-      // 16 more (most nodes keep one subscription for life: ~130 B each).
-      if (this.arr.length === 0) this.arr = [s];
-      else (this.arr = this.arr.slice()).push(s);
-      this.shared = false;
-    } else this.arr.push(s);
-    if (this.arr.length > SET_MIN) this.set = new Set(this.arr);
-  }
-
-  remove(s: S): boolean {
-    const set = this.set;
-    if (set !== null) {
-      if (!set.delete(s)) return false;
-      this.stale = true;
-      if (set.size <= SET_MIN >>> 1) {
-        this.arr = [...set];
-        this.set = null;
-        this.stale = false;
-        this.shared = false;
-      }
-      return true;
-    }
-    const i = this.arr.indexOf(s);
-    if (i < 0) return false;
-    if (this.shared) {
-      this.arr = this.arr.slice();
-      this.shared = false;
-    }
-    this.arr.splice(i, 1);
-    return true;
-  }
-
-  /** The members now, to read and let go of (not to keep). */
-  list(): readonly S[] {
-    if (this.stale) {
-      this.arr = [...this.set!];
-      this.stale = false;
-      this.shared = false;
-    }
-    return this.arr;
-  }
-
-  /** The members now, to keep in a result: never changed afterwards. */
-  share(): readonly S[] {
-    const a = this.list();
-    this.shared = true;
-    return a;
-  }
+interface Members<S> {
+  /** The only member while `arr` is NONE (null: none). */
+  one: S | null;
+  arr: S[];
+  set: Set<S> | null;
+  flags: number;
 }
 
-interface Node<S extends SubLike> {
-  readonly psubs: Members<S>;
+const STALE = 1;
+const SHARED = 2;
+
+function newGroup<S>(): Members<S> {
+  return { one: null, arr: NONE, set: null, flags: 0 };
+}
+
+function membersSize<S>(m: Members<S>): number {
+  return m.set !== null ? m.set.size : m.arr !== NONE ? m.arr.length : m.one !== null ? 1 : 0;
+}
+
+function addMember<S>(m: Members<S>, s: S): void {
+  const set = m.set;
+  if (set !== null) {
+    set.add(s);
+    if (m.flags === 0) m.arr.push(s);
+    else m.flags |= STALE;
+    return;
+  }
+  const arr = m.arr;
+  if (arr === NONE) {
+    if (m.one === null) {
+      m.one = s;
+      return;
+    }
+    m.arr = [m.one, s];
+    m.one = null;
+    m.flags = 0;
+    return;
+  }
+  if ((m.flags & SHARED) !== 0) {
+    (m.arr = arr.slice()).push(s);
+    m.flags = 0;
+  } else arr.push(s);
+  if (m.arr.length > SET_MIN) m.set = new Set(m.arr);
+}
+
+function removeMember<S>(m: Members<S>, s: S): boolean {
+  const set = m.set;
+  if (set !== null) {
+    if (!set.delete(s)) return false;
+    m.flags |= STALE;
+    if (set.size <= SET_MIN >>> 1) {
+      m.arr = [...set];
+      m.set = null;
+      m.flags = 0;
+    }
+    return true;
+  }
+  if (m.arr === NONE) {
+    if (m.one === null || m.one !== s) return false;
+    m.one = null;
+    return true;
+  }
+  const i = m.arr.indexOf(s);
+  if (i < 0) return false;
+  if ((m.flags & SHARED) !== 0) {
+    m.arr = m.arr.slice();
+    m.flags = 0;
+  }
+  m.arr.splice(i, 1);
+  return true;
+}
+
+/** The members now, to read and let go of (not to keep). */
+function listMembers<S>(m: Members<S>): readonly S[] {
+  if ((m.flags & STALE) !== 0) {
+    m.arr = [...m.set!];
+    m.flags = 0;
+  } else if (m.arr === NONE && m.one !== null) {
+    m.arr = [m.one];
+    m.one = null;
+    m.flags = 0;
+  }
+  return m.arr;
+}
+
+/** The members now, to keep in a result: never changed afterwards. */
+function shareMembers<S>(m: Members<S>): readonly S[] {
+  const a = listMembers(m);
+  m.flags |= SHARED;
+  return a;
+}
+
+/** Pushes m's members onto out (a lone member without making its array). */
+function pushMembers<S>(m: Members<S>, out: S[]): void {
+  if (m.arr === NONE) {
+    if (m.one !== null) out.push(m.one);
+    return;
+  }
+  const a = listMembers(m);
+  for (let i = 0; i < a.length; i++) out.push(a[i]!);
+}
+
+/** A trie node: its plain subscriptions are its own Members fields. */
+interface Node<S extends SubLike> extends Members<S> {
   /** Queue groups with members (null when none: most nodes have none). */
   qsubs: Map<string, Members<S>> | null;
   next: Level<S> | null;
   /** The result when this node is the only one a subject reaches (the common case for
-   *  unique subjects under a '>'): built once, dropped when psubs or qsubs change. */
+   *  unique subjects under a '>'): built once, dropped when its members change. */
   solo: SublistResult<S> | null;
 }
 
 /** A literal, as newSubscription's (src/server/subscription.ts): V8 pretenures a literal
  *  site whose objects survive, so a SUB flood's nodes skip the young generation. */
 function newNode<S extends SubLike>(): Node<S> {
-  return { psubs: new Members<S>(), qsubs: null, next: null, solo: null };
+  return { one: null, arr: NONE, set: null, flags: 0, qsubs: null, next: null, solo: null };
 }
 
 class Level<S extends SubLike> {
@@ -249,12 +288,12 @@ export class Sublist<S extends SubLike> {
     if (!node) return;
     node.solo = null;
     if (sub.queue === "") {
-      node.psubs.add(sub);
+      addMember(node, sub);
     } else {
       const qs = (node.qsubs ??= new Map());
       let q = qs.get(sub.queue);
-      if (q === undefined) qs.set(sub.queue, (q = new Members<S>()));
-      q.add(sub);
+      if (q === undefined) qs.set(sub.queue, (q = newGroup<S>()));
+      addMember(q, sub);
     }
     this.count++;
     this.inserts++;
@@ -278,12 +317,12 @@ export class Sublist<S extends SubLike> {
     if (!node) return false;
     let removed = false;
     if (sub.queue === "") {
-      removed = node.psubs.remove(sub);
+      removed = removeMember(node, sub);
     } else {
       const qs = node.qsubs;
       const q = qs?.get(sub.queue);
-      if (qs && q && q.remove(sub)) {
-        if (q.size === 0) {
+      if (qs && q && removeMember(q, sub)) {
+        if (membersSize(q) === 0) {
           qs.delete(sub.queue);
           if (qs.size === 0) node.qsubs = null;
         }
@@ -299,7 +338,7 @@ export class Sublist<S extends SubLike> {
     for (let i = path.length - 1; i >= 0; i--) {
       const [lvl, t, n] = path[i]!;
       const nextEmpty = !n.next || (n.next.nodes.size === 0 && !n.next.pwc && !n.next.fwc);
-      if (n.psubs.size > 0 || n.qsubs !== null || !nextEmpty) break;
+      if (membersSize(n) > 0 || n.qsubs !== null || !nextEmpty) break;
       if (t === "*") lvl.pwc = null;
       else if (t === ">") lvl.fwc = null;
       else {
@@ -375,7 +414,7 @@ export class Sublist<S extends SubLike> {
       level = n.next;
     }
     const f = level.fwc;
-    return level.nodes.size === 0 && level.pwc === null && f !== null && f.qsubs === null && f.psubs.size === 1 && f.psubs.list()[0] === sub;
+    return level.nodes.size === 0 && level.pwc === null && f !== null && f.qsubs === null && membersSize(f) === 1 && (f.one ?? f.arr[0]) === sub;
   }
 
   hasInterest(subject: string): boolean {
@@ -464,7 +503,7 @@ function matchLevel<S extends SubLike>(level: Level<S>, subject: string, start: 
 }
 
 function reach<S extends SubLike>(n: Node<S>, acc: MatchAcc<S>): void {
-  if (n.psubs.size === 0 && n.qsubs === null) return;
+  if (n.qsubs === null && membersSize(n) === 0) return;
   if (acc.first === null) acc.first = n;
   else (acc.more ??= []).push(n);
 }
@@ -478,12 +517,11 @@ function finish<S extends SubLike>(acc: MatchAcc<S>): SublistResult<S> {
   let qmap: Map<string, S[]> | null = null;
   for (let k = -1; k < more.length; k++) {
     const n = k < 0 ? first : more[k]!;
-    const ps = n.psubs.list();
-    for (let i = 0; i < ps.length; i++) psubs.push(ps[i]!);
+    pushMembers(n, psubs);
     if (n.qsubs === null) continue;
     qmap ??= new Map<string, S[]>();
     for (const [q, group] of n.qsubs) {
-      const members = group.list();
+      const members = listMembers(group);
       const have = qmap.get(q);
       if (have) for (const m of members) have.push(m);
       else qmap.set(q, [...members]);
@@ -496,10 +534,10 @@ function finish<S extends SubLike>(acc: MatchAcc<S>): SublistResult<S> {
 
 function nodeResult<S extends SubLike>(n: Node<S>): SublistResult<S> {
   const qs = n.qsubs;
-  if (qs === null) return { psubs: n.psubs.share(), qsubs: NO_QSUBS };
+  if (qs === null) return { psubs: shareMembers(n), qsubs: NO_QSUBS };
   const groups: (readonly S[])[] = [];
-  for (const g of qs.values()) groups.push(g.share());
-  return { psubs: n.psubs.share(), qsubs: groups };
+  for (const g of qs.values()) groups.push(shareMembers(g));
+  return { psubs: shareMembers(n), qsubs: groups };
 }
 
 /** A 32-bit hash of the length and up to 16 characters from the end (where unique subjects
@@ -516,8 +554,8 @@ function wideHash(s: string): number {
 function collect<S extends SubLike>(level: Level<S>, out: S[]): void {
   const visit = (n: Node<S> | null) => {
     if (!n) return;
-    for (const s of n.psubs.list()) out.push(s);
-    if (n.qsubs !== null) for (const q of n.qsubs.values()) for (const s of q.list()) out.push(s);
+    pushMembers(n, out);
+    if (n.qsubs !== null) for (const q of n.qsubs.values()) pushMembers(q, out);
     if (n.next) collect(n.next, out);
   };
   for (const n of level.nodes.values()) visit(n);

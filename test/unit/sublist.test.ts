@@ -305,3 +305,51 @@ void test("random subscriptions agree with subjectMatches (seeded, with removes 
     assert.equal(sl.size, live.length);
   }
 });
+
+void test("members through every shape (none, one, array, array with a Set): results in hand never change, all() and sizes agree (seeded)", () => {
+  for (const seed of [7, 8, 9]) {
+    const rnd = prng(seed);
+    const subjects = ["m.one", "m.two", "m.*"];
+    const sl = new Sublist<Sub>();
+    const live: Sub[] = [];
+    const held: { r: SublistResult<Sub>; want: { p: string[]; q: string[][] } }[] = [];
+    for (let step = 0; step < 3000; step++) {
+      // Phases of mostly adds, then mostly removes, so groups grow past the Set threshold
+      // (32) and shrink back below half of it, and single members come and go.
+      const growing = Math.floor(step / 500) % 2 === 0;
+      const r = rnd();
+      if (live.length === 0 || r < (growing ? 0.6 : 0.2)) {
+        const s = new Sub(subjects[Math.floor(rnd() * subjects.length)]!, rnd() < 0.3 ? "q" : "", `s${step}`);
+        sl.insert(s);
+        live.push(s);
+      } else if (r < 0.8) {
+        const [s] = live.splice(Math.floor(rnd() * live.length), 1);
+        assert.equal(sl.remove(s!), true);
+        assert.equal(sl.remove(s!), false, "removed twice");
+      } else {
+        const subj = rnd() < 0.5 ? "m.one" : "m.two";
+        const res = sl.match(subj);
+        const got = ids(res);
+        const want = live.filter((s) => subjectMatches(s.subject, subj));
+        assert.deepEqual(got.p, want.filter((s) => s.queue === "").map((s) => s.id).sort(), `seed ${seed} step ${step}`);
+        if (held.length < 50) held.push({ r: res, want: got });
+      }
+    }
+    for (const h of held) assert.deepEqual(ids(h.r), h.want, `seed ${seed}: a result in hand changed`);
+    assert.equal(sl.size, live.length);
+    assert.deepEqual(sl.all().map((s) => s.id).sort(), live.map((s) => s.id).sort());
+  }
+});
+
+void test("soleSubscriberUnder: one subscription on '<prefix>.>' alone, not with a second", () => {
+  const sl = new Sublist<Sub>();
+  const a = new Sub("$JS.ACK.S.C.>", "", "a");
+  sl.insert(a);
+  assert.equal(sl.soleSubscriberUnder("$JS.ACK.S.C", a), true);
+  const b = new Sub("$JS.ACK.S.C.>", "", "b");
+  sl.insert(b);
+  assert.equal(sl.soleSubscriberUnder("$JS.ACK.S.C", a), false);
+  sl.remove(a);
+  assert.equal(sl.soleSubscriberUnder("$JS.ACK.S.C", b), true);
+  assert.equal(sl.soleSubscriberUnder("$JS.ACK.S.C", a), false);
+});
