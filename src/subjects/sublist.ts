@@ -167,6 +167,29 @@ class Level<S extends SubLike> {
 
 const SMALL_LEVEL = 8;
 
+const STAR = 0x2a;
+const GT = 0x3e;
+
+/** A new literal child of level under token. */
+function addChild<S extends SubLike>(level: Level<S>, token: string): Node<S> {
+  const n = newNode<S>();
+  level.nodes.set(token, n);
+  level.keys = null;
+  return n;
+}
+
+// Sublist.remove's walk (see there).
+const RM_LEVELS: Level<SubLike>[] = [];
+const RM_NODES: Node<SubLike>[] = [];
+const RM_STARTS: number[] = [];
+
+function clearWalk(r: boolean): boolean {
+  RM_LEVELS.length = 0;
+  RM_NODES.length = 0;
+  RM_STARTS.length = 0;
+  return r;
+}
+
 /** The literal child for subject[start, end) of level, if any. */
 function childOf<S extends SubLike>(level: Level<S>, subject: string, start: number, end: number): Node<S> | undefined {
   const m = level.nodes;
@@ -266,26 +289,24 @@ export class Sublist<S extends SubLike> {
   }
 
   insert(sub: S): void {
-    const tokens = sub.subject.split(".");
+    const subject = sub.subject;
     let level = this.root;
-    let node: Node<S> | null = null;
-    for (let i = 0; i < tokens.length; i++) {
-      const t = tokens[i]!;
-      if (t === "*") {
-        node = level.pwc ??= newNode<S>();
-      } else if (t === ">") {
-        node = level.fwc ??= newNode<S>();
-      } else {
-        node = level.nodes.get(t) ?? null;
-        if (!node) {
-          node = newNode<S>();
-          level.nodes.set(t, node);
-          level.keys = null;
-        }
-      }
-      if (i < tokens.length - 1) level = node.next ??= new Level<S>();
+    let node: Node<S>;
+    // Tokens are found in place (indexOf), as the match walk does: only a token that makes a
+    // new node is sliced out (a split per SUB made an array and a string per token, garbage
+    // for every level that already existed).
+    for (let start = 0; ; ) {
+      let end = subject.indexOf(".", start);
+      const last = end < 0;
+      if (last) end = subject.length;
+      const c = end - start === 1 ? subject.charCodeAt(start) : 0;
+      if (c === STAR) node = level.pwc ??= newNode<S>();
+      else if (c === GT) node = level.fwc ??= newNode<S>();
+      else node = childOf(level, subject, start, end) ?? addChild(level, subject.slice(start, end));
+      if (last) break;
+      level = node.next ??= new Level<S>();
+      start = end + 1;
     }
-    if (!node) return;
     node.solo = null;
     if (sub.queue === "") {
       addMember(node, sub);
@@ -298,23 +319,35 @@ export class Sublist<S extends SubLike> {
     this.count++;
     this.inserts++;
     this.gen++;
-    this.invalidate(sub.subject);
+    this.invalidate(subject);
   }
 
   remove(sub: S): boolean {
-    const tokens = sub.subject.split(".");
-    const path: [Level<S>, string, Node<S>][] = [];
+    const subject = sub.subject;
+    // The walk's levels, nodes and token starts, in module scratch arrays (remove calls
+    // nothing that removes), cleared before returning so they hold no node.
+    const levels = RM_LEVELS as Level<S>[];
+    const nodes = RM_NODES as Node<S>[];
+    const starts = RM_STARTS;
     let level: Level<S> | null = this.root;
     let node: Node<S> | null = null;
-    for (let i = 0; i < tokens.length; i++) {
-      if (!level) return false;
-      const t = tokens[i]!;
-      node = t === "*" ? level.pwc : t === ">" ? level.fwc : (level.nodes.get(t) ?? null);
-      if (!node) return false;
-      path.push([level, t, node]);
+    let depth = 0;
+    for (let start = 0; ; ) {
+      if (level === null) return clearWalk(false);
+      let end = subject.indexOf(".", start);
+      const last = end < 0;
+      if (last) end = subject.length;
+      const c = end - start === 1 ? subject.charCodeAt(start) : 0;
+      node = c === STAR ? level.pwc : c === GT ? level.fwc : (childOf(level, subject, start, end) ?? null);
+      if (node === null) return clearWalk(false);
+      levels[depth] = level;
+      nodes[depth] = node;
+      starts[depth] = start;
+      depth++;
+      if (last) break;
       level = node.next;
+      start = end + 1;
     }
-    if (!node) return false;
     let removed = false;
     if (sub.queue === "") {
       removed = removeMember(node, sub);
@@ -329,25 +362,28 @@ export class Sublist<S extends SubLike> {
         removed = true;
       }
     }
-    if (!removed) return false;
+    if (!removed) return clearWalk(false);
     node.solo = null;
     this.count--;
     this.removes++;
     this.gen++;
     // Prune empty nodes bottom-up so long-lived servers do not accumulate inbox tokens.
-    for (let i = path.length - 1; i >= 0; i--) {
-      const [lvl, t, n] = path[i]!;
+    for (let i = depth - 1; i >= 0; i--) {
+      const lvl = levels[i]!;
+      const n = nodes[i]!;
       const nextEmpty = !n.next || (n.next.nodes.size === 0 && !n.next.pwc && !n.next.fwc);
       if (membersSize(n) > 0 || n.qsubs !== null || !nextEmpty) break;
-      if (t === "*") lvl.pwc = null;
-      else if (t === ">") lvl.fwc = null;
+      if (n === lvl.pwc) lvl.pwc = null;
+      else if (n === lvl.fwc) lvl.fwc = null;
       else {
-        lvl.nodes.delete(t);
+        const st = starts[i]!;
+        const e = subject.indexOf(".", st);
+        lvl.nodes.delete(subject.slice(st, e < 0 ? subject.length : e));
         lvl.keys = null;
       }
     }
-    this.invalidate(sub.subject);
-    return true;
+    this.invalidate(subject);
+    return clearWalk(true);
   }
 
   match(subject: string): SublistResult<S> {
