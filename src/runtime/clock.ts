@@ -20,14 +20,17 @@ export interface TimerHandle {
 
 let nextId = 1;
 
+const TIME_ORIGIN = performance.timeOrigin;
+
 export class SystemClock implements Clock {
   private readonly timers = new Map<number, NodeJS.Timeout>();
   nowMs(): number {
     return Date.now();
   }
   nowNs(): number {
-    // performance.timeOrigin + now() gives sub-ms precision on the wall clock.
-    return Math.floor((performance.timeOrigin + performance.now()) * 1e6);
+    // performance.timeOrigin + now() gives sub-ms precision on the wall clock. timeOrigin is
+    // read once: its getter allocates on every call (~33 B per published message).
+    return Math.floor((TIME_ORIGIN + performance.now()) * 1e6);
   }
   monoMs(): number {
     return performance.now();

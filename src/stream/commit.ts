@@ -38,8 +38,14 @@ const ACKS_PER_TURN = 1024;
 const ACK_SLICE_MS = 2;
 const ACK_CHECK_EVERY = 64;
 
-/** Pending PubAcks answered together when one store.sync() completes. */
+/** Pending PubAcks answered together when one store.sync() completes. The arrays keep their
+ *  room between uses (up to BATCH_KEEP entries), and used batches go back to one pool shared
+ *  by every stream (SPARE_BATCHES): an array emptied by `length = 0` gave its room back, so
+ *  every batch of a flood grew its three arrays from nothing again (~80 B per PubAck of
+ *  garbage for the young generation). */
 class AckBatch {
+  /** Entries in use: replies[0, n), seqs[0, n), dups[0, n). */
+  n = 0;
   replies: string[] = [];
   seqs: number[] = [];
   dups: boolean[] = [];
@@ -48,15 +54,40 @@ class AckBatch {
   /** Once synced: the sync's error, and how many of the PubAcks went out. */
   err: Error | null = null;
   sent = 0;
+  add(reply: string, seq: number, dup: boolean): void {
+    const i = this.n++;
+    if (i < this.replies.length) {
+      this.replies[i] = reply;
+      this.seqs[i] = seq;
+      this.dups[i] = dup;
+    } else {
+      this.replies.push(reply);
+      this.seqs.push(seq);
+      this.dups.push(dup);
+    }
+  }
   clear(): void {
-    this.replies.length = 0;
-    this.seqs.length = 0;
-    this.dups.length = 0;
+    const r = this.replies;
+    if (r.length > BATCH_KEEP) {
+      r.length = 0;
+      this.seqs.length = 0;
+      this.dups.length = 0;
+    } else {
+      // The reply strings are let go (no reference kept past the batch).
+      for (let i = 0; i < this.n; i++) r[i] = "";
+    }
+    this.n = 0;
     this.coverSeq = 0;
     this.err = null;
     this.sent = 0;
   }
 }
+
+/** Room kept by a used batch, and how many used batches wait for reuse (process-wide): at
+ *  most 8 x 4,096 x 3 array slots (~800 KB) however many streams there are. */
+const BATCH_KEEP = 4096;
+const SPARE_BATCHES = 8;
+const SPARE: AckBatch[] = [];
 
 export class CommitQueue {
   /** The last sequence consumers may deliver. */
@@ -68,7 +99,6 @@ export class CommitQueue {
 
   private current = new AckBatch();
   private readonly inflight: AckBatch[] = [];
-  private readonly spare: AckBatch[] = [];
   private flushQueued = false;
   private lastStored = 0;
   private syncAsked = 0;
@@ -121,10 +151,7 @@ export class CommitQueue {
   }
 
   queueAck(reply: string, seq: number, dup: boolean): void {
-    const b = this.current;
-    b.replies.push(reply);
-    b.seqs.push(seq);
-    b.dups.push(dup);
+    this.current.add(reply, seq, dup);
     if (!this.flushQueued) {
       this.flushQueued = true;
       // After the current read batch, so every publish parsed from one socket read shares it.
@@ -136,10 +163,10 @@ export class CommitQueue {
     this.flushQueued = false;
     const b = this.current;
     const cover = this.lastStored;
-    if (b.replies.length === 0 && cover <= this.syncAsked) return;
+    if (b.n === 0 && cover <= this.syncAsked) return;
     this.syncAsked = cover;
     b.coverSeq = cover;
-    this.current = this.spare.pop() ?? new AckBatch();
+    this.current = SPARE.pop() ?? new AckBatch();
     this.inflight.push(b);
     this.host.store.sync(this.onSynced);
   };
@@ -169,16 +196,16 @@ export class CommitQueue {
     const t0 = clock === null ? 0 : clock.monoMs();
     while (this.synced.length > 0 && budget > 0) {
       const b = this.synced[0]!;
-      const n = Math.min(b.replies.length, b.sent + (clock === null ? budget : Math.min(budget, ACK_CHECK_EVERY)));
+      const n = Math.min(b.n, b.sent + (clock === null ? budget : Math.min(budget, ACK_CHECK_EVERY)));
       budget -= n - b.sent;
       this.sendAcks(b, n);
       if (clock !== null && clock.monoMs() - t0 >= ACK_SLICE_MS) budget = 0;
-      if (b.sent < b.replies.length) continue;
+      if (b.sent < b.n) continue;
       this.synced.shift();
       const err = b.err;
       const cover = b.coverSeq;
       b.clear();
-      if (this.spare.length < 4) this.spare.push(b);
+      if (SPARE.length < SPARE_BATCHES) SPARE.push(b);
       // PubAcks first, then deliveries: a publisher sees its ack before any consumer's copy.
       if (err === null && cover > this.visibleSeq) this.advanceVisible(cover);
     }
@@ -255,7 +282,7 @@ export class CommitQueue {
 
   /** Wait until every queued PubAck has been answered (used before close). */
   async drain(): Promise<void> {
-    if (this.current.replies.length > 0) this.flush();
+    if (this.current.n > 0) this.flush();
     if (this.inflight.length > 0) await new Promise<void>((res) => this.host.store.sync(() => res()));
     this.release(Infinity);
   }

@@ -106,3 +106,29 @@ void test("a turn's PubAcks stop after 2 ms too (the clock read every 64), and g
   for (let i = 0; i < 1000; i++) assert.ok(acks()[i]!.startsWith(`_R.${i + 1} `), `ack ${i + 1} in order`);
   assert.equal(r.events.filter((e) => e.startsWith("visible")).length, 1000);
 });
+
+void test("batches are reused across rounds and across streams (one shared pool): every PubAck carries its own seq and dup flag, whatever sizes came before", async () => {
+  const a = rig(false);
+  const b = rig(false);
+  let seqA = 0;
+  let seqB = 0;
+  const want: { a: string[]; b: string[] } = { a: [], b: [] };
+  // Rounds of varied sizes, above and below the room a batch keeps (4,096), interleaved
+  // between the two queues so each takes batches the other used.
+  for (const size of [5000, 3, 4096, 1, 700, 6000, 2, 64]) {
+    for (const [r, side] of [[a, "a"], [b, "b"]] as const) {
+      for (let k = 0; k < size; k++) {
+        const seq = side === "a" ? ++seqA : ++seqB;
+        const dup = seq % 7 === 0;
+        r.q.stored(seq, `s.${seq}`);
+        r.q.applied(seq);
+        r.q.queueAck(`_${side}.${seq}`, seq, dup);
+        want[side].push(`_${side}.${seq} {"stream":"S","seq":${seq}${dup ? ',"duplicate": true}' : "}"}`);
+      }
+      await Promise.resolve();
+      r.syncs.shift()!(null);
+    }
+  }
+  assert.deepEqual(a.events.filter((e) => e.startsWith("_a.")), want.a);
+  assert.deepEqual(b.events.filter((e) => e.startsWith("_b.")), want.b);
+});
