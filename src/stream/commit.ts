@@ -102,10 +102,13 @@ export class CommitQueue {
   private flushQueued = false;
   private lastStored = 0;
   private syncAsked = 0;
-  /** Stored but not yet visible: consumers hear of these (onStored) when they become visible. */
+  /** Stored but not yet visible: consumers hear of these (onStored) when they become visible.
+   *  In use: [unvHead, unvLen); the arrays keep their room (up to BATCH_KEEP) once emptied,
+   *  and a subject is let go as soon as its message is visible. */
   private readonly unvSeqs: number[] = [];
   private readonly unvSubjs: string[] = [];
   private unvHead = 0;
+  private unvLen = 0;
   /** Pairs (seq, previous seq on its subject) waiting to be republished once visible. */
   private readonly unvRepub: number[] = [];
 
@@ -125,8 +128,14 @@ export class CommitQueue {
   /** An applied message: visible now, or once its sync completes. */
   stored(seq: number, subject: string): void {
     if (this.deferVisible) {
-      this.unvSeqs.push(seq);
-      this.unvSubjs.push(subject);
+      const i = this.unvLen++;
+      if (i < this.unvSeqs.length) {
+        this.unvSeqs[i] = seq;
+        this.unvSubjs[i] = subject;
+      } else {
+        this.unvSeqs.push(seq);
+        this.unvSubjs.push(subject);
+      }
     } else {
       this.visibleSeq = seq;
       this.host.notifyStored(seq, subject);
@@ -253,23 +262,35 @@ export class CommitQueue {
     this.visibleSeq = upTo;
     const seqs = this.unvSeqs;
     const subjs = this.unvSubjs;
-    // unvHead moves before each notification: a delivery may store into this stream again.
-    while (this.unvHead < seqs.length && seqs[this.unvHead]! <= upTo) {
+    // unvHead moves before each notification: a delivery may store into this stream again
+    // (stored() then appends at unvLen).
+    while (this.unvHead < this.unvLen && seqs[this.unvHead]! <= upTo) {
       const k = this.unvHead++;
-      this.host.notifyStored(seqs[k]!, subjs[k]!);
+      const subject = subjs[k]!;
+      subjs[k] = "";
+      this.host.notifyStored(seqs[k]!, subject);
     }
     if (this.unvRepub.length > 0) this.republishVisible(upTo);
-    let i = this.unvHead;
-    if (i === seqs.length) {
-      seqs.length = 0;
-      subjs.length = 0;
-      i = 0;
-    } else if (i > 1024 && i * 2 > seqs.length) {
-      seqs.splice(0, i);
-      subjs.splice(0, i);
-      i = 0;
+    const head = this.unvHead;
+    const len = this.unvLen;
+    if (head === len) {
+      this.unvHead = 0;
+      this.unvLen = 0;
+      if (seqs.length > BATCH_KEEP) {
+        seqs.length = 0;
+        subjs.length = 0;
+      }
+    } else if (head > 1024 && head * 2 > len) {
+      // The rest moved to the front in place (a splice made an array of what it removed).
+      const rest = len - head;
+      for (let j = 0; j < rest; j++) {
+        seqs[j] = seqs[head + j]!;
+        subjs[j] = subjs[head + j]!;
+      }
+      for (let j = rest; j < len; j++) subjs[j] = "";
+      this.unvHead = 0;
+      this.unvLen = rest;
     }
-    this.unvHead = i;
   }
 
   private republishVisible(upTo: number): void {

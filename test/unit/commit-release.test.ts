@@ -132,3 +132,35 @@ void test("batches are reused across rounds and across streams (one shared pool)
   assert.deepEqual(a.events.filter((e) => e.startsWith("_a.")), want.a);
   assert.deepEqual(b.events.filter((e) => e.startsWith("_b.")), want.b);
 });
+
+void test("visibility across overlapping syncs: every message becomes visible once, in order, with its subject (the pending list moved to the front in place)", async () => {
+  const seen: string[] = [];
+  const syncs: ((e: Error | null) => void)[] = [];
+  const store = { sync: (cb: (e: Error | null) => void) => syncs.push(cb) } as unknown as StreamStore;
+  const host: CommitHost = { name: "S", store, notifyStored: (seq, subject) => seen.push(`${seq}:${subject}`), republishStored: () => undefined, syncFailed: () => undefined };
+  const bus = { publish: () => undefined } as unknown as Bus;
+  const q = new CommitQueue(host, bus, nullLogger, true, 0, null);
+  q.ackPrefix = Buffer.from('{"stream":"S","seq":');
+  let seq = 0;
+  const store1 = async (n: number): Promise<void> => {
+    for (let k = 0; k < n; k++) {
+      seq++;
+      q.stored(seq, `s.${seq % 13}`);
+      q.applied(seq);
+      q.queueAck(`_R.${seq}`, seq, false);
+    }
+    await Promise.resolve();
+  };
+  // Rounds: a big batch, then a small one while it syncs, so the first sync leaves a pending
+  // rest behind a head past 1,024 (moved to the front), and so on.
+  for (const [big, small] of [[3000, 500], [1500, 1400], [2, 1], [5000, 10]] as const) {
+    await store1(big);
+    await store1(small);
+    while (syncs.length > 0) syncs.shift()!(null);
+    await Promise.resolve();
+    while (syncs.length > 0) syncs.shift()!(null);
+  }
+  const want = Array.from({ length: seq }, (_, i) => `${i + 1}:s.${(i + 1) % 13}`);
+  assert.deepEqual(seen, want);
+  assert.equal(q.visibleSeq, seq);
+});
