@@ -308,6 +308,13 @@ void test("host: a route is shared fairly between groups: past a peer's per-turn
     const l = c.leader("big")!;
     if (c.leader("small") !== l) c.hosts.get(c.leader("small")!)!.transferLeader("small", l);
     await c.until("one leader for both groups", () => c.leader("small") === l);
+    // A new leader probes each follower (one append in flight until it answers): one more
+    // entry applied everywhere puts f in the replicating state for both groups, so that s1
+    // below is sent at once and not after a probe answer that a loaded machine may delay
+    // past the whole big backlog.
+    await c.proposeAll("small", ["s0b"]);
+    assert.equal(c.leader("small"), l, "the small group's leader moved while settling");
+    assert.equal(c.leader("big"), l, "the big group's leader moved while settling");
     const f = IDS.find((id) => id !== l)!;
     // Record the appends f receives, in order.
     const seen: string[] = [];
