@@ -302,7 +302,12 @@ export class Sublist<S extends SubLike> {
       const c = end - start === 1 ? subject.charCodeAt(start) : 0;
       if (c === STAR) node = level.pwc ??= newNode<S>();
       else if (c === GT) node = level.fwc ??= newNode<S>();
-      else node = childOf(level, subject, start, end) ?? addChild(level, subject.slice(start, end));
+      else if (level.nodes.size > SMALL_LEVEL) {
+        // A big level is looked up by the token itself: slice it once for the lookup and
+        // the new node both.
+        const token = subject.slice(start, end);
+        node = level.nodes.get(token) ?? addChild(level, token);
+      } else node = childOf(level, subject, start, end) ?? addChild(level, subject.slice(start, end));
       if (last) break;
       level = node.next ??= new Level<S>();
       start = end + 1;
