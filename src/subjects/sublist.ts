@@ -179,14 +179,17 @@ function addChild<S extends SubLike>(level: Level<S>, token: string): Node<S> {
 }
 
 // Sublist.remove's walk (see there).
-const RM_LEVELS: Level<SubLike>[] = [];
-const RM_NODES: Node<SubLike>[] = [];
+const RM_LEVELS: (Level<SubLike> | null)[] = [];
+const RM_NODES: (Node<SubLike> | null)[] = [];
 const RM_STARTS: number[] = [];
 
-function clearWalk(r: boolean): boolean {
-  RM_LEVELS.length = 0;
-  RM_NODES.length = 0;
-  RM_STARTS.length = 0;
+/** Lets go of the walk's first depth levels and nodes, keeping the arrays' room (emptying
+ *  them with `length = 0` would give it back, and the next remove would allocate again). */
+function clearWalk(depth: number, r: boolean): boolean {
+  for (let i = 0; i < depth; i++) {
+    RM_LEVELS[i] = null;
+    RM_NODES[i] = null;
+  }
   return r;
 }
 
@@ -331,20 +334,20 @@ export class Sublist<S extends SubLike> {
     const subject = sub.subject;
     // The walk's levels, nodes and token starts, in module scratch arrays (remove calls
     // nothing that removes), cleared before returning so they hold no node.
-    const levels = RM_LEVELS as Level<S>[];
-    const nodes = RM_NODES as Node<S>[];
+    const levels = RM_LEVELS as (Level<S> | null)[];
+    const nodes = RM_NODES as (Node<S> | null)[];
     const starts = RM_STARTS;
     let level: Level<S> | null = this.root;
     let node: Node<S> | null = null;
     let depth = 0;
     for (let start = 0; ; ) {
-      if (level === null) return clearWalk(false);
+      if (level === null) return clearWalk(depth, false);
       let end = subject.indexOf(".", start);
       const last = end < 0;
       if (last) end = subject.length;
       const c = end - start === 1 ? subject.charCodeAt(start) : 0;
       node = c === STAR ? level.pwc : c === GT ? level.fwc : (childOf(level, subject, start, end) ?? null);
-      if (node === null) return clearWalk(false);
+      if (node === null) return clearWalk(depth, false);
       levels[depth] = level;
       nodes[depth] = node;
       starts[depth] = start;
@@ -367,7 +370,7 @@ export class Sublist<S extends SubLike> {
         removed = true;
       }
     }
-    if (!removed) return clearWalk(false);
+    if (!removed) return clearWalk(depth, false);
     node.solo = null;
     this.count--;
     this.removes++;
@@ -388,7 +391,7 @@ export class Sublist<S extends SubLike> {
       }
     }
     this.invalidate(subject);
-    return clearWalk(true);
+    return clearWalk(depth, true);
   }
 
   match(subject: string): SublistResult<S> {
