@@ -65,10 +65,13 @@ const READS_BEFORE_SLICE = 4;
 // hundred times that, so every WORK_CHECK_UNITS the turn's time is checked too, against
 // WORK_SLICE_MS (every 64, a fresh server's first STREAM.INFO burst read 64 requests in
 // 9-16 ms; every 16, at most 5-7 ms; a clock read per 16 units is well under 1% warm).
+// WORK_SLICE_MS is 1, under the ~0.8 ms the unit cap takes warm, so it binds only cold code
+// (2 before: with commit.ts's ACK_SLICE_MS also halved, a flood's bystander p99 6.3 -> 5.3 ms,
+// median of six bench runs, publish rate within noise).
 // Core publishes hand nothing to internal handlers and pay one compare each.
 export const INTERNAL_WORK_PER_TURN = 512;
 const WORK_CHECK_UNITS = 16;
-const WORK_SLICE_MS = 2;
+const WORK_SLICE_MS = 1;
 const NO_IDENTITIES: readonly string[] = Object.freeze([]);
 const NO_SUBS = new SplitMap<Subscription>();
 /** Deliveries to a subscription before its "<subject> <sid> " bytes are kept (deliverMsg):
