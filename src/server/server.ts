@@ -86,6 +86,12 @@ export interface ClosedClientInfo {
 }
 
 const MAX_CLOSED_CLIENTS = 10_000;
+/** The tick (every 500 ms with the default auth timeout) looks at every client: at most this
+ *  many per turn of the loop, and at most TICK_SLICE_MS of them (the clock read every 64),
+ *  the rest on the next turns. In one piece it held the loop ~0.75 ms per 10,000 idle clients
+ *  on a warm server (2,048 take ~0.15 ms), several times that on a fresh one. */
+const TICK_PER_TURN = 2048;
+const TICK_SLICE_MS = 1;
 /** How long lame duck and shutdown wait for clustered JetStream leaders to hand over. */
 const LEADER_HANDOFF_MS = 2000;
 
@@ -109,6 +115,10 @@ export class Server extends Router implements ClientHost {
   private nextCid = 1;
   private readonly acceptor: Acceptor = new Acceptor(this);
   private tickTimer: TimerHandle | null = null;
+  private tickMs = 1000;
+  /** The tick's walk over the clients while it is under way (tick: a slice per turn). */
+  private tickWalk: IterableIterator<Client> | null = null;
+  private readonly tickStepBound = (): void => this.tickStep();
   private boundPort = 0;
   private shuttingDown = false;
   private readonly portsFiles: string[] = [];
@@ -605,12 +615,27 @@ export class Server extends Router implements ClientHost {
   // ---- the one timer ----
 
   private armTick(ms: number): void {
+    this.tickMs = ms;
     this.tickTimer = this.clock.setTimer(() => {
       this.tickTimer = null;
       if (this.shuttingDown) return;
-      this.tick();
-      if (!this.shuttingDown) this.armTick(ms);
+      this.tickWalk = this.clients.values();
+      this.tickStep();
     }, ms);
+  }
+
+  /** One slice of the tick's walk; the timer is armed again once the walk is done. */
+  private tickStep(): void {
+    if (this.shuttingDown) {
+      this.tickWalk = null;
+      return;
+    }
+    if (this.tick()) {
+      this.tickWalk = null;
+      this.armTick(this.tickMs);
+    } else {
+      this.sched.nextTurn(this.tickStepBound);
+    }
   }
 
   /** Lame duck's pauses: kept alive (the process waits for them). */
@@ -618,11 +643,27 @@ export class Server extends Router implements ClientHost {
     return new Promise((r) => this.clock.setTimer(r, ms, true));
   }
 
-  private tick(): void {
+  /** Looks at the next clients of the walk (auth timeouts, write deadlines, pings, idle
+   *  buffers): TICK_PER_TURN of them and at most TICK_SLICE_MS. true when the walk is done.
+   *  A Map's iterator is live: clients that leave meanwhile are skipped, new ones are seen. */
+  private tick(): boolean {
+    const walk = this.tickWalk;
+    if (walk === null) return true;
     const now = this.nowMs();
     const o = this.opts;
     const authReq = this.authRequired();
-    for (const c of this.clients.values()) {
+    const t0 = this.clock.monoMs();
+    let n = 0;
+    let done = false;
+    for (;;) {
+      if (n > 0 && (n >= TICK_PER_TURN || ((n & 63) === 0 && this.clock.monoMs() - t0 >= TICK_SLICE_MS))) break;
+      const next = walk.next();
+      if (next.done === true) {
+        done = true;
+        break;
+      }
+      n++;
+      const c = next.value;
       if (c.closed) continue;
       c.releaseIdleBuffer();
       if (!c.connected) {
@@ -650,6 +691,7 @@ export class Server extends Router implements ClientHost {
       }
     }
     this.flushDirty();
+    return done;
   }
 }
 
