@@ -50,6 +50,22 @@ function repeated(run: (ctx: CaseContext) => Promise<Record<string, number>>): (
   };
 }
 
+/** repeated() for a case that needs a server of another configuration: started once for the
+ *  case, and its RUNS runs all go to it, as the other cases' runs go to the shared server. */
+function repeatedOwn<S extends { proc: ServerProc }>(
+  start: (ctx: CaseContext) => Promise<S>,
+  run: (ctx: CaseContext, s: S) => Promise<Record<string, number>>,
+): (ctx: CaseContext) => Promise<Record<string, number>> {
+  return async (ctx) => {
+    const s = await start(ctx);
+    try {
+      return await repeated((c) => run(c, s))(ctx);
+    } finally {
+      await s.proc.stop();
+    }
+  };
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >>> 1;
@@ -226,34 +242,34 @@ async function fanout(ctx: CaseContext): Promise<Record<string, number>> {
 }
 
 /** (c) 500 unauthenticated sockets each send `PUB x 1048576` + 1 MiB, on a server with auth. */
-async function unauthFlood(ctx: CaseContext): Promise<Record<string, number>> {
+async function authServer(ctx: CaseContext): Promise<{ proc: ServerProc }> {
   const proc = await ServerProc.start({
     name: ctx.server.name,
     jetstream: false,
     config: `authorization {\n  user: "${CREDS.user}"\n  password: "${CREDS.pass}"\n}\n`,
   });
+  return { proc };
+}
+
+async function unauthFlood(_ctx: CaseContext, { proc }: { proc: ServerProc }): Promise<Record<string, number>> {
+  const frame = Buffer.concat([Buffer.from(`PUB x ${MB}\r\n`), randomBytes(MB), Buffer.from("\r\n")]);
+  const rss0 = proc.rssBytes();
+  let peak = rss0;
+  const sampler = setInterval(() => (peak = Math.max(peak, proc.rssBytes())), 50);
   try {
-    const frame = Buffer.concat([Buffer.from(`PUB x ${MB}\r\n`), randomBytes(MB), Buffer.from("\r\n")]);
-    const rss0 = proc.rssBytes();
-    let peak = rss0;
-    const sampler = setInterval(() => (peak = Math.max(peak, proc.rssBytes())), 50);
-    try {
-      const r = await underLoad(proc.port, CREDS, async () => {
-        const socks = await Promise.all(Array.from({ length: 500 }, () => HSock.open(proc.port)));
-        await Promise.all(socks.map((s) => s.until((t) => t.includes("\r\n"), 30_000)));
-        for (const s of socks) s.write(frame);
-        // Done when the server has closed every one of them.
-        const closed = await Promise.all(socks.map((s) => s.until(() => s.closed, 60_000)));
-        for (const s of socks) s.destroy();
-        const open = closed.filter((x) => !x).length;
-        if (open > 0) throw new Error(`${open} unauthenticated sockets still open after 60 s`);
-      });
-      return { ...r, "server RSS growth (peak)": (peak - rss0) / MB };
-    } finally {
-      clearInterval(sampler);
-    }
+    const r = await underLoad(proc.port, CREDS, async () => {
+      const socks = await Promise.all(Array.from({ length: 500 }, () => HSock.open(proc.port)));
+      await Promise.all(socks.map((s) => s.until((t) => t.includes("\r\n"), 30_000)));
+      for (const s of socks) s.write(frame);
+      // Done when the server has closed every one of them.
+      const closed = await Promise.all(socks.map((s) => s.until(() => s.closed, 60_000)));
+      for (const s of socks) s.destroy();
+      const open = closed.filter((x) => !x).length;
+      if (open > 0) throw new Error(`${open} unauthenticated sockets still open after 60 s`);
+    });
+    return { ...r, "server RSS growth (peak)": (peak - rss0) / MB };
   } finally {
-    await proc.stop();
+    clearInterval(sampler);
   }
 }
 
@@ -307,16 +323,25 @@ async function closeStorm(ctx: CaseContext, n: number): Promise<Record<string, n
 /** The same over WebSocket: a server started for the case with a plain websocket listener;
  *  n clients upgrade (200 at a time) and then destroy their sockets at once; done at a new
  *  (plain) connection's PONG after that. */
-async function wsCloseStorm(ctx: CaseContext, n: number): Promise<Record<string, number>> {
+async function wsServer(ctx: CaseContext): Promise<{ proc: ServerProc; wsPort: number }> {
   const wsPort = await freePort();
   const proc = await ServerProc.start({
     name: ctx.server.name,
     jetstream: false,
     config: `websocket {\n  listen: "${HOST}:${wsPort}"\n  no_tls: true\n}\n`,
   });
-  const socks: net.Socket[] = [];
   try {
     await waitForListen(wsPort, 10_000);
+  } catch (e) {
+    await proc.stop();
+    throw e;
+  }
+  return { proc, wsPort };
+}
+
+async function wsCloseStorm(_ctx: CaseContext, { proc, wsPort }: { proc: ServerProc; wsPort: number }, n: number): Promise<Record<string, number>> {
+  const socks: net.Socket[] = [];
+  try {
     const one = async (): Promise<void> => {
       const s = net.connect({ host: HOST, port: wsPort });
       socks.push(s);
@@ -335,7 +360,6 @@ async function wsCloseStorm(ctx: CaseContext, n: number): Promise<Record<string,
     });
   } finally {
     for (const s of socks) s.destroy();
-    await proc.stop();
   }
 }
 
@@ -375,9 +399,9 @@ export const hostileSuite: SuiteDef = {
     "fan-out: one client subscribes 100,000 times to one subject; another writes 10 PUBs (16 B) to it and a PING in one write; load done = that PING's PONG (1M deliveries, 36 MB to the subscriber, which the bench reads).",
     "memory stream fill: one client writes 500,000 PUBs (100 B, no reply subject, 100 subjects) to a memory stream, 5,000 per write as its socket drains; load done = STREAM.INFO counts 500,000 (polled every 20 ms).",
     "PUB flood to a file stream: one client writes 10,000 PUBs (16 B, each with its reply subject) to a file stream's subjects in one write; load done = the last PubAck. Its first run is the suite's first JetStream publish, so on tsnats it runs mostly unoptimised code while V8 compiles the publish path on a second thread (the \"first run\" row).",
-    "unauthenticated flood: a server started for the case with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
+    "unauthenticated flood: a server started for the case (its 5 runs on it) with authorization { user, password }; 500 sockets read INFO and each writes PUB x 1048576 with its 1 MiB payload without CONNECT; load done = the server closed all 500. The bystander is authenticated. RSS growth is the server's peak VmRSS over the case minus before (sampled every 50 ms).",
     "close storm: 2,000 connected clients (opened 200 at a time beforehand) destroy their sockets in one turn; load done = a new connection's PONG after that.",
-    "WebSocket close storm: a server started for the case with websocket { listen, no_tls: true }; 2,000 clients upgrade (200 at a time) and destroy their sockets in one turn; the bystander is on the client port; load done = a new connection's PONG after that.",
+    "WebSocket close storm: a server started for the case (its 5 runs on it) with websocket { listen, no_tls: true }; 2,000 clients upgrade (200 at a time) and destroy their sockets in one turn; the bystander is on the client port; load done = a new connection's PONG after that.",
     "accept rate: after a warm-up burst of N/4 connections, N sockets opened at once, each INFO, CONNECT, PING, PONG; the rate is N / time until the last PONG (the generator's own work included: a Node process of its own, fresh for each server, so that neither server is measured with a generator the other one warmed). The second accept case opens and closes three bursts of N before the measured one (a server past its first burst: its accept path compiled).",
     "RSS per idle connection: a fresh server with authorization; 1,000 connections (batches of 100) authenticate and stay idle; VmRSS 2 s later minus before, / 1,000. Go and V8 count differently: indicative.",
     SYNC_INTERVAL_NOTE,
@@ -411,7 +435,7 @@ export const hostileSuite: SuiteDef = {
         run: (c) => acceptRate(c, 2000, 3),
       },
       { name: "while 2,000 connected clients close at once", metrics: BYSTANDER_METRICS, run: repeated((c) => closeStorm(c, 2000)) },
-      { name: "while 2,000 WebSocket clients close at once", metrics: BYSTANDER_METRICS, run: repeated((c) => wsCloseStorm(c, 2000)) },
+      { name: "while 2,000 WebSocket clients close at once", metrics: BYSTANDER_METRICS, run: repeatedOwn(wsServer, (c, srv) => wsCloseStorm(c, srv, 2000)) },
       { name: "while one client creates a 10k-subject stream", metrics: BYSTANDER_METRICS, run: repeated(streamCreate) },
       { name: "while one client sends 5,000 STREAM.INFO in one write", metrics: BYSTANDER_METRICS, run: repeated(infoBurst) },
       { name: "while one client sends 100k SUBs in one write", metrics: BYSTANDER_METRICS, run: repeated(subFlood) },
@@ -424,7 +448,7 @@ export const hostileSuite: SuiteDef = {
       {
         name: "while 500 unauthenticated sockets send PUB x 1 MiB",
         metrics: [...BYSTANDER_METRICS, { label: "server RSS growth (peak)", unit: "MB", better: "lower" }],
-        run: repeated(unauthFlood),
+        run: repeatedOwn(authServer, unauthFlood),
       },
     ];
   },
