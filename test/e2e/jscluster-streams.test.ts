@@ -186,6 +186,27 @@ void test("clustered streams: R1 placed by tags, used from every server, deleted
   }
 });
 
+/** Resolves once every server has heard of nc's subscriptions made so far: a flush only tells
+ *  nc's own server, and another server may publish (an advisory) before the route's RS+ reaches
+ *  it. A probe subscription made after them travels behind them on each route, so once a
+ *  publish to it from every other connection comes back, they are known everywhere. */
+async function interestEverywhere(nc: NatsConnection, others: NatsConnection[]): Promise<void> {
+  const probe = `probe.${Math.random().toString(36).slice(2)}`;
+  const from = new Set<number>();
+  const sub = nc.subscribe(`${probe}.*`, { callback: (_e, m) => void from.add(Number(m.subject.slice(probe.length + 1))) });
+  await nc.flush();
+  try {
+    await until("interest on every server", async () => {
+      for (let i = 0; i < others.length; i++) if (!from.has(i)) others[i]!.publish(`${probe}.${i}`);
+      for (const o of others) await o.flush();
+      await nc.flush();
+      return from.size === others.length;
+    }, 10_000);
+  } finally {
+    sub.unsubscribe();
+  }
+}
+
 interface ClusterBlock {
   name: string;
   raft_group?: string;
@@ -203,7 +224,7 @@ void test("clustered streams: R3 created from any server, published to and read 
     const [ncA, ncB, ncC] = ncs as [NatsConnection, NatsConnection, NatsConnection];
     const advisories: string[] = [];
     ncA.subscribe("$JS.EVENT.ADVISORY.STREAM.*.R3S", { callback: (_e, m) => void advisories.push(m.subject) });
-    await ncA.flush();
+    await interestEverywhere(ncA, [ncB, ncC]);
     const created = await req(ncC, "$JS.API.STREAM.CREATE.R3S", { name: "R3S", subjects: ["r3.>"], num_replicas: 3 });
     assert.equal(created["error"], undefined, JSON.stringify(created));
     assert.equal(created["did_create"], true);
@@ -353,7 +374,7 @@ void test("clustered streams: R3 created from any server, published to and read 
     // Delete from any server: every replica's directory goes.
     const delAdv: string[] = [];
     ncs[1]!.subscribe("$JS.EVENT.ADVISORY.STREAM.DELETED.R3S", { callback: (_e, m) => void delAdv.push(m.subject) });
-    for (const nc of ncs) await nc.flush();
+    await interestEverywhere(ncs[1]!, [ncs[0]!, ncs[2]!]);
     const del = await req(ncs[1]!, "$JS.API.STREAM.DELETE.R3S");
     assert.equal(del["success"], true, JSON.stringify(del));
     for (const n of rig.names) {
